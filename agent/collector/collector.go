@@ -1,0 +1,108 @@
+// Package collector reads what one Slurm job uses on this node: cgroup v1, v2
+// and hybrid hierarchies, and /proc for the job's processes. One file per
+// source; each collector fills in the fields of a Sample it is responsible for
+// and marks the ones it could not read as missing, never as zero.
+//
+// Collectors are built once per job (opening what they can keep open) and then
+// called once per sampling pass; Collect must not allocate in steady state.
+package collector
+
+import (
+	"strings"
+	"time"
+)
+
+// Metric names one field of a Sample. A Sample's Missing set says which
+// fields could not be read in that pass.
+type Metric uint32
+
+// The metrics a Sample can carry. Their String forms are the names used in
+// documents' missing_metrics lists.
+const (
+	MetricCPU         Metric = 1 << iota // CPUUsageNanos
+	MetricMemory                         // MemoryUsedBytes
+	MetricMemoryRSS                      // MemoryRSSBytes
+	MetricMemoryPeak                     // MemoryPeakBytes
+	MetricMemoryLimit                    // MemoryLimitBytes
+	MetricCPUsAllocated                  // CPUsAllocated
+	MetricProcesses                      // Processes
+	MetricThreads                        // Threads
+	MetricIO                             // IOReadBytes, IOWriteBytes
+	metricEnd
+)
+
+// AllMetrics is the set of every metric a Sample can carry.
+const AllMetrics = metricEnd - 1
+
+var metricNames = [...]string{
+	"cpu", "memory", "memory_rss", "memory_peak", "memory_limit",
+	"cpus_allocated", "processes", "threads", "io",
+}
+
+// String returns the metric's name as used in missing_metrics, or a
+// "+"-joined list for a set.
+func (m Metric) String() string {
+	var names []string
+	for i, n := range metricNames {
+		if m&(1<<i) != 0 {
+			names = append(names, n)
+		}
+	}
+	return strings.Join(names, "+")
+}
+
+// Names returns the names of the metrics in the set, in a fixed order.
+func (m Metric) Names() []string {
+	var names []string
+	for i, n := range metricNames {
+		if m&(1<<i) != 0 {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+// Sample is one reading of a job's usage on this node. Cumulative counters
+// (CPU, I/O) are totals since the job's cgroup was created; gauges are values
+// at Time. A field whose bit is set in Missing was not read and must not be
+// used (it is not a zero).
+type Sample struct {
+	Time time.Time
+
+	CPUUsageNanos    uint64 // cumulative CPU time of all the job's processes on this node
+	MemoryUsedBytes  uint64 // memory charged to the job's cgroup now (includes page cache)
+	MemoryRSSBytes   uint64 // anonymous (resident, non-cache) memory now
+	MemoryPeakBytes  uint64 // kernel-tracked high-water mark of MemoryUsedBytes
+	MemoryLimitBytes uint64 // the cgroup's memory limit (0 and missing when unlimited)
+	CPUsAllocated    uint32 // CPUs in the job's cpuset on this node
+	Processes        uint32 // processes in the job's cgroups now
+	Threads          uint32 // threads of those processes now
+	IOReadBytes      uint64 // cumulative bytes read from storage by the job's processes
+	IOWriteBytes     uint64 // cumulative bytes written to storage by the job's processes
+
+	// Missing is the set of metrics not read in this pass.
+	Missing Metric
+}
+
+// Reset clears a sample for reuse, marking everything missing until a
+// collector fills it in.
+func (s *Sample) Reset(t time.Time) {
+	*s = Sample{Time: t, Missing: AllMetrics}
+}
+
+// Has reports whether every metric in m was read.
+func (s *Sample) Has(m Metric) bool { return s.Missing&m == 0 }
+
+// Collector reads one source for one job.
+type Collector interface {
+	// Name identifies the collector in logs and in the
+	// jobsight_agent_collector_errors_total{collector} metric.
+	Name() string
+	// Collect fills in the fields of s this collector provides and clears
+	// their bits in s.Missing. A field it could not read stays missing; the
+	// returned error says why (wrapping os.ErrNotExist when the job's cgroup
+	// or process is gone).
+	Collect(s *Sample) error
+	// Close releases files kept open between passes.
+	Close() error
+}

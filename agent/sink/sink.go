@@ -1,0 +1,24 @@
+// Package sink holds what the agent's outputs share: a document to store and
+// the interface each sink implements. Sinks live in sub-packages
+// (elasticsearch, promremote) and the on-disk spool in agent/spool.
+package sink
+
+// DocKind tells the spool which documents to keep longest: when the spool is
+// full, raw samples are dropped first and job documents last.
+type DocKind int
+
+// Document kinds, from most to least droppable.
+const (
+	KindSamples DocKind = iota // a batch of raw time-series samples
+	KindNodeDoc                // the per-node document (superseded by later versions of itself)
+	KindJobDoc                 // the job document: never dropped while anything else can be
+)
+
+// Doc is one document for Elasticsearch: the index it belongs in, its id and
+// its JSON body.
+type Doc struct {
+	Kind  DocKind
+	Index string
+	ID    string
+	Body  []byte
+}

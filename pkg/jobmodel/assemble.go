@@ -1,0 +1,198 @@
+package jobmodel
+
+import (
+	"sort"
+)
+
+// Assemble fills job's usage, sampling and missing metrics from its node
+// documents. The job's metadata, request, state and times must already be
+// set. Nodes listed in job.Nodes that have no document are named in
+// MissingMetrics as "node:<name>"; a metric absent on some node is named
+// and summed over the nodes that have it (a partial result, not a zero).
+//
+// Sums over nodes are exact for totals (core-seconds, bytes moved) and
+// averages. Peaks and p95s are the sums of the per-node values: an upper
+// bound, since nodes need not peak at the same moment. Per-node values stay
+// in the node documents.
+func Assemble(job *Job, nodes []Node) {
+	missing := map[string]bool{}
+	for _, m := range job.MissingMetrics {
+		missing[m] = true
+	}
+	have := map[string]bool{}
+	for _, n := range nodes {
+		have[n.Node] = true
+		for _, m := range n.MissingMetrics {
+			missing[m] = true
+		}
+		if n.AgentState == AgentLost {
+			missing["samples_after_agent_loss:"+n.Node] = true
+		}
+	}
+	for _, name := range job.Nodes {
+		if !have[name] {
+			missing["node:"+name] = true
+		}
+	}
+
+	elapsed := job.ElapsedSeconds
+	if elapsed == nil && job.StartTime != nil && job.EndTime != nil {
+		elapsed = Ptr(job.EndTime.Sub(job.StartTime.Time).Seconds())
+		job.ElapsedSeconds = elapsed
+	}
+
+	var u Usage
+	cpu := CPUUsage{
+		CoreSeconds:   sumF(nodes, func(n *Node) *float64 { return cpuField(n, func(c *CPUUsage) *float64 { return c.CoreSeconds }) }),
+		P95Cores:      sumF(nodes, func(n *Node) *float64 { return cpuField(n, func(c *CPUUsage) *float64 { return c.P95Cores }) }),
+		PeakCores:     sumF(nodes, func(n *Node) *float64 { return cpuField(n, func(c *CPUUsage) *float64 { return c.PeakCores }) }),
+		ActiveSeconds: maxF(nodes, func(n *Node) *float64 { return cpuField(n, func(c *CPUUsage) *float64 { return c.ActiveSeconds }) }),
+	}
+	if cpu.CoreSeconds != nil && elapsed != nil && *elapsed > 0 {
+		cpu.AvgCores = Ptr(*cpu.CoreSeconds / *elapsed)
+		cpus := job.Requested.CPUs
+		if cpus == nil {
+			cpus = sumI(nodes, func(n *Node) *int64 { return n.Allocated.CPUs })
+		}
+		if cpus != nil && *cpus > 0 {
+			cpu.Efficiency = Ptr(clamp01(*cpu.CoreSeconds / (float64(*cpus) * *elapsed)))
+		}
+	} else {
+		cpu.AvgCores = sumF(nodes, func(n *Node) *float64 { return cpuField(n, func(c *CPUUsage) *float64 { return c.AvgCores }) })
+	}
+	if cpu != (CPUUsage{}) {
+		u.CPU = &cpu
+	}
+
+	mem := MemoryUsage{
+		AvgBytes:         sumI(nodes, func(n *Node) *int64 { return memField(n, func(m *MemoryUsage) *int64 { return m.AvgBytes }) }),
+		P95Bytes:         sumI(nodes, func(n *Node) *int64 { return memField(n, func(m *MemoryUsage) *int64 { return m.P95Bytes }) }),
+		PeakBytes:        sumI(nodes, func(n *Node) *int64 { return memField(n, func(m *MemoryUsage) *int64 { return m.PeakBytes }) }),
+		RSSAvgBytes:      sumI(nodes, func(n *Node) *int64 { return memField(n, func(m *MemoryUsage) *int64 { return m.RSSAvgBytes }) }),
+		RSSPeakBytes:     sumI(nodes, func(n *Node) *int64 { return memField(n, func(m *MemoryUsage) *int64 { return m.RSSPeakBytes }) }),
+		LimitBytes:       sumI(nodes, func(n *Node) *int64 { return memField(n, func(m *MemoryUsage) *int64 { return m.LimitBytes }) }),
+		MaxNodePeakBytes: maxI(nodes, func(n *Node) *int64 { return memField(n, func(m *MemoryUsage) *int64 { return m.PeakBytes }) }),
+		Efficiency:       maxF(nodes, func(n *Node) *float64 { return memField(n, func(m *MemoryUsage) *float64 { return m.Efficiency }) }),
+	}
+	if mem != (MemoryUsage{}) {
+		u.Memory = &mem
+	}
+
+	io := IOUsage{
+		ReadBytes:    sumI(nodes, func(n *Node) *int64 { return ioField(n, func(i *IOUsage) *int64 { return i.ReadBytes }) }),
+		WrittenBytes: sumI(nodes, func(n *Node) *int64 { return ioField(n, func(i *IOUsage) *int64 { return i.WrittenBytes }) }),
+	}
+	if io != (IOUsage{}) {
+		u.IO = &io
+	}
+	u.Processes = sumCounts(nodes, func(n *Node) *CountUsage { return n.Processes })
+	u.Threads = sumCounts(nodes, func(n *Node) *CountUsage { return n.Threads })
+	job.Usage = u
+
+	job.Sampling = Sampling{}
+	for i := range nodes {
+		s := nodes[i].Sampling
+		job.Sampling.Count += s.Count
+		if s.IntervalSeconds > job.Sampling.IntervalSeconds {
+			job.Sampling.IntervalSeconds = s.IntervalSeconds
+		}
+		if s.First != nil && (job.Sampling.First == nil || s.First.Before(job.Sampling.First.Time)) {
+			job.Sampling.First = s.First
+		}
+		if s.Last != nil && (job.Sampling.Last == nil || s.Last.After(job.Sampling.Last.Time)) {
+			job.Sampling.Last = s.Last
+		}
+	}
+
+	job.MissingMetrics = job.MissingMetrics[:0]
+	for m := range missing {
+		job.MissingMetrics = append(job.MissingMetrics, m)
+	}
+	sort.Strings(job.MissingMetrics)
+	if len(job.MissingMetrics) == 0 {
+		job.MissingMetrics = nil
+	}
+}
+
+// memField reads a memory field of a node, nil when the node has no memory
+// summary.
+func memField[T any](n *Node, get func(*MemoryUsage) *T) *T {
+	if n.Memory == nil {
+		return nil
+	}
+	return get(n.Memory)
+}
+
+func cpuField(n *Node, get func(*CPUUsage) *float64) *float64 {
+	if n.CPU == nil {
+		return nil
+	}
+	return get(n.CPU)
+}
+
+func ioField(n *Node, get func(*IOUsage) *int64) *int64 {
+	if n.IO == nil {
+		return nil
+	}
+	return get(n.IO)
+}
+
+type number interface{ ~int64 | ~float64 }
+
+// fold combines the values present on the nodes with f; nil when no node
+// has the value.
+func fold[T number](nodes []Node, get func(*Node) *T, f func(a, b T) T) *T {
+	var acc *T
+	for i := range nodes {
+		v := get(&nodes[i])
+		if v == nil {
+			continue
+		}
+		if acc == nil {
+			acc = Ptr(*v)
+		} else {
+			*acc = f(*acc, *v)
+		}
+	}
+	return acc
+}
+
+func add[T number](a, b T) T { return a + b }
+
+func larger[T number](a, b T) T { return max(a, b) }
+
+func sumF(nodes []Node, get func(*Node) *float64) *float64 { return fold(nodes, get, add[float64]) }
+func sumI(nodes []Node, get func(*Node) *int64) *int64     { return fold(nodes, get, add[int64]) }
+func maxF(nodes []Node, get func(*Node) *float64) *float64 { return fold(nodes, get, larger[float64]) }
+func maxI(nodes []Node, get func(*Node) *int64) *int64     { return fold(nodes, get, larger[int64]) }
+
+func sumCounts(nodes []Node, get func(*Node) *CountUsage) *CountUsage {
+	c := CountUsage{
+		Avg: sumF(nodes, func(n *Node) *float64 {
+			if u := get(n); u != nil {
+				return u.Avg
+			}
+			return nil
+		}),
+		Peak: sumI(nodes, func(n *Node) *int64 {
+			if u := get(n); u != nil {
+				return u.Peak
+			}
+			return nil
+		}),
+	}
+	if c == (CountUsage{}) {
+		return nil
+	}
+	return &c
+}
+
+func clamp01(v float64) float64 {
+	if v < 0 {
+		return 0
+	}
+	if v > 1 {
+		return 1
+	}
+	return v
+}

@@ -1,0 +1,72 @@
+package jobmodel
+
+import (
+	"math"
+	"reflect"
+	"testing"
+	"time"
+)
+
+func node(name string, coreSec, peakCores float64, peakMem, limit int64) Node {
+	return Node{
+		Node:       name,
+		AgentState: AgentFinished,
+		Allocated:  Allocation{CPUs: Ptr[int64](2)},
+		Usage: Usage{
+			CPU:    &CPUUsage{CoreSeconds: Ptr(coreSec), PeakCores: Ptr(peakCores), AvgCores: Ptr(coreSec / 100)},
+			Memory: &MemoryUsage{PeakBytes: Ptr(peakMem), RSSPeakBytes: Ptr(peakMem / 2), LimitBytes: Ptr(limit), Efficiency: Ptr(float64(peakMem/2) / float64(limit))},
+			IO:     &IOUsage{ReadBytes: Ptr[int64](10), WrittenBytes: Ptr[int64](20)},
+		},
+		Sampling: Sampling{IntervalSeconds: 5, Count: 20},
+	}
+}
+
+func TestAssembleSumsNodes(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	job := Job{Nodes: []string{"n1", "n2"}, StartTime: At(start), EndTime: At(start.Add(100 * time.Second)),
+		Requested: Request{CPUs: Ptr[int64](4)}}
+	Assemble(&job, []Node{node("n1", 150, 2, 1000, 4000), node("n2", 50, 1, 3000, 4000)})
+
+	if got := *job.CPU.CoreSeconds; got != 200 {
+		t.Errorf("core_seconds = %v, want 200", got)
+	}
+	if got := *job.CPU.AvgCores; got != 2 {
+		t.Errorf("avg_cores = %v, want 2 (200 core-s over 100 s)", got)
+	}
+	if got := *job.CPU.Efficiency; math.Abs(got-0.5) > 1e-9 {
+		t.Errorf("efficiency = %v, want 0.5 (2 of 4 cores)", got)
+	}
+	if *job.Memory.PeakBytes != 4000 || *job.Memory.MaxNodePeakBytes != 3000 {
+		t.Errorf("memory peak %d / max node %d, want 4000 / 3000", *job.Memory.PeakBytes, *job.Memory.MaxNodePeakBytes)
+	}
+	if *job.Memory.Efficiency != 1500.0/4000 {
+		t.Errorf("memory efficiency = %v, want the fullest node's 0.375", *job.Memory.Efficiency)
+	}
+	if *job.IO.ReadBytes != 20 || *job.IO.WrittenBytes != 40 {
+		t.Errorf("io = %d/%d, want 20/40", *job.IO.ReadBytes, *job.IO.WrittenBytes)
+	}
+	if job.Sampling.Count != 40 || job.MissingMetrics != nil {
+		t.Errorf("sampling count %d, missing %v", job.Sampling.Count, job.MissingMetrics)
+	}
+}
+
+func TestAssemblePartialSaysWhatIsMissing(t *testing.T) {
+	t.Parallel()
+	n1 := node("n1", 10, 1, 100, 1000)
+	n1.IO = nil
+	n1.MissingMetrics = []string{"io"}
+	n1.AgentState = AgentLost
+	job := Job{Nodes: []string{"n1", "n2"}}
+	Assemble(&job, []Node{n1})
+	want := []string{"io", "node:n2", "samples_after_agent_loss:n1"}
+	if !reflect.DeepEqual(job.MissingMetrics, want) {
+		t.Errorf("missing_metrics = %v, want %v", job.MissingMetrics, want)
+	}
+	if job.IO != nil {
+		t.Errorf("io = %+v, want absent (not zero)", job.IO)
+	}
+	if job.CPU == nil || *job.CPU.CoreSeconds != 10 {
+		t.Errorf("cpu from the node that has it should be kept: %+v", job.CPU)
+	}
+}

@@ -1,0 +1,192 @@
+package jobmodel
+
+// SchemaVersion is written into every document; it changes when a field's
+// meaning changes (added fields do not change it).
+const SchemaVersion = 1
+
+// Sources of a document.
+const (
+	SourceSlurm      = "slurm"      // written by the agent started by the SPANK plugin
+	SourceStandalone = "standalone" // written by `jobsight-agent run -- CMD`
+)
+
+// Job states as stored: Slurm's base state names, plus RUNNING while the job
+// runs and UNKNOWN when the final state could not be learned.
+const (
+	StateRunning     = "RUNNING"
+	StateCompleted   = "COMPLETED"
+	StateFailed      = "FAILED"
+	StateCancelled   = "CANCELLED"
+	StateTimeout     = "TIMEOUT"
+	StateOutOfMemory = "OUT_OF_MEMORY"
+	StateNodeFail    = "NODE_FAIL"
+	StateUnknown     = "UNKNOWN"
+)
+
+// Job is the job document: one per job, in the job index, id DocID. It holds
+// the job's metadata and request, written when the job starts, and the usage
+// summed over its nodes, written when it ends. Fields that could not be read
+// are absent (and named in MissingMetrics), never zero.
+type Job struct {
+	DocID         string  `json:"doc_id"`
+	SchemaVersion int     `json:"schema_version"`
+	Source        string  `json:"source"`
+	Cluster       string  `json:"cluster"`
+	JobID         string  `json:"job_id"`
+	SlurmJobID    uint64  `json:"slurm_job_id,omitempty"`
+	ArrayJobID    *uint64 `json:"array_job_id,omitempty"`
+	ArrayTaskID   *uint64 `json:"array_task_id,omitempty"`
+	HetJobID      *uint64 `json:"het_job_id,omitempty"`
+	HetJobOffset  *uint64 `json:"het_job_offset,omitempty"`
+
+	Name      string   `json:"name,omitempty"`
+	User      string   `json:"user,omitempty"`
+	UID       *uint32  `json:"uid,omitempty"`
+	GID       *uint32  `json:"gid,omitempty"`
+	Account   string   `json:"account,omitempty"`
+	Partition string   `json:"partition,omitempty"`
+	QOS       string   `json:"qos,omitempty"`
+	Nodes     []string `json:"nodes,omitempty"`
+	NodeCount int      `json:"node_count,omitempty"`
+
+	State      string `json:"state"`
+	Reason     string `json:"reason,omitempty"`
+	ExitCode   *int   `json:"exit_code,omitempty"`
+	ExitSignal *int   `json:"exit_signal,omitempty"`
+
+	SubmitTime       *Time    `json:"submit_time,omitempty"`
+	StartTime        *Time    `json:"start_time,omitempty"`
+	EndTime          *Time    `json:"end_time,omitempty"`
+	TimeLimitSeconds *int64   `json:"time_limit_seconds,omitempty"`
+	ElapsedSeconds   *float64 `json:"elapsed_seconds,omitempty"`
+
+	Requested Request `json:"requested"`
+	Usage
+
+	Sampling       Sampling `json:"sampling"`
+	MissingMetrics []string `json:"missing_metrics,omitempty"`
+	// Final is true once the job has ended and its summary is complete
+	// (or as complete as it will get: see MissingMetrics).
+	Final        bool   `json:"final"`
+	AgentVersion string `json:"agent_version"`
+	UpdatedAt    *Time  `json:"updated_at"`
+}
+
+// Node is the per-node document: one per job per node, id NodeDocID, written
+// only by that node's agent. The job document is assembled from these.
+type Node struct {
+	DocID         string  `json:"doc_id"`
+	JobDocID      string  `json:"job_doc_id"`
+	SchemaVersion int     `json:"schema_version"`
+	Source        string  `json:"source"`
+	Cluster       string  `json:"cluster"`
+	JobID         string  `json:"job_id"`
+	SlurmJobID    uint64  `json:"slurm_job_id,omitempty"`
+	Node          string  `json:"node"`
+	User          string  `json:"user,omitempty"`
+	UID           *uint32 `json:"uid,omitempty"`
+
+	// StartTime and EndTime are when the agent began and stopped watching
+	// the job on this node.
+	StartTime *Time `json:"start_time,omitempty"`
+	EndTime   *Time `json:"end_time,omitempty"`
+
+	Allocated Allocation `json:"allocated"`
+	Usage
+
+	Sampling       Sampling `json:"sampling"`
+	MissingMetrics []string `json:"missing_metrics,omitempty"`
+	// AgentState is "running" while the agent samples, "finished" when it
+	// stopped at job end, and "lost" when the agent died and its successor
+	// finalized the document from the last checkpoint.
+	AgentState   string `json:"agent_state"`
+	Final        bool   `json:"final"`
+	AgentVersion string `json:"agent_version"`
+	UpdatedAt    *Time  `json:"updated_at"`
+}
+
+// Agent states of a node document.
+const (
+	AgentRunning  = "running"
+	AgentFinished = "finished"
+	AgentLost     = "lost"
+)
+
+// Request is what the job asked Slurm for, over all its nodes.
+type Request struct {
+	CPUs               *int64   `json:"cpus,omitempty"`
+	MemoryBytes        *int64   `json:"memory_bytes,omitempty"`
+	MemoryPerNodeBytes *int64   `json:"memory_per_node_bytes,omitempty"`
+	GPUs               *int64   `json:"gpus,omitempty"`
+	Nodes              *int64   `json:"nodes,omitempty"`
+	Tasks              *int64   `json:"tasks,omitempty"`
+	Gres               []string `json:"gres,omitempty"`
+	TRES               string   `json:"tres,omitempty"`
+}
+
+// Allocation is what the job holds on one node, as its cgroup enforces it.
+type Allocation struct {
+	CPUs        *int64 `json:"cpus,omitempty"`
+	MemoryBytes *int64 `json:"memory_bytes,omitempty"`
+}
+
+// Usage is what a job used: on one node (node document) or over all its
+// nodes (job document).
+type Usage struct {
+	CPU       *CPUUsage    `json:"cpu,omitempty"`
+	Memory    *MemoryUsage `json:"memory,omitempty"`
+	IO        *IOUsage     `json:"io,omitempty"`
+	Processes *CountUsage  `json:"processes,omitempty"`
+	Threads   *CountUsage  `json:"threads,omitempty"`
+}
+
+// CPUUsage summarises CPU time. Cores are CPU-seconds per second.
+type CPUUsage struct {
+	CoreSeconds   *float64 `json:"core_seconds,omitempty"`
+	AvgCores      *float64 `json:"avg_cores,omitempty"`
+	P95Cores      *float64 `json:"p95_cores,omitempty"`
+	PeakCores     *float64 `json:"peak_cores,omitempty"`
+	ActiveSeconds *float64 `json:"active_seconds,omitempty"`
+	// Efficiency is CoreSeconds / (allocated CPUs × elapsed seconds), 0–1.
+	Efficiency *float64 `json:"efficiency,omitempty"`
+}
+
+// MemoryUsage summarises memory. "Used" is what the cgroup is charged
+// (includes page cache; what the kernel compares with the limit); "RSS" is
+// anonymous resident memory (what the job's processes themselves need).
+type MemoryUsage struct {
+	AvgBytes     *int64 `json:"avg_bytes,omitempty"`
+	P95Bytes     *int64 `json:"p95_bytes,omitempty"`
+	PeakBytes    *int64 `json:"peak_bytes,omitempty"`
+	RSSAvgBytes  *int64 `json:"rss_avg_bytes,omitempty"`
+	RSSPeakBytes *int64 `json:"rss_peak_bytes,omitempty"`
+	LimitBytes   *int64 `json:"limit_bytes,omitempty"`
+	// MaxNodePeakBytes is the largest PeakBytes of any one node.
+	MaxNodePeakBytes *int64 `json:"max_node_peak_bytes,omitempty"`
+	// Efficiency is peak RSS / limit on the fullest node, 0–1.
+	Efficiency *float64 `json:"efficiency,omitempty"`
+}
+
+// IOUsage is storage I/O by the job's processes.
+type IOUsage struct {
+	ReadBytes    *int64 `json:"read_bytes,omitempty"`
+	WrittenBytes *int64 `json:"written_bytes,omitempty"`
+}
+
+// CountUsage summarises a count over the job's life.
+type CountUsage struct {
+	Avg  *float64 `json:"avg,omitempty"`
+	Peak *int64   `json:"peak,omitempty"`
+}
+
+// Sampling says how the usage was measured.
+type Sampling struct {
+	IntervalSeconds float64 `json:"interval_seconds,omitempty"`
+	Count           int64   `json:"count"`
+	First           *Time   `json:"first,omitempty"`
+	Last            *Time   `json:"last,omitempty"`
+}
+
+// Ptr returns a pointer to v: documents use pointers for every value that
+// may be absent.
+func Ptr[T any](v T) *T { return &v }
