@@ -1,0 +1,308 @@
+// Package config is the agent's configuration: one YAML file, decoded
+// strictly (an unknown key is an error naming it), where every option has a
+// default, a doc line, and a validation error that names the option.
+// docs/agent-config.md lists them all; a test keeps the two in step.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Config is the agent's configuration.
+type Config struct {
+	// Cluster is the Slurm cluster name qualifying every id. Default: the
+	// SLURM_CLUSTER_NAME of the prolog environment, else Slurm's ClusterName.
+	Cluster string `yaml:"cluster"`
+	// Node is this host's name as Slurm knows it. Default: short host name.
+	Node string `yaml:"node"`
+	// Interval between samples: 1s to 5m.
+	Interval time.Duration `yaml:"interval"`
+	// FlushInterval between node-document updates: Interval to 10m.
+	FlushInterval time.Duration `yaml:"flush_interval"`
+	// ActiveThresholdCores: CPU use above this counts as active time.
+	ActiveThresholdCores float64 `yaml:"active_threshold_cores"`
+	// StoreJobName stores the Slurm job name in documents.
+	StoreJobName bool `yaml:"store_job_name"`
+	// StateDir holds lock, pid and checkpoint files.
+	StateDir string `yaml:"state_dir"`
+	// LogFile is where a detached agent logs; "" or "-" means stderr.
+	LogFile string `yaml:"log_file"`
+	// LogLevel is debug, info, warn or error.
+	LogLevel string `yaml:"log_level"`
+	// OutputDir is where job documents go as files when no Elasticsearch is
+	// configured (the standalone run mode).
+	OutputDir string `yaml:"output_dir"`
+
+	Cgroup        CgroupConfig        `yaml:"cgroup"`
+	ProcRoot      string              `yaml:"proc_root"`
+	Slurm         SlurmConfig         `yaml:"slurm"`
+	Spool         SpoolConfig         `yaml:"spool"`
+	Elasticsearch ElasticsearchConfig `yaml:"elasticsearch"`
+	Prometheus    PrometheusConfig    `yaml:"prometheus"`
+}
+
+// CgroupConfig says where the cgroup filesystem is.
+type CgroupConfig struct {
+	Root    string `yaml:"root"`    // default /sys/fs/cgroup
+	Version string `yaml:"version"` // auto, v1, v2 or hybrid
+	// Wait is how long to wait for the job's cgroup to appear after start.
+	Wait time.Duration `yaml:"wait"`
+}
+
+// SlurmConfig says how the agent asks Slurm about the job.
+type SlurmConfig struct {
+	Scontrol string        `yaml:"scontrol"` // path of scontrol
+	Timeout  time.Duration `yaml:"timeout"`  // per scontrol call
+	// FinalStateWait is how long the agent waits after the job ends for
+	// Slurm to report the final state and for the other nodes' documents.
+	FinalStateWait time.Duration `yaml:"final_state_wait"`
+}
+
+// SpoolConfig bounds the on-disk spool.
+type SpoolConfig struct {
+	Dir      string   `yaml:"dir"`
+	MaxBytes ByteSize `yaml:"max_bytes"`
+}
+
+// ElasticsearchConfig is the job-history store. No URLs: disabled.
+type ElasticsearchConfig struct {
+	URLs         []string      `yaml:"urls"`
+	Username     string        `yaml:"username"`
+	PasswordFile string        `yaml:"password_file"`
+	CAFile       string        `yaml:"ca_file"`
+	JobIndex     string        `yaml:"job_index"`
+	NodeIndex    string        `yaml:"node_index"`
+	Timeout      time.Duration `yaml:"timeout"`
+}
+
+// PrometheusConfig is the time-series store. No URL: disabled.
+type PrometheusConfig struct {
+	RemoteWriteURL  string        `yaml:"remote_write_url"`
+	BearerTokenFile string        `yaml:"bearer_token_file"`
+	Username        string        `yaml:"username"`
+	PasswordFile    string        `yaml:"password_file"`
+	PushInterval    time.Duration `yaml:"push_interval"`
+	Timeout         time.Duration `yaml:"timeout"`
+}
+
+// ByteSize is a size in bytes written as a number or with a unit
+// ("64MiB", "1G", "512KB").
+type ByteSize int64
+
+// UnmarshalYAML parses a size.
+func (b *ByteSize) UnmarshalYAML(n *yaml.Node) error {
+	v, err := ParseByteSize(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	*b = ByteSize(v)
+	return nil
+}
+
+var sizeRE = regexp.MustCompile(`^\s*([0-9]+)\s*([KMGT]?)(I?B?)\s*$`)
+
+// ParseByteSize parses "123", "64MiB", "64M", "1GB" (binary multiples).
+func ParseByteSize(s string) (int64, error) {
+	m := sizeRE.FindStringSubmatch(strings.ToUpper(s))
+	if m == nil {
+		return 0, fmt.Errorf("size %q: want a number of bytes, optionally with K, M, G or T (e.g. 64MiB)", s)
+	}
+	v, err := strconv.ParseInt(m[1], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("size %q: %w", s, err)
+	}
+	shift := map[string]uint{"": 0, "K": 10, "M": 20, "G": 30, "T": 40}[m[2]]
+	if v > (1<<62)>>shift {
+		return 0, fmt.Errorf("size %q: too large", s)
+	}
+	return v << shift, nil
+}
+
+// Default returns the configuration with every default filled in.
+func Default() Config {
+	return Config{
+		Interval:             5 * time.Second,
+		FlushInterval:        30 * time.Second,
+		ActiveThresholdCores: 0.05,
+		StateDir:             "/var/lib/jobsight",
+		LogFile:              "/var/log/jobsight/agent.log",
+		LogLevel:             "info",
+		OutputDir:            ".",
+		Cgroup:               CgroupConfig{Root: "/sys/fs/cgroup", Version: "auto", Wait: 60 * time.Second},
+		ProcRoot:             "/proc",
+		Slurm:                SlurmConfig{Scontrol: "scontrol", Timeout: 10 * time.Second, FinalStateWait: 2 * time.Minute},
+		Spool:                SpoolConfig{Dir: "/var/spool/jobsight", MaxBytes: 64 << 20},
+		Elasticsearch: ElasticsearchConfig{
+			JobIndex: "jobsight-jobs", NodeIndex: "jobsight-nodes", Timeout: 10 * time.Second,
+		},
+		Prometheus: PrometheusConfig{PushInterval: 10 * time.Second, Timeout: 10 * time.Second},
+	}
+}
+
+// Load reads a configuration file over the defaults. An empty path gives
+// the defaults.
+func Load(path string) (Config, error) {
+	if path == "" {
+		c := Default()
+		return c, c.Validate()
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	defer f.Close()
+	c, err := Parse(f)
+	if err != nil {
+		return Config{}, fmt.Errorf("config %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Parse decodes YAML over the defaults, strictly, and validates it.
+func Parse(r io.Reader) (Config, error) {
+	data, err := io.ReadAll(io.LimitReader(r, 1<<20+1))
+	if err != nil {
+		return Config{}, err
+	}
+	if len(data) > 1<<20 {
+		return Config{}, errors.New("larger than 1 MiB")
+	}
+	c := Default()
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+		return Config{}, cleanYAMLError(err)
+	}
+	return c, c.Validate()
+}
+
+// cleanYAMLError turns yaml.v3's messages about unknown fields into ones
+// naming the option and its section ("line 3: unknown option "intervall"
+// at the top level").
+func cleanYAMLError(err error) error {
+	msg := strings.TrimPrefix(err.Error(), "yaml: unmarshal errors:\n")
+	msg = unknownField.ReplaceAllStringFunc(msg, func(m string) string {
+		sub := unknownField.FindStringSubmatch(m)
+		where := "at the top level"
+		if sec := strings.ToLower(strings.TrimSuffix(sub[2], "Config")); sec != "" {
+			where = "in section " + sec
+		}
+		return fmt.Sprintf("unknown option %q %s", sub[1], where)
+	})
+	return errors.New(strings.TrimSpace(msg))
+}
+
+var unknownField = regexp.MustCompile(`field (\S+) not found in type config\.(\w+)`)
+
+var (
+	clusterName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+	indexName   = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,199}$`)
+)
+
+// Validate checks every option; each problem found is named by its option.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(option, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{option}, args...)...))
+	}
+	if c.Cluster != "" && !clusterName.MatchString(c.Cluster) {
+		bad("cluster", "%q: use 1-64 letters, digits, '.', '_' or '-'", c.Cluster)
+	}
+	if c.Interval < time.Second || c.Interval > 5*time.Minute {
+		bad("interval", "%s is outside 1s..5m", c.Interval)
+	}
+	if c.FlushInterval < c.Interval || c.FlushInterval > 10*time.Minute {
+		bad("flush_interval", "%s must be between interval (%s) and 10m", c.FlushInterval, c.Interval)
+	}
+	if c.ActiveThresholdCores < 0 || c.ActiveThresholdCores > 1024 {
+		bad("active_threshold_cores", "%v is outside 0..1024", c.ActiveThresholdCores)
+	}
+	for _, d := range [][2]string{{"state_dir", c.StateDir}, {"cgroup.root", c.Cgroup.Root}, {"proc_root", c.ProcRoot}, {"spool.dir", c.Spool.Dir}, {"output_dir", c.OutputDir}} {
+		if d[1] == "" {
+			bad(d[0], "must not be empty")
+		}
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("log_level", "%q: want debug, info, warn or error", c.LogLevel)
+	}
+	switch c.Cgroup.Version {
+	case "auto", "v1", "v2", "hybrid":
+	default:
+		bad("cgroup.version", "%q: want auto, v1, v2 or hybrid", c.Cgroup.Version)
+	}
+	if c.Cgroup.Wait < 0 || c.Cgroup.Wait > 10*time.Minute {
+		bad("cgroup.wait", "%s is outside 0..10m", c.Cgroup.Wait)
+	}
+	if c.Slurm.Scontrol == "" {
+		bad("slurm.scontrol", "must not be empty")
+	}
+	if c.Slurm.Timeout <= 0 || c.Slurm.Timeout > 5*time.Minute {
+		bad("slurm.timeout", "%s is outside (0, 5m]", c.Slurm.Timeout)
+	}
+	if c.Slurm.FinalStateWait < 0 || c.Slurm.FinalStateWait > time.Hour {
+		bad("slurm.final_state_wait", "%s is outside 0..1h", c.Slurm.FinalStateWait)
+	}
+	if c.Spool.MaxBytes < 1<<20 {
+		bad("spool.max_bytes", "%d bytes is below the minimum 1MiB", c.Spool.MaxBytes)
+	}
+	for i, u := range c.Elasticsearch.URLs {
+		if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+			bad(fmt.Sprintf("elasticsearch.urls[%d]", i), "%q: want an http:// or https:// URL", u)
+		}
+	}
+	for _, ix := range [][2]string{{"elasticsearch.job_index", c.Elasticsearch.JobIndex}, {"elasticsearch.node_index", c.Elasticsearch.NodeIndex}} {
+		if !indexName.MatchString(ix[1]) {
+			bad(ix[0], "%q: index names are lowercase letters, digits, '.', '_' or '-'", ix[1])
+		}
+	}
+	if c.Elasticsearch.JobIndex == c.Elasticsearch.NodeIndex {
+		bad("elasticsearch.node_index", "must differ from job_index (%q)", c.Elasticsearch.JobIndex)
+	}
+	if c.Elasticsearch.Timeout <= 0 {
+		bad("elasticsearch.timeout", "must be positive")
+	}
+	if u := c.Prometheus.RemoteWriteURL; u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+		bad("prometheus.remote_write_url", "%q: want an http:// or https:// URL", u)
+	}
+	if c.Prometheus.BearerTokenFile != "" && c.Prometheus.PasswordFile != "" {
+		bad("prometheus.bearer_token_file", "set either a bearer token or a username/password, not both")
+	}
+	if (c.Prometheus.Username == "") != (c.Prometheus.PasswordFile == "") {
+		bad("prometheus.username", "username and password_file go together")
+	}
+	if (c.Elasticsearch.Username == "") != (c.Elasticsearch.PasswordFile == "") {
+		bad("elasticsearch.username", "username and password_file go together")
+	}
+	if c.Prometheus.PushInterval < c.Interval || c.Prometheus.PushInterval > 10*time.Minute {
+		bad("prometheus.push_interval", "%s must be between interval (%s) and 10m", c.Prometheus.PushInterval, c.Interval)
+	}
+	if c.Prometheus.Timeout <= 0 {
+		bad("prometheus.timeout", "must be positive")
+	}
+	return errors.Join(errs...)
+}
+
+// ReadSecret reads a credential from a file, trimming one trailing newline.
+// The error names the option and the file, never the content.
+func ReadSecret(option, path string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", option, err)
+	}
+	return strings.TrimRight(string(b), "\r\n"), nil
+}

@@ -1,0 +1,118 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDefaultsAreValid(t *testing.T) {
+	t.Parallel()
+	c := Default()
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestParseOverridesDefaults(t *testing.T) {
+	t.Parallel()
+	c, err := Parse(strings.NewReader(`
+cluster: hpc1
+interval: 1s
+flush_interval: 10s
+spool: {max_bytes: 8MiB}
+elasticsearch:
+  urls: [http://127.0.0.1:9200]
+prometheus:
+  remote_write_url: http://127.0.0.1:9090/api/v1/write
+  push_interval: 2s
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Cluster != "hpc1" || c.Interval != time.Second || c.Spool.MaxBytes != 8<<20 || c.Elasticsearch.JobIndex != "jobsight-jobs" {
+		t.Fatalf("unexpected config %+v", c)
+	}
+}
+
+func TestBadConfigNamesTheOption(t *testing.T) {
+	t.Parallel()
+	cases := map[string]string{
+		"intervall: 5s":                              `"intervall"`,
+		"spool: {maxbytes: 1}":                       `"maxbytes"`,
+		"interval: 100ms":                            "interval: 100ms is outside 1s..5m",
+		"interval: soon":                             "soon",
+		"flush_interval: 1s":                         "flush_interval",
+		"cluster: 'a b'":                             "cluster",
+		"log_level: loud":                            "log_level",
+		"cgroup: {version: v3}":                      "cgroup.version",
+		"spool: {max_bytes: 12 parsecs}":             "size",
+		"spool: {max_bytes: 10}":                     "spool.max_bytes",
+		"elasticsearch: {urls: [ftp://x]}":           "elasticsearch.urls[0]",
+		"elasticsearch: {job_index: Jobs}":           "elasticsearch.job_index",
+		"elasticsearch: {node_index: jobsight-jobs}": "elasticsearch.node_index",
+		"prometheus: {username: u}":                  "prometheus.username",
+		"cluster: [1, 2]":                            "line 1",
+		"\t- nonsense":                               "yaml",
+	}
+	for in, want := range cases {
+		_, err := Parse(strings.NewReader(in))
+		if err == nil {
+			t.Errorf("%q: no error, want one naming %s", in, want)
+			continue
+		}
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: error %q does not name %s", in, err, want)
+		}
+	}
+}
+
+func TestReadSecretNeverEchoesContent(t *testing.T) {
+	t.Parallel()
+	p := filepath.Join(t.TempDir(), "pw")
+	if err := os.WriteFile(p, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadSecret("elasticsearch.password_file", p)
+	if err != nil || got != "s3cret" {
+		t.Fatalf("ReadSecret = %q, %v", got, err)
+	}
+	_, err = ReadSecret("elasticsearch.password_file", p+"-missing")
+	if err == nil || !strings.Contains(err.Error(), "elasticsearch.password_file") {
+		t.Fatalf("error %v does not name the option", err)
+	}
+}
+
+// Every option is documented in docs/agent-config.md.
+func TestEveryOptionIsDocumented(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile("../../docs/agent-config.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile("config.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range regexp.MustCompile("yaml:\"([a-z_]+)\"").FindAllStringSubmatch(string(src), -1) {
+		if !regexp.MustCompile("[`.]" + m[1] + "[`.]").Match(doc) {
+			t.Errorf("option %s is not in docs/agent-config.md", m[1])
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add("interval: 5s\nspool: {max_bytes: 1GiB}\n")
+	f.Add("elasticsearch: {urls: [http://a]}\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		c, err := Parse(strings.NewReader(s))
+		if err == nil {
+			if verr := c.Validate(); verr != nil {
+				t.Fatalf("Parse accepted an invalid config: %v", verr)
+			}
+		}
+	})
+}
