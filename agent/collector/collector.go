@@ -19,15 +19,15 @@ type Metric uint32
 // The metrics a Sample can carry. Their String forms are the names used in
 // documents' missing_metrics lists.
 const (
-	MetricCPU         Metric = 1 << iota // CPUUsageNanos
-	MetricMemory                         // MemoryUsedBytes
-	MetricMemoryRSS                      // MemoryRSSBytes
-	MetricMemoryPeak                     // MemoryPeakBytes
-	MetricMemoryLimit                    // MemoryLimitBytes
-	MetricCPUsAllocated                  // CPUsAllocated
-	MetricProcesses                      // Processes
-	MetricThreads                        // Threads
-	MetricIO                             // IOReadBytes, IOWriteBytes
+	MetricCPU           Metric = 1 << iota // CPUUsageNanos
+	MetricMemory                           // MemoryUsedBytes
+	MetricMemoryRSS                        // MemoryRSSBytes
+	MetricMemoryPeak                       // MemoryPeakBytes
+	MetricMemoryLimit                      // MemoryLimitBytes
+	MetricCPUsAllocated                    // CPUsAllocated
+	MetricProcesses                        // Processes
+	MetricThreads                          // Threads
+	MetricIO                               // IOReadBytes, IOWriteBytes
 	metricEnd
 )
 

@@ -1,0 +1,140 @@
+package collector
+
+import (
+	"fmt"
+	"path/filepath"
+)
+
+// CgroupV2 reads a job's cgroup in the unified (v2) hierarchy:
+//
+//	cpu.stat usage_usec          CPUUsageNanos
+//	memory.current               MemoryUsedBytes
+//	memory.stat anon             MemoryRSSBytes
+//	memory.peak                  MemoryPeakBytes (Linux >= 5.19; missing before)
+//	memory.max                   MemoryLimitBytes (missing when "max")
+//	cpuset.cpus.effective        CPUsAllocated
+//	io.stat rbytes/wbytes        IOReadBytes/IOWriteBytes, summed over devices (when the io controller is on)
+//	step_*/user/.../cgroup.procs Processes (and the pids for the proc collector)
+//	step_*/user/pids.current     Threads (when the pids controller is on)
+//
+// Counters are read at job level, so they include steps that have ended
+// (and slurmstepd's own small usage); processes and threads exclude
+// slurmstepd (step_*/slurm).
+type CgroupV2 struct {
+	dir    string
+	leaves *leafSet
+
+	cpuStat, memCurrent, memStat, memPeak, memMax, cpus, ioStat kernFile
+
+	buf  []byte
+	pids []int32
+}
+
+// NewCgroupV2 opens the files of a Slurm job's v2 cgroup dir (as found by
+// FindJobDirs). rescanEvery is as for NewCgroupV1.
+func NewCgroupV2(dir string, rescanEvery int) (*CgroupV2, error) {
+	return newCgroupV2(dir, layoutSlurmV2, rescanEvery)
+}
+
+func newCgroupV2(dir string, l layout, rescanEvery int) (*CgroupV2, error) {
+	ls, err := newLeafSet(dir, l, false, rescanEvery)
+	if err != nil {
+		return nil, fmt.Errorf("cgroup v2 collector: %w", err)
+	}
+	c := &CgroupV2{dir: dir, leaves: ls, buf: newBuf()}
+	open := func(name string) kernFile { return openKernFile(filepath.Join(dir, name)) }
+	c.cpuStat = open("cpu.stat")
+	c.memCurrent = open("memory.current")
+	c.memStat = open("memory.stat")
+	c.memPeak = open("memory.peak")
+	c.memMax = open("memory.max")
+	c.cpus = open("cpuset.cpus.effective")
+	c.ioStat = open("io.stat")
+	return c, nil
+}
+
+// Name implements Collector.
+func (c *CgroupV2) Name() string { return "cgroupv2" }
+
+// PIDs returns the job's processes as of the last Collect. The slice is
+// reused by the next Collect.
+func (c *CgroupV2) PIDs() []int32 { return c.pids }
+
+// Collect implements Collector.
+func (c *CgroupV2) Collect(s *Sample) error {
+	var errs errList
+	if err := c.leaves.refresh(); err != nil {
+		if c.leaves.gone {
+			// The job ended: nothing read now would be its.
+			c.pids = c.pids[:0]
+			return fmt.Errorf("%s: %w", c.Name(), err)
+		}
+		errs.add(err)
+	}
+	if v, ok := readKey(&c.cpuStat, "usage_usec", &c.buf, &errs); ok {
+		s.CPUUsageNanos = v * 1000
+		s.Missing &^= MetricCPU
+	}
+	if v, ok := readUint(&c.memCurrent, &c.buf, &errs); ok {
+		s.MemoryUsedBytes = v
+		s.Missing &^= MetricMemory
+	}
+	if v, ok := readKey(&c.memStat, "anon", &c.buf, &errs); ok {
+		s.MemoryRSSBytes = v
+		s.Missing &^= MetricMemoryRSS
+	}
+	if v, ok := readUint(&c.memPeak, &c.buf, &errs); ok {
+		s.MemoryPeakBytes = v
+		s.Missing &^= MetricMemoryPeak
+	}
+	if b, ok := readFile(&c.memMax, &c.buf, &errs); ok {
+		v, unlimited, err := parseUintOrMax(b)
+		switch {
+		case err != nil:
+			errs.add(fmt.Errorf("%s: %w", c.memMax.path, err))
+		case !unlimited:
+			s.MemoryLimitBytes = v
+			s.Missing &^= MetricMemoryLimit
+		}
+	}
+	if v, ok := readCPUs(&c.cpus, &c.buf, &errs); ok {
+		s.CPUsAllocated = v
+		s.Missing &^= MetricCPUsAllocated
+	}
+	if b, ok := readFile(&c.ioStat, &c.buf, &errs); ok {
+		r, w, err := parseIOStat(b)
+		if err != nil {
+			errs.add(fmt.Errorf("%s: %w", c.ioStat.path, err))
+		} else {
+			s.IOReadBytes, s.IOWriteBytes = r, w
+			s.Missing &^= MetricIO
+		}
+	}
+	c.pids = c.pids[:0]
+	{
+		pids, _, _, err := c.leaves.readPIDs(c.pids, &c.buf)
+		c.pids = pids
+		if err != nil {
+			errs.add(err)
+		} else {
+			s.Processes = uint32(len(pids))
+			s.Missing &^= MetricProcesses
+		}
+		n, ok, err := c.leaves.userThreads(&c.buf)
+		errs.add(err)
+		if ok && n <= 1<<32-1 {
+			s.Threads = uint32(n)
+			s.Missing &^= MetricThreads
+		}
+	}
+	return errs.err(c.Name())
+}
+
+// Close implements Collector.
+func (c *CgroupV2) Close() error {
+	for _, f := range []*kernFile{&c.cpuStat, &c.memCurrent, &c.memStat, &c.memPeak, &c.memMax, &c.cpus, &c.ioStat} {
+		f.close()
+	}
+	c.leaves.close()
+	return nil
+}

@@ -1,0 +1,101 @@
+package collector
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// maxFileSize bounds how far a kernel file's read buffer may grow; a file
+// larger than this (a cgroup.procs of a million pids) is reported as an
+// error rather than exhausting memory.
+const maxFileSize = 16 << 20
+
+// kernFile is a kernel-generated file (cgroupfs, procfs) opened once and
+// re-read with pread at offset 0, which makes the kernel regenerate its
+// contents. fd is -1 when the file could not be opened; err then says why.
+type kernFile struct {
+	path string
+	fd   int
+	err  error
+}
+
+// openKernFile opens path read-only. A missing file gives a kernFile whose
+// err wraps os.ErrNotExist; callers decide whether that is an error or just
+// an absent kernel feature.
+func openKernFile(path string) kernFile {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return kernFile{path: path, fd: -1, err: fileError("opening", path, err)}
+	}
+	return kernFile{path: path, fd: fd}
+}
+
+// ok reports whether the file is open.
+func (f *kernFile) ok() bool { return f.fd >= 0 }
+
+// read re-reads the whole file into *buf (growing it when the contents fill
+// it) and returns the bytes read. The returned slice aliases *buf.
+func (f *kernFile) read(buf *[]byte) ([]byte, error) {
+	if f.fd < 0 {
+		if f.err != nil {
+			return nil, f.err
+		}
+		return nil, fmt.Errorf("reading %s: file is closed: %w", f.path, os.ErrClosed)
+	}
+	for {
+		n, err := unix.Pread(f.fd, *buf, 0)
+		if err != nil {
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			return nil, fileError("reading", f.path, err)
+		}
+		if n < len(*buf) {
+			return (*buf)[:n], nil
+		}
+		if len(*buf) >= maxFileSize {
+			return nil, fmt.Errorf("reading %s: file larger than %d bytes", f.path, maxFileSize)
+		}
+		*buf = make([]byte, 2*len(*buf))
+	}
+}
+
+// close releases the descriptor; closing twice is harmless.
+func (f *kernFile) close() error {
+	if f.fd < 0 {
+		return nil
+	}
+	err := unix.Close(f.fd)
+	f.fd = -1
+	f.err = nil
+	if err != nil {
+		return fmt.Errorf("closing %s: %w", f.path, err)
+	}
+	return nil
+}
+
+// fileError wraps a system call error on path. Errors that mean the cgroup
+// or process is gone (ENOENT, ESRCH, ENODEV on a removed cgroup) also wrap
+// os.ErrNotExist, so callers can test for a vanished job with errors.Is.
+func fileError(op, path string, err error) error {
+	if isGone(err) && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%s %s: %w: %w", op, path, os.ErrNotExist, err)
+	}
+	return fmt.Errorf("%s %s: %w", op, path, err)
+}
+
+// isGone reports whether err says the file's cgroup or process no longer
+// exists.
+func isGone(err error) bool {
+	return errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ESRCH) || errors.Is(err, unix.ENODEV)
+}
+
+// errGoneProc says a pid now names a different process than the one
+// followed.
+var errGoneProc = fmt.Errorf("process replaced: %w", os.ErrNotExist)
+
+// newBuf returns a read buffer of the default size.
+func newBuf() []byte { return make([]byte, 4096) }

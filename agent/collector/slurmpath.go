@@ -1,0 +1,203 @@
+package collector
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Slurm's cgroup layouts, one regular expression per layout, matched
+// against a path relative to a controller directory (v1) or to the cgroup
+// root (v2).
+var (
+	// slurmV1Path is Slurm's cgroup/v1 layout, under each of the memory,
+	// cpuacct, cpuset and freezer hierarchies (no blkio, no pids):
+	//
+	//	slurm[_<host>]/uid_<uid>/job_<jobid>[/step_<step>[/task_<n>]]
+	//
+	// "slurm_<host>" appears when several slurmd run on one host. The
+	// job-level cgroup.procs lists no processes: they sit in the step_* and
+	// task_* cgroups below it (the extern step's in step_extern itself).
+	slurmV1Path = regexp.MustCompile(`^slurm(?:_([^/]+))?/uid_([0-9]+)/job_([0-9]+)(?:/step_([^/]+)(?:/task_([^/]+))?)?$`)
+
+	// slurmV2Path is Slurm's cgroup/v2 layout under the unified root:
+	//
+	//	<slice>/[<host>_]slurmstepd.scope/job_<jobid>[/step_<step>[/user[/task_<n>]]]
+	//	<slice>/[<host>_]slurmstepd.scope/job_<jobid>/step_<step>/slurm
+	//
+	// <slice> is normally system.slice; "<host>_" prefixes the scope when
+	// several slurmd run on one host. step_*/slurm holds slurmstepd itself,
+	// which is not one of the job's processes; the job's processes are in
+	// step_*/user/task_* (task_special for the extern step).
+	slurmV2Path = regexp.MustCompile(`^((?:[^/]+/)*)(?:([^/]+)_)?slurmstepd\.scope/job_([0-9]+)(?:/step_([^/]+)(?:/(user|slurm)(?:/task_([^/]+))?)?)?$`)
+)
+
+// SlurmPath is what a Slurm cgroup path says about the job it belongs to.
+type SlurmPath struct {
+	Host  string // the slurmd's node name, when the path names one
+	UID   uint32 // job owner (v1 paths only)
+	JobID uint64
+	Step  string // "batch", "extern", "0", ...; empty for the job cgroup
+	Task  string // "0", "special", ...; empty above task level
+	Stepd bool   // a v2 step_*/slurm cgroup holding slurmstepd, not job processes
+}
+
+// ParseSlurmPath matches rel, a path relative to a v1 controller directory
+// or to the v2 root, against Slurm's layout for version v (hybrid hosts
+// use the v1 layout). ok is false when rel is not a Slurm job cgroup.
+func ParseSlurmPath(v Version, rel string) (p SlurmPath, ok bool) {
+	rel = strings.Trim(filepath.ToSlash(rel), "/")
+	switch v {
+	case VersionV1, VersionHybrid:
+		m := slurmV1Path.FindStringSubmatch(rel)
+		if m == nil {
+			return p, false
+		}
+		uid, err1 := strconv.ParseUint(m[2], 10, 32)
+		job, err2 := strconv.ParseUint(m[3], 10, 64)
+		if err1 != nil || err2 != nil {
+			return p, false
+		}
+		return SlurmPath{Host: m[1], UID: uint32(uid), JobID: job, Step: m[4], Task: m[5]}, true
+	case VersionV2:
+		m := slurmV2Path.FindStringSubmatch(rel)
+		if m == nil {
+			return p, false
+		}
+		job, err := strconv.ParseUint(m[3], 10, 64)
+		if err != nil {
+			return p, false
+		}
+		return SlurmPath{Host: m[2], JobID: job, Step: m[4], Task: m[6], Stepd: m[5] == "slurm"}, true
+	}
+	return p, false
+}
+
+// JobDirs are the cgroup directories of one job on this node. For v1 and
+// hybrid hosts each controller has its own (empty when that hierarchy has
+// no cgroup for the job); for v2 Unified is the one job directory.
+type JobDirs struct {
+	Version Version
+	Unified string // v2: <root>/<slice>/[<host>_]slurmstepd.scope/job_<id>
+	Memory  string // v1: <root>/memory/slurm[_<host>]/uid_<uid>/job_<id>
+	CPUAcct string // v1: the same under cpuacct (or cpu,cpuacct)
+	CPUSet  string // v1: the same under cpuset
+}
+
+// procsDir is the v1 hierarchy whose step and task cgroups list the job's
+// processes: the first of memory, cpuacct, cpuset that exists.
+func (d JobDirs) procsDir() string {
+	switch {
+	case d.Memory != "":
+		return d.Memory
+	case d.CPUAcct != "":
+		return d.CPUAcct
+	}
+	return d.CPUSet
+}
+
+// FindJobDirs finds the cgroup directories of job jobID owned by uid under
+// root for layout v (which must not be VersionAuto). host, when not empty,
+// picks the slurmd's node name on hosts running several slurmd. A job with
+// no cgroup gives an error wrapping os.ErrNotExist.
+func FindJobDirs(root string, v Version, uid uint32, jobID uint64, host string) (JobDirs, error) {
+	switch v {
+	case VersionV1, VersionHybrid:
+		return findV1(root, v, uid, jobID, host)
+	case VersionV2:
+		return findV2(root, jobID, host)
+	}
+	return JobDirs{}, fmt.Errorf("finding cgroup of job %d: cgroup version %s must be resolved first", jobID, v)
+}
+
+func findV1(root string, v Version, uid uint32, jobID uint64, host string) (JobDirs, error) {
+	d := JobDirs{Version: v}
+	tail := filepath.Join("uid_"+strconv.FormatUint(uint64(uid), 10), "job_"+strconv.FormatUint(jobID, 10))
+	find := func(controllers ...string) string {
+		for _, c := range controllers {
+			base := filepath.Join(root, c)
+			var tops []string
+			if host != "" {
+				tops = append(tops, "slurm_"+host)
+			}
+			tops = append(tops, "slurm")
+			if host == "" {
+				matches, _ := filepath.Glob(filepath.Join(base, "slurm_*"))
+				for _, m := range matches {
+					tops = append(tops, filepath.Base(m))
+				}
+			}
+			for _, top := range tops {
+				dir := filepath.Join(base, top, tail)
+				if isDir(dir) {
+					return dir
+				}
+			}
+		}
+		return ""
+	}
+	d.Memory = find("memory")
+	d.CPUAcct = find("cpuacct", "cpu,cpuacct", "cpuacct,cpu")
+	d.CPUSet = find("cpuset")
+	if d.Memory == "" && d.CPUAcct == "" {
+		return d, fmt.Errorf("finding cgroup v1 of job %d (uid %d) under %s/{memory,cpuacct}/slurm*/%s: %w",
+			jobID, uid, root, tail, os.ErrNotExist)
+	}
+	return d, nil
+}
+
+func findV2(root string, jobID uint64, host string) (JobDirs, error) {
+	job := "job_" + strconv.FormatUint(jobID, 10)
+	var found []string
+	seen := map[string]bool{}
+	add := func(dir string) {
+		if !seen[dir] && isDir(dir) {
+			seen[dir] = true
+			found = append(found, dir)
+		}
+	}
+	if host != "" {
+		add(filepath.Join(root, "system.slice", host+"_slurmstepd.scope", job))
+	}
+	add(filepath.Join(root, "system.slice", "slurmstepd.scope", job))
+	for _, pat := range []string{"*/*slurmstepd.scope", "*/*/*slurmstepd.scope"} {
+		matches, _ := filepath.Glob(filepath.Join(root, pat, job))
+		for _, m := range matches {
+			add(m)
+		}
+	}
+	var match []string
+	for _, dir := range found {
+		rel, err := filepath.Rel(root, dir)
+		if err != nil {
+			continue
+		}
+		p, ok := ParseSlurmPath(VersionV2, rel)
+		if !ok || p.JobID != jobID {
+			continue
+		}
+		if host != "" && p.Host != "" && p.Host != host {
+			continue
+		}
+		match = append(match, dir)
+	}
+	switch {
+	case len(match) == 0:
+		return JobDirs{}, fmt.Errorf("finding cgroup v2 of job %d under %s/*.slice/*slurmstepd.scope/%s: %w", jobID, root, job, os.ErrNotExist)
+	case len(match) > 1 && (host == "" || filepath.Base(filepath.Dir(match[0])) != host+"_slurmstepd.scope"):
+		return JobDirs{}, fmt.Errorf("finding cgroup v2 of job %d: several candidates %v: %w (set the node name)", jobID, match, errAmbiguous)
+	}
+	return JobDirs{Version: VersionV2, Unified: match[0]}, nil
+}
+
+// errAmbiguous says several slurmstepd scopes hold a job of that id.
+var errAmbiguous = errors.New("ambiguous job cgroup")
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}
