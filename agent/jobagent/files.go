@@ -1,0 +1,151 @@
+package jobagent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/jobsight/jobsight/agent/monitor"
+	"github.com/jobsight/jobsight/pkg/jobmodel"
+)
+
+// files are one job's state files on this node, under state_dir/jobs:
+// a lock held by the agent watching the job (exactly one per job per node),
+// its pid, its checkpoint, and markers for "stop was asked" and "done".
+type files struct{ base string }
+
+func jobFiles(stateDir, cluster string, jobID uint64) files {
+	return files{filepath.Join(stateDir, "jobs", fmt.Sprintf("%s_%d", cluster, jobID))}
+}
+
+func (f files) lock() string       { return f.base + ".lock" }
+func (f files) pid() string        { return f.base + ".pid" }
+func (f files) checkpoint() string { return f.base + ".checkpoint.json" }
+func (f files) stopped() string    { return f.base + ".stop" }
+func (f files) done() string       { return f.base + ".done" }
+
+// tryLock takes the job's lock without waiting. ok is false when another
+// live process holds it. The lock is released when the process exits, so a
+// killed agent never blocks its successor.
+func (f files) tryLock() (release func(), ok bool, err error) {
+	if err := os.MkdirAll(filepath.Dir(f.base), 0o755); err != nil {
+		return nil, false, fmt.Errorf("creating state directory: %w", err)
+	}
+	fd, err := os.OpenFile(f.lock(), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, false, fmt.Errorf("opening lock: %w", err)
+	}
+	if err := unix.Flock(int(fd.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		fd.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, false, nil
+		}
+		return nil, false, fmt.Errorf("locking %s: %w", f.lock(), err)
+	}
+	return func() { fd.Close() }, true, nil
+}
+
+func (f files) writePID() error {
+	return writeAtomic(f.pid(), []byte(strconv.Itoa(os.Getpid())+"\n"))
+}
+
+// signalAgent sends SIGTERM to the agent recorded in the pid file.
+func (f files) signalAgent() error {
+	b, err := os.ReadFile(f.pid())
+	if err != nil {
+		return fmt.Errorf("reading agent pid: %w", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 1 {
+		return fmt.Errorf("agent pid file %s: %q is not a pid", f.pid(), b)
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		return fmt.Errorf("signalling agent %d: %w", pid, err)
+	}
+	return nil
+}
+
+// Checkpoint is what a successor needs to finalize a job whose agent died.
+type Checkpoint struct {
+	Job   jobmodel.Job       `json:"job"`
+	Node  jobmodel.Node      `json:"node"`
+	State *monitor.NodeState `json:"state"`
+	// Leader is whether this node assembles the job document.
+	Leader bool `json:"leader"`
+}
+
+func (f files) saveCheckpoint(c *Checkpoint) error {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	return writeAtomic(f.checkpoint(), b)
+}
+
+func (f files) loadCheckpoint() (*Checkpoint, error) {
+	b, err := os.ReadFile(f.checkpoint())
+	if err != nil {
+		return nil, err
+	}
+	var c Checkpoint
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", f.checkpoint(), err)
+	}
+	if c.State == nil {
+		return nil, fmt.Errorf("checkpoint %s: no state", f.checkpoint())
+	}
+	return &c, nil
+}
+
+// markDone records that the job (by submit time) was finalized here, so a
+// late `start` for it does nothing. A reused job id has another submit time.
+func (f files) markDone(submit time.Time) {
+	_ = writeAtomic(f.done(), []byte(strconv.FormatInt(submit.Unix(), 10)+"\n"))
+	for _, p := range []string{f.pid(), f.checkpoint(), f.stopped()} {
+		_ = os.Remove(p)
+	}
+}
+
+// isDone reports whether this job was already finalized on this node.
+func (f files) isDone(submit time.Time) bool {
+	b, err := os.ReadFile(f.done())
+	if err != nil {
+		return false
+	}
+	if submit.IsZero() {
+		st, err := os.Stat(f.done())
+		return err == nil && time.Since(st.ModTime()) < 24*time.Hour
+	}
+	v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	return err == nil && v == submit.Unix()
+}
+
+func writeAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
+// cleanOld removes markers of jobs finalized more than a week ago.
+func cleanOld(stateDir string) {
+	old, _ := filepath.Glob(filepath.Join(stateDir, "jobs", "*.done"))
+	for _, p := range old {
+		if st, err := os.Stat(p); err == nil && time.Since(st.ModTime()) > 7*24*time.Hour {
+			_ = os.Remove(p)
+			_ = os.Remove(strings.TrimSuffix(p, ".done") + ".lock")
+		}
+	}
+}

@@ -1,0 +1,338 @@
+// Package jobagent is the agent's life cycle for one Slurm job on one node:
+// `start` (from the SPANK job prolog) takes the job's lock so that exactly
+// one agent watches it, samples until the job ends, and finalizes; `stop`
+// (from the job epilog) asks the running agent to finish, or — when the
+// agent died — finalizes the job from its last checkpoint so the job
+// document still gets a final state and says what is missing.
+package jobagent
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/jobsight/jobsight/agent/collector"
+	"github.com/jobsight/jobsight/agent/config"
+	"github.com/jobsight/jobsight/agent/monitor"
+	"github.com/jobsight/jobsight/pkg/jobmodel"
+)
+
+// Version is the agent's version, set at build time.
+var Version = "dev"
+
+// Outputs is where documents and series go (deliver.Outputs in production).
+type Outputs interface {
+	monitor.Sink
+	// PutJob writes the job document.
+	PutJob(ctx context.Context, job jobmodel.Job) error
+	// NodeDocs returns the node documents of a job, as stored.
+	NodeDocs(ctx context.Context, jobDocID string) ([]jobmodel.Node, error)
+	// ResolveDocID returns the document id for a job whose plain id is base:
+	// base itself, or a reuse id when an older job holds base.
+	ResolveDocID(ctx context.Context, base string, submit, start time.Time) string
+	// Replay sends whatever waits in the spool.
+	Replay(ctx context.Context)
+}
+
+// Slurm looks a job up in Slurm. The returned document has the job's
+// identity, metadata, request, state and times set.
+type Slurm interface {
+	Lookup(ctx context.Context, cluster string, jobID uint64) (jobmodel.Job, error)
+}
+
+// Sources builds the job's collectors, waiting for its cgroup to appear.
+type Sources func(ctx context.Context, target collector.Target) (collector.Collector, error)
+
+// Agent runs the life cycle.
+type Agent struct {
+	Config  config.Config
+	Outputs Outputs
+	Slurm   Slurm
+	Sources Sources
+	Health  *monitor.Health
+	Log     *slog.Logger
+	Now     func() time.Time
+}
+
+func (a *Agent) now() time.Time {
+	if a.Now != nil {
+		return a.Now()
+	}
+	return time.Now()
+}
+
+// Start watches job jobID on this node until it ends (ctx is cancelled by
+// SIGTERM from `stop`, or the job's cgroup vanishes), then finalizes it.
+// If another agent already watches the job, Start returns at once.
+func (a *Agent) Start(ctx context.Context, jobID uint64, uid uint32) error {
+	f := jobFiles(a.Config.StateDir, a.Config.Cluster, jobID)
+	cleanOld(a.Config.StateDir)
+	release, ok, err := f.tryLock()
+	if err != nil {
+		return err
+	}
+	if !ok {
+		a.Log.Info("another agent already watches this job; exiting", "job_id", jobID)
+		return nil
+	}
+	defer release()
+	if err := f.writePID(); err != nil {
+		return err
+	}
+	started := a.now()
+
+	job := a.lookup(ctx, jobID, uid)
+	if f.isDone(timeOf(job.SubmitTime)) {
+		a.Log.Info("job already finalized on this node; exiting", "job_id", jobID)
+		return nil
+	}
+	job.DocID = a.Outputs.ResolveDocID(ctx, job.DocID, timeOf(job.SubmitTime), started)
+	leader := isLeader(job, a.Config.Node)
+	node := nodeTemplate(job, a.Config.Node)
+	if leader {
+		running := job
+		running.UpdatedAt = jobmodel.At(started)
+		if err := a.Outputs.PutJob(ctx, running); err != nil {
+			a.Log.Warn("writing running job document; spooled", "err", err)
+		}
+	}
+
+	state := monitor.NewNodeState(started, a.Config.Interval, a.Config.ActiveThresholdCores)
+	ck := &Checkpoint{Job: job, Node: node, State: state, Leader: leader}
+	_ = f.saveCheckpoint(ck)
+
+	if _, err := os.Stat(f.stopped()); err == nil {
+		a.Log.Info("job ended before the agent started; finalizing", "job_id", jobID)
+	} else {
+		a.watch(ctx, jobID, uid, ck, f)
+	}
+	return a.finalize(context.Background(), ck, jobmodel.AgentFinished, f)
+}
+
+// watch samples the job until ctx ends or the job is gone.
+func (a *Agent) watch(ctx context.Context, jobID uint64, uid uint32, ck *Checkpoint, f files) {
+	src, err := a.Sources(ctx, collector.Target{JobID: jobID, UID: uid, Host: a.Config.Node})
+	if err != nil {
+		if ctx.Err() == nil {
+			a.Log.Warn("no cgroup for the job; its usage will be missing", "job_id", jobID, "err", err)
+			<-ctx.Done()
+		}
+		return
+	}
+	defer src.Close()
+	opts := monitor.Options{
+		Interval:        a.Config.Interval,
+		FlushInterval:   a.Config.FlushInterval,
+		PushInterval:    a.Config.Prometheus.PushInterval,
+		ActiveThreshold: a.Config.ActiveThresholdCores,
+		Labels:          Labels(ck.Job.Cluster, ck.Job.JobID, a.Config.Node),
+		GoneAfter:       max(3*a.Config.Interval, 10*time.Second),
+		Checkpoint: func(s *monitor.NodeState, _ jobmodel.Node) error {
+			return f.saveCheckpoint(ck)
+		},
+		Now: a.Now,
+	}
+	mon := monitor.New(opts, src, a.Outputs, a.Health, ck.Node, ck.State, a.Log)
+	reason := mon.Run(ctx)
+	a.Log.Info("stopped sampling", "job_id", jobID, "reason", string(reason), "samples", ck.State.Count)
+}
+
+// Stop ends the agent watching jobID: it signals the running agent, or, when
+// none runs (it crashed or was killed), finalizes the job from the last
+// checkpoint, marking this node's data as lost after that point.
+func (a *Agent) Stop(ctx context.Context, jobID uint64) error {
+	f := jobFiles(a.Config.StateDir, a.Config.Cluster, jobID)
+	if err := os.MkdirAll(a.Config.StateDir+"/jobs", 0o755); err != nil {
+		return err
+	}
+	_ = writeAtomic(f.stopped(), []byte("stop\n"))
+	release, ok, err := f.tryLock()
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return f.signalAgent()
+	}
+	defer release()
+	ck, err := f.loadCheckpoint()
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			a.Log.Warn("unreadable checkpoint; finalizing without it", "err", err)
+		}
+		job := a.lookup(ctx, jobID, 0)
+		if f.isDone(timeOf(job.SubmitTime)) {
+			return nil
+		}
+		job.DocID = a.Outputs.ResolveDocID(ctx, job.DocID, timeOf(job.SubmitTime), a.now())
+		ck = &Checkpoint{Job: job, Node: nodeTemplate(job, a.Config.Node), Leader: isLeader(job, a.Config.Node),
+			State: monitor.NewNodeState(a.now(), a.Config.Interval, a.Config.ActiveThresholdCores)}
+	}
+	a.Log.Warn("no running agent for the job; finalizing from its checkpoint", "job_id", jobID, "samples", ck.State.Count)
+	return a.finalize(ctx, ck, jobmodel.AgentLost, f)
+}
+
+// finalize writes the final node document and, on the leader node, the
+// final job document assembled from all node documents.
+func (a *Agent) finalize(ctx context.Context, ck *Checkpoint, agentState string, f files) error {
+	end := a.now()
+	if agentState == jobmodel.AgentLost && !ck.State.LastSample.IsZero() {
+		end = ck.State.LastSample
+	}
+	node := ck.Node
+	ck.State.Fill(&node, end)
+	node.AgentState = agentState
+	node.Final = true
+	node.UpdatedAt = jobmodel.At(a.now())
+	if err := a.Outputs.PutNode(ctx, node); err != nil {
+		a.Log.Warn("writing final node document; spooled", "err", err)
+	}
+	if ck.Leader {
+		job := a.finalJob(ctx, ck.Job)
+		nodes := a.nodeDocs(ctx, job, node)
+		jobmodel.Assemble(&job, nodes)
+		job.Final = true
+		job.UpdatedAt = jobmodel.At(a.now())
+		if err := a.Outputs.PutJob(ctx, job); err != nil {
+			a.Log.Warn("writing final job document; spooled", "err", err)
+		}
+		a.Log.Info("job finalized", "doc_id", job.DocID, "state", job.State, "missing", job.MissingMetrics)
+	}
+	a.Outputs.Replay(ctx)
+	f.markDone(timeOf(ck.Job.SubmitTime))
+	return nil
+}
+
+// finalJob waits (up to slurm.final_state_wait) for Slurm to report the
+// job's final state, keeping the start-time metadata where the final lookup
+// has less.
+func (a *Agent) finalJob(ctx context.Context, job jobmodel.Job) jobmodel.Job {
+	deadline := a.now().Add(a.Config.Slurm.FinalStateWait)
+	for {
+		got, err := a.Slurm.Lookup(ctx, job.Cluster, job.SlurmJobID)
+		if err == nil && terminal(got.State) {
+			got.DocID, got.Source = job.DocID, job.Source
+			got.MissingMetrics = job.MissingMetrics
+			return got
+		}
+		if a.now().After(deadline) || ctx.Err() != nil {
+			if err != nil {
+				a.Log.Warn("no final state from Slurm", "err", err)
+			}
+			job.State = jobmodel.StateUnknown
+			if job.EndTime == nil {
+				job.EndTime = jobmodel.At(a.now())
+			}
+			return job
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// nodeDocs gathers the final node documents of every node of the job,
+// waiting up to slurm.final_state_wait for the other nodes' agents. This
+// node's own document is taken from memory (the store may be down).
+func (a *Agent) nodeDocs(ctx context.Context, job jobmodel.Job, own jobmodel.Node) []jobmodel.Node {
+	if len(job.Nodes) <= 1 {
+		return []jobmodel.Node{own}
+	}
+	deadline := a.now().Add(a.Config.Slurm.FinalStateWait)
+	for {
+		stored, err := a.Outputs.NodeDocs(ctx, job.DocID)
+		byNode := map[string]jobmodel.Node{}
+		for _, n := range stored {
+			byNode[n.Node] = n
+		}
+		byNode[own.Node] = own
+		complete := true
+		for _, name := range job.Nodes {
+			if n, ok := byNode[name]; !ok || !n.Final {
+				complete = false
+			}
+		}
+		if complete || err != nil || a.now().After(deadline) || ctx.Err() != nil {
+			out := make([]jobmodel.Node, 0, len(byNode))
+			for _, n := range byNode {
+				out = append(out, n)
+			}
+			return out
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+// lookup asks Slurm about the job, retrying briefly; without an answer the
+// job document carries only what the agent knows and names slurm_metadata
+// as missing.
+func (a *Agent) lookup(ctx context.Context, jobID uint64, uid uint32) jobmodel.Job {
+	var err error
+	for try := 0; try < 3; try++ {
+		var job jobmodel.Job
+		if job, err = a.Slurm.Lookup(ctx, a.Config.Cluster, jobID); err == nil {
+			job.Source = jobmodel.SourceSlurm
+			if job.State == "" || !terminal(job.State) {
+				job.State = jobmodel.StateRunning
+			}
+			return job
+		}
+		select {
+		case <-ctx.Done():
+			try = 3
+		case <-time.After(time.Second):
+		}
+	}
+	a.Log.Warn("no job metadata from Slurm", "job_id", jobID, "err", err)
+	id := jobmodel.Identity{Cluster: a.Config.Cluster, JobID: jobID}
+	job := jobmodel.Job{
+		DocID: id.DocID(), SchemaVersion: jobmodel.SchemaVersion, Source: jobmodel.SourceSlurm,
+		Cluster: id.Cluster, JobID: id.Key(), SlurmJobID: jobID, State: jobmodel.StateRunning,
+		Nodes: []string{a.Config.Node}, NodeCount: 1, AgentVersion: Version,
+		MissingMetrics: []string{"slurm_metadata"},
+	}
+	if uid != 0 {
+		job.UID = jobmodel.Ptr(uid)
+	}
+	return job
+}
+
+// nodeTemplate is the node document's identity and metadata.
+func nodeTemplate(job jobmodel.Job, node string) jobmodel.Node {
+	return jobmodel.Node{
+		DocID: jobmodel.NodeDocID(job.DocID, node), JobDocID: job.DocID,
+		SchemaVersion: jobmodel.SchemaVersion, Source: job.Source, Cluster: job.Cluster,
+		JobID: job.JobID, SlurmJobID: job.SlurmJobID, Node: node, User: job.User, UID: job.UID,
+		SubmitTime: job.SubmitTime, AgentVersion: Version, AgentState: jobmodel.AgentRunning,
+	}
+}
+
+// Labels are the labels of a job's series: cluster, job_id, node.
+func Labels(cluster, jobKey, node string) []monitor.Label {
+	return []monitor.Label{{Name: "cluster", Value: cluster}, {Name: "job_id", Value: jobKey}, {Name: "node", Value: node}}
+}
+
+// isLeader: the first node of the job assembles the job document.
+func isLeader(job jobmodel.Job, node string) bool {
+	return len(job.Nodes) == 0 || job.Nodes[0] == node
+}
+
+func terminal(state string) bool {
+	switch state {
+	case "", jobmodel.StateRunning, "PENDING", "CONFIGURING", "COMPLETING", "SUSPENDED", "REQUEUED", "RESIZING", "SIGNALING", "STAGE_OUT":
+		return false
+	}
+	return true
+}
+
+func timeOf(t *jobmodel.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.Time
+}

@@ -1,0 +1,86 @@
+package monitor
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// Health is the agent's own health, as Prometheus metrics pushed with the
+// job's series (and labelled like them), so operators see which source or
+// sink fails on which node.
+type Health struct {
+	Registry        *prometheus.Registry
+	Samples         prometheus.Counter
+	SampleSeconds   prometheus.Counter
+	CollectorErrors *prometheus.CounterVec
+	SinkFailures    *prometheus.CounterVec
+	SpoolBytes      prometheus.Gauge
+	SpoolItems      prometheus.Gauge
+	SpoolDropped    *prometheus.CounterVec
+}
+
+// NewHealth registers the agent's health metrics in a registry of its own.
+func NewHealth() *Health {
+	h := &Health{
+		Registry: prometheus.NewRegistry(),
+		Samples: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "jobsight_agent_samples_total", Help: "Sampling passes taken."}),
+		SampleSeconds: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "jobsight_agent_sample_duration_seconds_total", Help: "Wall time spent in sampling passes."}),
+		CollectorErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "jobsight_agent_collector_errors_total", Help: "Sampling passes in which a collector failed to read something."},
+			[]string{"collector"}),
+		SinkFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "jobsight_agent_sink_failures_total", Help: "Writes a sink did not take (the data went to the spool)."},
+			[]string{"sink"}),
+		SpoolBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "jobsight_agent_spool_bytes", Help: "Bytes waiting in this node's spool."}),
+		SpoolItems: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "jobsight_agent_spool_items", Help: "Items waiting in this node's spool."}),
+		SpoolDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "jobsight_agent_spool_dropped_total", Help: "Spooled items dropped because the spool was full, by kind."},
+			[]string{"kind"}),
+	}
+	h.Registry.MustRegister(h.Samples, h.SampleSeconds, h.CollectorErrors, h.SinkFailures, h.SpoolBytes, h.SpoolItems, h.SpoolDropped)
+	for _, s := range []string{"elasticsearch", "prometheus"} {
+		h.SinkFailures.WithLabelValues(s)
+	}
+	return h
+}
+
+// Series returns the health metrics as series with one point at tsMs,
+// carrying the job's labels plus each metric's own.
+func (h *Health) Series(tsMs int64, labels []Label) ([]Series, error) {
+	families, err := h.Registry.Gather()
+	if err != nil {
+		return nil, err
+	}
+	var out []Series
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			ls := append([]Label(nil), labels...)
+			for _, lp := range m.GetLabel() {
+				ls = append(ls, Label{lp.GetName(), lp.GetValue()})
+			}
+			out = append(out, Series{Name: f.GetName(), Labels: ls, Points: []Point{{tsMs, value(f.GetType(), m)}}})
+		}
+	}
+	return out, nil
+}
+
+func value(t dto.MetricType, m *dto.Metric) float64 {
+	if t == dto.MetricType_COUNTER {
+		return m.GetCounter().GetValue()
+	}
+	return m.GetGauge().GetValue()
+}
+
+// Label is one Prometheus label.
+type Label struct{ Name, Value string }
+
+// Series is one time series with its points, ready for remote write.
+type Series struct {
+	Name   string
+	Labels []Label
+	Points []Point
+}

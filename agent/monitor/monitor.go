@@ -1,0 +1,184 @@
+package monitor
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/jobsight/jobsight/agent/collector"
+	"github.com/jobsight/jobsight/pkg/jobmodel"
+)
+
+// Sink is where the monitor sends what it measures. Implementations never
+// lose data: what a store does not take goes to the spool, and the error
+// returned is only for the health counters and the log.
+type Sink interface {
+	// PushSeries sends a batch of series to Prometheus.
+	PushSeries(ctx context.Context, series []Series) error
+	// PutNode writes the node document.
+	PutNode(ctx context.Context, doc jobmodel.Node) error
+}
+
+// Options tune the loop.
+type Options struct {
+	Interval        time.Duration
+	FlushInterval   time.Duration
+	PushInterval    time.Duration
+	ActiveThreshold float64
+	// Labels are the labels of every series: cluster, job_id, node.
+	Labels []Label
+	// Checkpoint, when set, is called with the state after every flush.
+	Checkpoint func(*NodeState, jobmodel.Node) error
+	// GoneAfter ends the loop when the job has been unreadable (its cgroup
+	// or processes gone) this long after it was first seen. 0 disables.
+	GoneAfter time.Duration
+	Now       func() time.Time
+}
+
+// Monitor samples one job on this node.
+type Monitor struct {
+	opts   Options
+	source collector.Collector
+	sink   Sink
+	health *Health
+	log    *slog.Logger
+	State  *NodeState
+	// Doc is the node document template: identity and metadata; the
+	// monitor fills in usage at each flush.
+	Doc jobmodel.Node
+	buf *Buffer
+}
+
+// New makes a monitor. state may be a restored checkpoint or nil.
+func New(opts Options, source collector.Collector, sink Sink, health *Health, doc jobmodel.Node, state *NodeState, log *slog.Logger) *Monitor {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if state == nil {
+		state = NewNodeState(opts.Now(), opts.Interval, opts.ActiveThreshold)
+	}
+	perPush := int(opts.PushInterval/opts.Interval) + 2
+	return &Monitor{opts: opts, source: source, sink: sink, health: health, log: log, State: state, Doc: doc, buf: NewBuffer(perPush)}
+}
+
+// StopReason says why Run returned.
+type StopReason string
+
+// Reasons Run returns.
+const (
+	StopRequested StopReason = "stop requested" // ctx ended: the epilog or a signal asked
+	StopJobGone   StopReason = "job gone"       // the job's cgroup and processes vanished
+)
+
+// Run samples until ctx ends or the job is gone, then takes a last sample
+// and pushes the series. It returns why it stopped; the caller writes the
+// final node document.
+func (m *Monitor) Run(ctx context.Context) StopReason {
+	tick := time.NewTicker(m.opts.Interval)
+	defer tick.Stop()
+	var s collector.Sample
+	lastFlush, lastPush := m.opts.Now(), m.opts.Now()
+	var goneSince time.Time
+	m.sample(&s)
+	for {
+		select {
+		case <-ctx.Done():
+			m.sample(&s)
+			m.push()
+			return StopRequested
+		case <-tick.C:
+		}
+		err := m.sample(&s)
+		now := s.Time
+		if errors.Is(err, os.ErrNotExist) && s.Missing == collector.AllMetrics && m.State.Count > 0 {
+			if goneSince.IsZero() {
+				goneSince = now
+			}
+			if m.opts.GoneAfter > 0 && now.Sub(goneSince) >= m.opts.GoneAfter {
+				m.push()
+				return StopJobGone
+			}
+		} else {
+			goneSince = time.Time{}
+		}
+		if now.Sub(lastPush) >= m.opts.PushInterval {
+			m.push()
+			lastPush = now
+		}
+		if now.Sub(lastFlush) >= m.opts.FlushInterval {
+			m.flush(true)
+			lastFlush = now
+		}
+	}
+}
+
+// sample takes one pass over the collectors.
+func (m *Monitor) sample(s *collector.Sample) error {
+	start := m.opts.Now()
+	s.Reset(start)
+	err := m.source.Collect(s)
+	m.health.Samples.Inc()
+	m.health.SampleSeconds.Add(m.opts.Now().Sub(start).Seconds())
+	if err != nil {
+		m.health.CollectorErrors.WithLabelValues(m.source.Name()).Inc()
+		m.log.Debug("sampling", "err", err)
+	}
+	m.State.Add(s)
+	m.buf.Add(s)
+	return err
+}
+
+// push sends buffered points and the health metrics to Prometheus.
+func (m *Monitor) push() {
+	series := make([]Series, 0, len(JobMetrics)+16)
+	for i, pts := range m.buf.Points {
+		if len(pts) > 0 {
+			series = append(series, Series{Name: JobMetrics[i].Name, Labels: m.opts.Labels, Points: pts})
+		}
+	}
+	if hs, err := m.health.Series(m.opts.Now().UnixMilli(), m.opts.Labels); err == nil {
+		series = append(series, hs...)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := m.sink.PushSeries(ctx, series); err != nil {
+		m.health.SinkFailures.WithLabelValues("prometheus").Inc()
+		m.log.Warn("pushing series; spooled", "err", err)
+	}
+	m.buf.Reset()
+}
+
+// flush pushes what is buffered, writes the node document (running says
+// whether the job is still being watched) and checkpoints.
+func (m *Monitor) flush(running bool) {
+	m.push()
+	doc := m.NodeDoc(running)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := m.sink.PutNode(ctx, doc); err != nil {
+		m.health.SinkFailures.WithLabelValues("elasticsearch").Inc()
+		m.log.Warn("writing node document; spooled", "err", err)
+	}
+	if m.opts.Checkpoint != nil {
+		if err := m.opts.Checkpoint(m.State, m.Doc); err != nil {
+			m.log.Warn("writing checkpoint", "err", err)
+		}
+	}
+}
+
+// NodeDoc renders the node document as of now.
+func (m *Monitor) NodeDoc(running bool) jobmodel.Node {
+	doc := m.Doc
+	now := m.opts.Now()
+	m.State.Fill(&doc, now)
+	doc.UpdatedAt = jobmodel.At(now)
+	doc.AgentState = jobmodel.AgentFinished
+	doc.Final = !running
+	if running {
+		doc.AgentState = jobmodel.AgentRunning
+		doc.EndTime = nil
+	}
+	return doc
+}

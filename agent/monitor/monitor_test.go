@@ -1,0 +1,181 @@
+package monitor
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jobsight/jobsight/agent/collector"
+	"github.com/jobsight/jobsight/pkg/jobmodel"
+)
+
+// scripted is a fake collector (for loop logic only; the real collectors
+// are tested on captured trees in agent/collector): it replays readings,
+// then reports the job gone.
+type scripted struct {
+	readings []collector.Sample
+	i        int
+}
+
+func (s *scripted) Name() string { return "scripted" }
+func (s *scripted) Close() error { return nil }
+func (s *scripted) Collect(out *collector.Sample) error {
+	if s.i >= len(s.readings) {
+		return fmt.Errorf("job cgroup: %w", os.ErrNotExist)
+	}
+	r := s.readings[s.i]
+	s.i++
+	r.Time = out.Time
+	*out = r
+	return nil
+}
+
+// memSink records what the monitor sends.
+type memSink struct {
+	mu     sync.Mutex
+	series []Series
+	nodes  []jobmodel.Node
+}
+
+func (m *memSink) PushSeries(_ context.Context, s []Series) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, x := range s {
+		x.Points = slices.Clone(x.Points)
+		m.series = append(m.series, x)
+	}
+	return nil
+}
+
+func (m *memSink) PutNode(_ context.Context, d jobmodel.Node) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.nodes = append(m.nodes, d)
+	return nil
+}
+
+// fakeClock advances one second per call to Now, so each pass is 1 s apart.
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) Now() time.Time { c.t = c.t.Add(500 * time.Millisecond); return c.t }
+
+func reading(cpuSec float64, used, rss uint64, procs uint32) collector.Sample {
+	return collector.Sample{
+		CPUUsageNanos: uint64(cpuSec * 1e9), MemoryUsedBytes: used, MemoryRSSBytes: rss,
+		MemoryLimitBytes: 4 << 30, CPUsAllocated: 2, Processes: procs, Threads: procs * 2,
+		IOReadBytes: 100, IOWriteBytes: 200,
+		Missing: collector.MetricMemoryPeak,
+	}
+}
+
+func TestNodeStateSummarisesAJob(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	n := NewNodeState(start, time.Second, 0.5)
+	for i := 0; i <= 10; i++ {
+		s := reading(float64(i)*1.5, uint64(1+i)<<20, uint64(i)<<20, 4)
+		s.Time = start.Add(time.Duration(i) * time.Second)
+		n.Add(&s)
+	}
+	var doc jobmodel.Node
+	n.Fill(&doc, start.Add(10*time.Second))
+	if got := *doc.CPU.CoreSeconds; got != 15 {
+		t.Errorf("core_seconds = %v, want 15", got)
+	}
+	if got := *doc.CPU.AvgCores; math.Abs(got-1.5) > 1e-9 {
+		t.Errorf("avg_cores = %v, want 1.5", got)
+	}
+	if got := *doc.CPU.ActiveSeconds; got != 10 {
+		t.Errorf("active_seconds = %v, want 10 (1.5 cores > 0.5 threshold for 10 s)", got)
+	}
+	if got := *doc.CPU.Efficiency; math.Abs(got-0.75) > 1e-9 {
+		t.Errorf("cpu efficiency = %v, want 0.75 (1.5 of 2 CPUs)", got)
+	}
+	if *doc.Memory.PeakBytes != 11<<20 || *doc.Memory.RSSPeakBytes != 10<<20 || *doc.Memory.LimitBytes != 4<<30 {
+		t.Errorf("memory = %+v", *doc.Memory)
+	}
+	if *doc.Allocated.CPUs != 2 || *doc.Processes.Peak != 4 || *doc.Threads.Peak != 8 {
+		t.Errorf("allocated %d, processes %+v, threads %+v", *doc.Allocated.CPUs, doc.Processes, doc.Threads)
+	}
+	if !slices.Equal(doc.MissingMetrics, []string{"memory_peak"}) {
+		t.Errorf("missing = %v, want [memory_peak]", doc.MissingMetrics)
+	}
+	if doc.Sampling.Count != 11 {
+		t.Errorf("sampling count = %d", doc.Sampling.Count)
+	}
+}
+
+func TestNodeStateWithNoSamplesSaysEverythingIsMissing(t *testing.T) {
+	t.Parallel()
+	n := NewNodeState(time.Now(), time.Second, 0)
+	var doc jobmodel.Node
+	n.Fill(&doc, time.Now())
+	if doc.CPU != nil || doc.Memory != nil || doc.IO != nil {
+		t.Errorf("usage without samples: %+v", doc.Usage)
+	}
+	if len(doc.MissingMetrics) != len(collector.AllMetrics.Names()) {
+		t.Errorf("missing = %v", doc.MissingMetrics)
+	}
+}
+
+func TestRunStopsWhenTheJobIsGoneAndPushesLabelledSeries(t *testing.T) {
+	t.Parallel()
+	src := &scripted{}
+	for i := 0; i < 6; i++ {
+		src.readings = append(src.readings, reading(float64(i), 1<<20, 1<<19, 3))
+	}
+	sink := &memSink{}
+	clock := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	labels := []Label{{"cluster", "c"}, {"job_id", "7"}, {"node", "n1"}}
+	checkpoints := 0
+	m := New(Options{
+		Interval: time.Millisecond, FlushInterval: 2 * time.Second, PushInterval: time.Second,
+		Labels: labels, GoneAfter: 2 * time.Second, Now: clock.Now,
+		Checkpoint: func(*NodeState, jobmodel.Node) error { checkpoints++; return nil },
+	}, src, sink, NewHealth(), jobmodel.Node{DocID: "c:7/n1"}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if got := m.Run(ctx); got != StopJobGone {
+		t.Fatalf("Run returned %q, want %q", got, StopJobGone)
+	}
+	if m.State.Count != 6 {
+		t.Errorf("samples = %d, want 6", m.State.Count)
+	}
+	if len(sink.nodes) == 0 || sink.nodes[0].Final || sink.nodes[0].AgentState != jobmodel.AgentRunning {
+		t.Errorf("node documents while running: %+v", sink.nodes)
+	}
+	if checkpoints == 0 {
+		t.Error("no checkpoint was written")
+	}
+	found := map[string]bool{}
+	for _, s := range sink.series {
+		found[s.Name] = true
+		if !slices.Equal(s.Labels[:3], labels) {
+			t.Errorf("series %s has labels %v, want %v first", s.Name, s.Labels, labels)
+		}
+	}
+	for _, name := range []string{"jobsight_job_cpu_usage_seconds_total", "jobsight_job_memory_used_bytes", "jobsight_agent_samples_total", "jobsight_agent_collector_errors_total"} {
+		if !found[name] {
+			t.Errorf("series %s was not pushed (have %v)", name, found)
+		}
+	}
+}
+
+func BenchmarkNodeStateAdd(b *testing.B) {
+	n := NewNodeState(time.Now(), time.Second, 0.05)
+	s := reading(1, 1<<30, 1<<29, 64)
+	t0 := time.Now()
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		s.Time = t0.Add(time.Duration(i) * time.Second)
+		s.CPUUsageNanos += 1e9
+		n.Add(&s)
+	}
+}

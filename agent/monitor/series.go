@@ -1,0 +1,87 @@
+package monitor
+
+import (
+	"github.com/jobsight/jobsight/agent/collector"
+)
+
+// JobMetric is one Prometheus series the agent writes for a job, labelled
+// {cluster, job_id, node} only (DESIGN.md: user, account and partition live
+// in Elasticsearch).
+type JobMetric struct {
+	Name string
+	Type string // counter or gauge
+	Help string
+	need collector.Metric
+	get  func(*collector.Sample) float64
+}
+
+// JobMetrics are the job series, in base units. docs/metrics.md documents
+// them and a test runs promtool over their exposition.
+var JobMetrics = []JobMetric{
+	{"jobsight_job_cpu_usage_seconds_total", "counter", "CPU time used by the job's processes on this node.",
+		collector.MetricCPU, func(s *collector.Sample) float64 { return float64(s.CPUUsageNanos) / 1e9 }},
+	{"jobsight_job_memory_used_bytes", "gauge", "Memory charged to the job's cgroup on this node, page cache included.",
+		collector.MetricMemory, func(s *collector.Sample) float64 { return float64(s.MemoryUsedBytes) }},
+	{"jobsight_job_memory_rss_bytes", "gauge", "Anonymous resident memory of the job on this node.",
+		collector.MetricMemoryRSS, func(s *collector.Sample) float64 { return float64(s.MemoryRSSBytes) }},
+	{"jobsight_job_memory_limit_bytes", "gauge", "Memory limit of the job's cgroup on this node.",
+		collector.MetricMemoryLimit, func(s *collector.Sample) float64 { return float64(s.MemoryLimitBytes) }},
+	{"jobsight_job_allocated_cpus", "gauge", "CPUs in the job's cpuset on this node.",
+		collector.MetricCPUsAllocated, func(s *collector.Sample) float64 { return float64(s.CPUsAllocated) }},
+	{"jobsight_job_processes", "gauge", "Processes of the job on this node.",
+		collector.MetricProcesses, func(s *collector.Sample) float64 { return float64(s.Processes) }},
+	{"jobsight_job_threads", "gauge", "Threads of the job on this node.",
+		collector.MetricThreads, func(s *collector.Sample) float64 { return float64(s.Threads) }},
+	{"jobsight_job_io_read_bytes_total", "counter", "Bytes the job's processes read from storage on this node.",
+		collector.MetricIO, func(s *collector.Sample) float64 { return float64(s.IOReadBytes) }},
+	{"jobsight_job_io_written_bytes_total", "counter", "Bytes the job's processes wrote to storage on this node.",
+		collector.MetricIO, func(s *collector.Sample) float64 { return float64(s.IOWriteBytes) }},
+}
+
+// Point is one sampled value of a job metric.
+type Point struct {
+	TimestampMs int64
+	Value       float64
+}
+
+// Buffer holds the points sampled since the last push, one slice per job
+// metric, reused between pushes so steady-state sampling does not allocate.
+type Buffer struct {
+	Points [][]Point // indexed like JobMetrics
+}
+
+// NewBuffer makes a buffer sized for n samples per push.
+func NewBuffer(n int) *Buffer {
+	b := &Buffer{Points: make([][]Point, len(JobMetrics))}
+	for i := range b.Points {
+		b.Points[i] = make([]Point, 0, n)
+	}
+	return b
+}
+
+// Add appends the sample's values for every metric it carries.
+func (b *Buffer) Add(s *collector.Sample) {
+	ts := s.Time.UnixMilli()
+	for i := range JobMetrics {
+		m := &JobMetrics[i]
+		if s.Has(m.need) {
+			b.Points[i] = append(b.Points[i], Point{ts, m.get(s)})
+		}
+	}
+}
+
+// Len is the number of points held.
+func (b *Buffer) Len() int {
+	n := 0
+	for _, p := range b.Points {
+		n += len(p)
+	}
+	return n
+}
+
+// Reset empties the buffer, keeping its capacity.
+func (b *Buffer) Reset() {
+	for i := range b.Points {
+		b.Points[i] = b.Points[i][:0]
+	}
+}

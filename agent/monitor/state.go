@@ -1,0 +1,198 @@
+// Package monitor is the agent's per-job loop on one node: it samples the
+// job through its collectors, keeps rolling aggregates (NodeState), pushes
+// gauges to Prometheus, updates the node document, and checkpoints its
+// state so that a successor can finalize the job if this agent dies.
+package monitor
+
+import (
+	"math"
+	"time"
+
+	"github.com/jobsight/jobsight/agent/aggregate"
+	"github.com/jobsight/jobsight/agent/collector"
+	"github.com/jobsight/jobsight/pkg/jobmodel"
+)
+
+// NodeState is everything the agent has learned about the job on this node.
+// It is plain data so that it round-trips through the checkpoint file.
+type NodeState struct {
+	Started     time.Time `json:"started"`
+	FirstSample time.Time `json:"first_sample"`
+	LastSample  time.Time `json:"last_sample"`
+	Count       int64     `json:"count"`
+	IntervalSec float64   `json:"interval_seconds"`
+
+	// Seen is the set of metrics read at least once.
+	Seen collector.Metric `json:"seen"`
+
+	CPU     aggregate.Counter `json:"cpu_ns"`
+	Cores   aggregate.Series  `json:"cores"`
+	Used    aggregate.Series  `json:"memory_used"`
+	RSS     aggregate.Series  `json:"memory_rss"`
+	Procs   aggregate.Series  `json:"processes"`
+	Threads aggregate.Series  `json:"threads"`
+	IORead  aggregate.Counter `json:"io_read"`
+	IOWrite aggregate.Counter `json:"io_write"`
+
+	KernelPeak uint64 `json:"kernel_peak_bytes"`
+	Limit      uint64 `json:"limit_bytes"`
+	CPUs       uint32 `json:"cpus"`
+
+	// PrevCPUTime is when CPU was last read, for the cores rate.
+	PrevCPUTime time.Time `json:"prev_cpu_time"`
+}
+
+// NewNodeState starts the state of a job watched from start.
+func NewNodeState(start time.Time, interval time.Duration, activeThreshold float64) *NodeState {
+	return &NodeState{
+		Started:     start,
+		IntervalSec: interval.Seconds(),
+		Cores:       aggregate.NewSeries(activeThreshold),
+		Used:        aggregate.NewSeries(0),
+		RSS:         aggregate.NewSeries(0),
+		Procs:       aggregate.NewSeries(0),
+		Threads:     aggregate.NewSeries(0),
+	}
+}
+
+// Add folds one sample into the state and returns the CPU cores used since
+// the previous sample (ok false when there is no rate yet).
+func (n *NodeState) Add(s *collector.Sample) (cores float64, ok bool) {
+	read := collector.AllMetrics &^ s.Missing
+	if read == 0 {
+		return 0, false
+	}
+	n.Seen |= read
+	if n.Count == 0 {
+		n.FirstSample = s.Time
+	}
+	dt := n.IntervalSec
+	if !n.LastSample.IsZero() {
+		if d := s.Time.Sub(n.LastSample).Seconds(); d > 0 {
+			dt = d
+		}
+	}
+	n.Count++
+	n.LastSample = s.Time
+
+	if s.Has(collector.MetricCPU) {
+		n.CPU.Observe(s.CPUUsageNanos)
+		if delta, have := n.CPU.Delta(); have && !n.PrevCPUTime.IsZero() {
+			if span := s.Time.Sub(n.PrevCPUTime).Seconds(); span > 0 {
+				cores, ok = float64(delta)/1e9/span, true
+				n.Cores.Add(cores, span)
+			}
+		}
+		n.PrevCPUTime = s.Time
+	}
+	if s.Has(collector.MetricMemory) {
+		n.Used.Add(float64(s.MemoryUsedBytes), dt)
+	}
+	if s.Has(collector.MetricMemoryRSS) {
+		n.RSS.Add(float64(s.MemoryRSSBytes), dt)
+	}
+	if s.Has(collector.MetricMemoryPeak) && s.MemoryPeakBytes > n.KernelPeak {
+		n.KernelPeak = s.MemoryPeakBytes
+	}
+	if s.Has(collector.MetricMemoryLimit) {
+		n.Limit = s.MemoryLimitBytes
+	}
+	if s.Has(collector.MetricCPUsAllocated) {
+		n.CPUs = s.CPUsAllocated
+	}
+	if s.Has(collector.MetricProcesses) {
+		n.Procs.Add(float64(s.Processes), dt)
+	}
+	if s.Has(collector.MetricThreads) {
+		n.Threads.Add(float64(s.Threads), dt)
+	}
+	if s.Has(collector.MetricIO) {
+		n.IORead.Observe(s.IOReadBytes)
+		n.IOWrite.Observe(s.IOWriteBytes)
+	}
+	return cores, ok
+}
+
+// Fill writes the state's summary into a node document: usage, allocation,
+// sampling and the metrics never read.
+func (n *NodeState) Fill(doc *jobmodel.Node, end time.Time) {
+	doc.StartTime = jobmodel.At(n.Started)
+	doc.EndTime = jobmodel.At(end)
+	doc.Sampling = jobmodel.Sampling{
+		IntervalSeconds: n.IntervalSec,
+		Count:           n.Count,
+		First:           jobmodel.At(n.FirstSample),
+		Last:            jobmodel.At(n.LastSample),
+	}
+	doc.MissingMetrics = (collector.AllMetrics &^ n.Seen).Names()
+	if n.Count == 0 {
+		doc.MissingMetrics = collector.AllMetrics.Names()
+	}
+
+	var u jobmodel.Usage
+	watched := n.LastSample.Sub(n.Started).Seconds()
+	if total, ok := n.CPU.Total(); ok {
+		c := &jobmodel.CPUUsage{CoreSeconds: jobmodel.Ptr(float64(total) / 1e9)}
+		if avg, ok := n.Cores.Avg(); ok {
+			c.AvgCores = jobmodel.Ptr(avg)
+			c.P95Cores = opt(n.Cores.Quantile(0.95))
+			c.PeakCores = opt(n.Cores.Max())
+			c.ActiveSeconds = jobmodel.Ptr(n.Cores.ActiveSeconds())
+		}
+		if n.Seen&collector.MetricCPUsAllocated != 0 && n.CPUs > 0 && watched > 0 {
+			c.Efficiency = jobmodel.Ptr(math.Min(1, *c.CoreSeconds/(float64(n.CPUs)*watched)))
+		}
+		u.CPU = c
+	}
+	m := jobmodel.MemoryUsage{
+		AvgBytes:     optI(n.Used.Avg()),
+		P95Bytes:     optI(n.Used.Quantile(0.95)),
+		RSSAvgBytes:  optI(n.RSS.Avg()),
+		RSSPeakBytes: optI(n.RSS.Max()),
+	}
+	if peak, ok := n.Used.Max(); ok || n.KernelPeak > 0 {
+		m.PeakBytes = jobmodel.Ptr(int64(max(peak, float64(n.KernelPeak))))
+	}
+	if n.Seen&collector.MetricMemoryLimit != 0 && n.Limit > 0 {
+		m.LimitBytes = jobmodel.Ptr(int64(n.Limit))
+		doc.Allocated.MemoryBytes = m.LimitBytes
+		if m.RSSPeakBytes != nil {
+			m.Efficiency = jobmodel.Ptr(math.Min(1, float64(*m.RSSPeakBytes)/float64(n.Limit)))
+		}
+	}
+	if m != (jobmodel.MemoryUsage{}) {
+		u.Memory = &m
+	}
+	if n.Seen&collector.MetricCPUsAllocated != 0 {
+		doc.Allocated.CPUs = jobmodel.Ptr(int64(n.CPUs))
+	}
+	if r, ok := n.IORead.Total(); ok {
+		w, _ := n.IOWrite.Total()
+		u.IO = &jobmodel.IOUsage{ReadBytes: jobmodel.Ptr(int64(r)), WrittenBytes: jobmodel.Ptr(int64(w))}
+	}
+	u.Processes = counts(&n.Procs)
+	u.Threads = counts(&n.Threads)
+	doc.Usage = u
+}
+
+func counts(s *aggregate.Series) *jobmodel.CountUsage {
+	avg, ok := s.Avg()
+	if !ok {
+		return nil
+	}
+	return &jobmodel.CountUsage{Avg: jobmodel.Ptr(avg), Peak: optI(s.Max())}
+}
+
+func opt(v float64, ok bool) *float64 {
+	if !ok {
+		return nil
+	}
+	return &v
+}
+
+func optI(v float64, ok bool) *int64 {
+	if !ok {
+		return nil
+	}
+	return jobmodel.Ptr(int64(math.Round(v)))
+}
