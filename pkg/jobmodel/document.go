@@ -86,6 +86,9 @@ type Node struct {
 	User          string  `json:"user,omitempty"`
 	UID           *uint32 `json:"uid,omitempty"`
 
+	// SubmitTime is the job's submit time, which tells a reused job id
+	// from the job that held it before.
+	SubmitTime *Time `json:"submit_time,omitempty"`
 	// StartTime and EndTime are when the agent began and stopped watching
 	// the job on this node.
 	StartTime *Time `json:"start_time,omitempty"`

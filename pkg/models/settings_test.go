@@ -1,0 +1,181 @@
+package models_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/grafana/grafana-plugin-sdk-go/backend"
+
+	"github.com/jobsight/jobsight/pkg/models"
+)
+
+const minimal = `{"elasticsearchUrl":"http://es:9200","prometheusUrl":"http://prom:9090"}`
+
+func load(jsonData string, secure map[string]string) (*models.Settings, error) {
+	return models.LoadSettings(backend.DataSourceInstanceSettings{JSONData: []byte(jsonData), DecryptedSecureJSONData: secure})
+}
+
+func TestLoadSettingsAppliesDefaults(t *testing.T) {
+	s, err := load(minimal, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.ElasticsearchJobIndex != "jobsight-jobs" || s.ElasticsearchNodeIndex != "jobsight-nodes" {
+		t.Errorf("indices %q %q, want the defaults", s.ElasticsearchJobIndex, s.ElasticsearchNodeIndex)
+	}
+	if s.TimeoutSeconds != 30 || s.Timeout().Seconds() != 30 {
+		t.Errorf("timeout %d, want 30", s.TimeoutSeconds)
+	}
+}
+
+func TestLoadSettingsReadsSecretsOnlyFromSecureData(t *testing.T) {
+	s, err := load(`{"elasticsearchUrl":"http://es:9200","elasticsearchUser":"u","prometheusUrl":"http://prom:9090","prometheusUser":"r"}`,
+		map[string]string{"elasticsearchPassword": "espw", "prometheusPassword": "prompw"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := models.Secrets{ElasticsearchPassword: "espw", PrometheusPassword: "prompw"}
+	if s.Secrets != want {
+		t.Errorf("secrets %+v, want %+v", s.Secrets, want)
+	}
+	// A secret placed in jsonData (stored in clear text by Grafana) is refused.
+	_, err = load(`{"elasticsearchUrl":"http://es:9200","prometheusUrl":"http://prom:9090","prometheusBearerToken":"t"}`, nil)
+	var fe *models.FieldError
+	if !errors.As(err, &fe) || fe.Field != "prometheusBearerToken" {
+		t.Errorf("got %v, want a FieldError for prometheusBearerToken", err)
+	}
+}
+
+func TestLoadSettingsErrorsNameTheField(t *testing.T) {
+	cases := []struct {
+		jsonData string
+		secure   map[string]string
+		field    string
+		problem  string
+	}{
+		{`{}`, nil, "elasticsearchUrl", "is required"},
+		{`{"elasticsearchUrl":"http://es:9200"}`, nil, "prometheusUrl", "is required"},
+		{`{"elasticsearchUrl":"ftp://es","prometheusUrl":"http://p"}`, nil, "elasticsearchUrl", "http:// or https://"},
+		{`{"elasticsearchUrl":"http://","prometheusUrl":"http://p"}`, nil, "elasticsearchUrl", "no host"},
+		{`{"elasticsearchUrl":"http://es:9200?x=1","prometheusUrl":"http://p"}`, nil, "elasticsearchUrl", "without query"},
+		{`{"elasticsearchUrl":"http://es:9200","prometheusUrl":"http://u:pw@p"}`, nil, "prometheusUrl", "must not contain credentials"},
+		{`{"elasticsearchUrl":"http://es:9200","prometheusUrl":"http://p","elasticsearchJobIndex":"Jobs"}`, nil, "elasticsearchJobIndex", "lowercase"},
+		{`{"elasticsearchUrl":"http://es:9200","prometheusUrl":"http://p","elasticsearchJobIndex":"jobs*"}`, nil, "elasticsearchJobIndex", `"*"`},
+		{`{"elasticsearchUrl":"http://es:9200","prometheusUrl":"http://p","elasticsearchNodeIndex":"_nodes"}`, nil, "elasticsearchNodeIndex", "must not start"},
+		{`{"elasticsearchUrl":"http://es:9200","prometheusUrl":"http://p","elasticsearchNodeIndex":"jobsight-jobs"}`, nil, "elasticsearchNodeIndex", "must differ"},
+		{minimal, map[string]string{"elasticsearchPassword": "x"}, "elasticsearchUser", "password is set"},
+		{minimal, map[string]string{"prometheusPassword": "x"}, "prometheusUser", "password is set"},
+		{`{"elasticsearchUrl":"http://es:9200","prometheusUrl":"http://p","prometheusUser":"u"}`, map[string]string{"prometheusBearerToken": "t"}, "prometheusBearerToken", "cannot be combined"},
+		{`{"elasticsearchUrl":"http://es:9200","prometheusUrl":"http://p","timeoutSeconds":-1}`, nil, "timeoutSeconds", "between 1 and 300"},
+		{`{"elasticsearchUrl":"http://es:9200","prometheusUrl":"http://p","timeoutSeconds":301}`, nil, "timeoutSeconds", "between 1 and 300"},
+		{`{"elasticsearchUrl":"http://es:9200","prometheusUrl":"http://p","timeoutSeconds":"30"}`, nil, "timeoutSeconds", "must be a whole number, got a JSON string"},
+		{`{"elasticsearchUrl":"http://es:9200","prometheusUrl":"http://p","clusterFilter":" alpha"}`, nil, "clusterFilter", "spaces"},
+		{`{"elasticsearchUrl":"http://es:9200","prometheusUrl":"http://p","esUrl":"x"}`, nil, "esUrl", "unknown setting"},
+	}
+	for _, c := range cases {
+		t.Run(c.field+" "+c.problem, func(t *testing.T) {
+			_, err := load(c.jsonData, c.secure)
+			if err == nil {
+				t.Fatalf("%s: no error", c.jsonData)
+			}
+			var fe *models.FieldError
+			found := false
+			for _, e := range flatten(err) {
+				if errors.As(e, &fe) && fe.Field == c.field && strings.Contains(fe.Problem, c.problem) {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("%s: got %q, want a problem with %s containing %q", c.jsonData, err, c.field, c.problem)
+			}
+			if !strings.Contains(err.Error(), "setting "+c.field+": ") {
+				t.Errorf("message %q does not name setting %s", err, c.field)
+			}
+		})
+	}
+}
+
+func TestLoadSettingsReportsEveryProblem(t *testing.T) {
+	_, err := load(`{"timeoutSeconds":1000}`, nil)
+	msg := err.Error()
+	for _, f := range []string{"elasticsearchUrl", "prometheusUrl", "timeoutSeconds"} {
+		if !strings.Contains(msg, "setting "+f) {
+			t.Errorf("message %q misses %s", msg, f)
+		}
+	}
+}
+
+func TestLoadSettingsRejectsMalformedJSON(t *testing.T) {
+	for _, in := range []string{`{"elasticsearchUrl":`, `[1,2]`, minimal + `{}`} {
+		if _, err := load(in, nil); err == nil || !strings.Contains(err.Error(), "jsonData") && !strings.Contains(err.Error(), "setting") {
+			t.Errorf("%s: got %v, want an error about jsonData", in, err)
+		}
+	}
+}
+
+// flatten unpacks errors.Join trees.
+func flatten(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, flatten(e)...)
+		}
+		return out
+	}
+	return []error{err}
+}
+
+// The example files are shared with src/models.contract.ts, which checks at
+// typecheck time that the TypeScript models have the same keys. Here: every
+// key in the examples is a Go field (strict decoding) and every Go field is
+// in the examples.
+func TestModelsMatchTheSharedExamples(t *testing.T) {
+	raw, err := os.ReadFile("testdata/jsondata.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Decoded without defaults, so that a key missing from the example shows.
+	var s models.Settings
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		t.Fatalf("testdata/jsondata.json: %v", err)
+	}
+	if _, err := models.ParseJSONData(raw); err != nil {
+		t.Fatalf("testdata/jsondata.json: %v", err)
+	}
+	allFieldsSet(t, "Settings", s)
+
+	raw, err = os.ReadFile("testdata/query.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := models.ParseQuery(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	allFieldsSet(t, "Query", q)
+	if q.QueryType != models.QueryTypeJobTimeline || q.Cluster != "alpha" || q.JobID != "1234_7" {
+		t.Errorf("query example decoded to %+v", q)
+	}
+}
+
+func allFieldsSet(t *testing.T, name string, v any) {
+	t.Helper()
+	rv := reflect.ValueOf(v)
+	for i := range rv.NumField() {
+		f := rv.Type().Field(i)
+		tag := strings.Split(f.Tag.Get("json"), ",")[0]
+		if tag == "-" || tag == "" {
+			continue
+		}
+		if rv.Field(i).IsZero() {
+			t.Errorf("%s.%s (json %q) is not in the shared example: add it there and to src/types.ts", name, f.Name, tag)
+		}
+	}
+}

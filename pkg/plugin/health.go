@@ -1,0 +1,212 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+
+	"github.com/grafana/grafana-plugin-sdk-go/backend"
+	"github.com/grafana/grafana-plugin-sdk-go/backend/log"
+)
+
+// maxBody bounds how much of a response body a health check reads.
+const maxBody = 1 << 20
+
+// BackendHealth is the outcome of checking one backend; CheckHealth returns
+// one per backend in its JSONDetails, under "elasticsearch" and "prometheus".
+type BackendHealth struct {
+	OK      bool   `json:"ok"`
+	Version string `json:"version,omitempty"`
+	Message string `json:"message"`
+}
+
+// HealthDetails is the JSONDetails of a health check result.
+type HealthDetails struct {
+	Elasticsearch *BackendHealth `json:"elasticsearch,omitempty"`
+	Prometheus    *BackendHealth `json:"prometheus,omitempty"`
+}
+
+// CheckHealth checks both backends, concurrently: that Elasticsearch answers
+// and holds the job index, and that Prometheus answers its HTTP API. It never
+// returns an error: every problem is a HealthStatusError with a message
+// naming the backend and what to do. Messages never contain credentials.
+func (d *Datasource) CheckHealth(ctx context.Context, _ *backend.CheckHealthRequest) (*backend.CheckHealthResult, error) {
+	logger := log.DefaultLogger.FromContext(ctx).With("component", "health")
+	if d.settingsErr != nil {
+		return &backend.CheckHealthResult{
+			Status:  backend.HealthStatusError,
+			Message: "Invalid settings: " + oneLine(d.settingsErr),
+		}, nil
+	}
+
+	var es, prom BackendHealth
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); es = d.checkElasticsearch(ctx) }()
+	go func() { defer wg.Done(); prom = d.checkPrometheus(ctx) }()
+	wg.Wait()
+
+	details, _ := json.Marshal(HealthDetails{Elasticsearch: &es, Prometheus: &prom})
+	res := &backend.CheckHealthResult{
+		Status:      backend.HealthStatusOk,
+		Message:     es.Message + ". " + prom.Message + ".",
+		JSONDetails: details,
+	}
+	if !es.OK || !prom.OK {
+		res.Status = backend.HealthStatusError
+		var failed []string
+		for _, b := range []BackendHealth{es, prom} {
+			if !b.OK {
+				failed = append(failed, b.Message)
+			}
+		}
+		res.Message = strings.Join(failed, ". ") + "."
+		logger.Warn("Health check failed", "elasticsearch_ok", es.OK, "prometheus_ok", prom.OK, "message", res.Message)
+	} else {
+		logger.Debug("Health check passed", "message", res.Message)
+	}
+	return res, nil
+}
+
+// checkElasticsearch asks for the cluster info (GET /) and whether the job
+// index exists (HEAD /<index>).
+func (d *Datasource) checkElasticsearch(ctx context.Context) BackendHealth {
+	base := d.settings.ElasticsearchURL
+	index := d.settings.ElasticsearchJobIndex
+
+	var info struct {
+		ClusterName string `json:"cluster_name"`
+		Version     struct {
+			Number       string `json:"number"`
+			Distribution string `json:"distribution"`
+		} `json:"version"`
+	}
+	status, body, err := send(ctx, d.es, http.MethodGet, base, "/")
+	if err != nil {
+		return BackendHealth{Message: fmt.Sprintf("Elasticsearch at %s is unreachable: %v", base, rootCause(err))}
+	}
+	if p := httpProblem("Elasticsearch", base, "GET /", status, body, "elasticsearchUser and elasticsearchPassword"); p != "" {
+		return BackendHealth{Message: p}
+	}
+	if err := json.Unmarshal(body, &info); err != nil || info.Version.Number == "" {
+		return BackendHealth{Message: fmt.Sprintf("Elasticsearch: %s does not look like Elasticsearch or OpenSearch (GET / has no version.number): check elasticsearchUrl", base)}
+	}
+	product := "Elasticsearch"
+	if info.Version.Distribution == "opensearch" {
+		product = "OpenSearch"
+	}
+	version := product + " " + info.Version.Number
+
+	status, body, err = send(ctx, d.es, http.MethodHead, base, "/"+url.PathEscape(index))
+	if err != nil {
+		return BackendHealth{Version: version, Message: fmt.Sprintf("Elasticsearch at %s failed while checking job index %s: %v", base, index, rootCause(err))}
+	}
+	if status == http.StatusNotFound {
+		return BackendHealth{Version: version, Message: fmt.Sprintf(
+			"Elasticsearch: job index %s not found: has any agent run yet? (%s at %s answers; if agents have run, check elasticsearchJobIndex)",
+			index, version, base)}
+	}
+	if p := httpProblem("Elasticsearch", base, "HEAD /"+index, status, body, "elasticsearchUser and elasticsearchPassword"); p != "" {
+		return BackendHealth{Version: version, Message: p}
+	}
+	return BackendHealth{OK: true, Version: version, Message: fmt.Sprintf("%s: job index %s found", version, index)}
+}
+
+// checkPrometheus asks for the build info; servers that do not serve it
+// (some Prometheus-compatible stores) are asked for a trivial query instead.
+func (d *Datasource) checkPrometheus(ctx context.Context) BackendHealth {
+	base := d.settings.PrometheusURL
+	const credHint = "prometheusBearerToken, or prometheusUser and prometheusPassword"
+
+	status, body, err := send(ctx, d.prom, http.MethodGet, base, "/api/v1/status/buildinfo")
+	if err != nil {
+		return BackendHealth{Message: fmt.Sprintf("Prometheus at %s is unreachable: %v", base, rootCause(err))}
+	}
+	if status == http.StatusNotFound {
+		status, body, err = send(ctx, d.prom, http.MethodGet, base, "/api/v1/query?query=vector(1)")
+		if err != nil {
+			return BackendHealth{Message: fmt.Sprintf("Prometheus at %s is unreachable: %v", base, rootCause(err))}
+		}
+		if status == http.StatusNotFound {
+			return BackendHealth{Message: fmt.Sprintf("Prometheus: %s does not serve the Prometheus HTTP API (/api/v1/query answers 404): check prometheusUrl (for Mimir, include its /prometheus prefix)", base)}
+		}
+		if p := httpProblem("Prometheus", base, "GET /api/v1/query", status, body, credHint); p != "" {
+			return BackendHealth{Message: p}
+		}
+		return BackendHealth{OK: true, Message: "Prometheus-compatible API: ready"}
+	}
+	if p := httpProblem("Prometheus", base, "GET /api/v1/status/buildinfo", status, body, credHint); p != "" {
+		return BackendHealth{Message: p}
+	}
+	var bi struct {
+		Status string `json:"status"`
+		Data   struct {
+			Version string `json:"version"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &bi); err != nil || bi.Status != "success" {
+		return BackendHealth{Message: fmt.Sprintf("Prometheus: %s does not look like Prometheus (its build info is not a Prometheus API answer): check prometheusUrl", base)}
+	}
+	version := strings.TrimSpace("Prometheus " + bi.Data.Version)
+	return BackendHealth{OK: true, Version: version, Message: version + ": ready"}
+}
+
+// send sends one request to base+path and returns the status and (bounded)
+// body. Only transport failures are errors.
+func send(ctx context.Context, c *http.Client, method, base, path string) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(base, "/")+path, nil)
+	if err != nil {
+		return 0, nil, fmt.Errorf("building the request: %w", err)
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return resp.StatusCode, nil, fmt.Errorf("reading the answer to %s %s: %w", method, path, err)
+	}
+	return resp.StatusCode, body, nil
+}
+
+// httpProblem describes a non-2xx answer, or returns "" for a 2xx one.
+func httpProblem(product, base, what string, status int, body []byte, credHint string) string {
+	switch {
+	case status >= 200 && status < 300:
+		return ""
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return fmt.Sprintf("%s at %s refused %s with HTTP %d: check %s", product, base, what, status, credHint)
+	default:
+		return fmt.Sprintf("%s at %s answered %s with HTTP %d%s", product, base, what, status, bodyHint(body))
+	}
+}
+
+// bodyHint returns a short excerpt of an error body, for context.
+func bodyHint(body []byte) string {
+	s := strings.Join(strings.Fields(string(body)), " ")
+	if s == "" {
+		return ""
+	}
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return ": " + s
+}
+
+// rootCause strips the *url.Error wrapper ("Get \"http://...\": ...") so a
+// message does not repeat the URL it already names.
+func rootCause(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}

@@ -1,0 +1,10 @@
+import { DataSourcePlugin } from '@grafana/data';
+
+import { ConfigEditor } from './components/ConfigEditor';
+import { QueryEditor } from './components/QueryEditor';
+import { DataSource } from './datasource';
+import { JobsightOptions, JobsightQuery } from './types';
+
+export const plugin = new DataSourcePlugin<DataSource, JobsightQuery, JobsightOptions>(DataSource)
+  .setConfigEditor(ConfigEditor)
+  .setQueryEditor(QueryEditor);
