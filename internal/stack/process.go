@@ -89,12 +89,14 @@ func (s *Server) Stop() error {
 	}
 	pgid := s.cmd.Process.Pid
 	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	var err error
 	select {
-	case <-s.done:
+	case err = <-s.done:
 	case <-time.After(10 * time.Second):
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		<-s.done
+		err = <-s.done
 	}
+	s.done <- err // keep Exited true after Stop
 	_ = os.Remove(filepath.Join(s.Dir, s.Name+".pid"))
 	return nil
 }

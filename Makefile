@@ -1,0 +1,47 @@
+# Jobsight top-level targets. `make test` is the README's test command and
+# what .ci/run runs. Integration tests need root, Slurm, Prometheus and the
+# ZincSearch binary; with CI=true a missing prerequisite fails instead of
+# skipping (see internal/stack.Require).
+
+GO ?= go
+BIN ?= bin
+GOTEST_TIMEOUT ?= 20m
+
+.PHONY: all build agent spank backend frontend test gotest frontend-test bench clean
+
+all: build
+
+build: agent spank
+
+# The agent (its package may not exist yet in early checkouts).
+agent:
+	@mkdir -p $(BIN)
+	@if [ -d agent/cmd/jobsight-agent ]; then \
+		$(GO) build -o $(BIN)/jobsight-agent ./agent/cmd/jobsight-agent; \
+	else echo "agent/cmd/jobsight-agent not present; skipping the agent"; fi
+
+spank:
+	@mkdir -p $(BIN)
+	$(MAKE) -C agent/spank OUT=$(CURDIR)/$(BIN)
+
+backend:
+	$(GO) run github.com/magefile/mage -v
+
+frontend:
+	@if [ -f package.json ]; then npm run build; fi
+
+test: gotest frontend-test
+
+gotest:
+	$(GO) vet ./...
+	$(GO) test -timeout $(GOTEST_TIMEOUT) ./...
+
+frontend-test:
+	@if [ -f package.json ]; then npm run typecheck && npm run build; fi
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+clean:
+	rm -rf $(BIN)
+	$(MAKE) -C agent/spank clean

@@ -1,0 +1,177 @@
+// Command jobsight-stack starts, on this machine, everything Jobsight runs
+// against — a single-node Slurm cluster with the Jobsight SPANK plugin,
+// Prometheus with the remote-write receiver and an Elasticsearch-API server —
+// submits a few sample jobs, prints where the data is and stays in the
+// foreground until Ctrl-C or SIGTERM, then stops everything.
+//
+//	go run ./cmd/jobsight-stack up [--dir D] [--build] [--no-jobs]
+//	go run ./cmd/jobsight-stack down [--dir D]
+//
+// It needs root (Slurm runs jobs as their users and creates cgroups).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jobsight/jobsight/internal/stack"
+)
+
+func main() {
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("component", "jobsight-stack")
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: jobsight-stack up|down [--dir D] [--build] [--no-jobs]")
+		os.Exit(2)
+	}
+	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
+	dir := fs.String("dir", filepath.Join(os.TempDir(), "jobsight-stack"), "directory for all state, logs and configuration")
+	build := fs.Bool("build", false, "build the agent (./agent/cmd/jobsight-agent) and the SPANK plugin first")
+	noJobs := fs.Bool("no-jobs", false, "submit no sample jobs")
+	_ = fs.Parse(os.Args[2:])
+	var err error
+	switch os.Args[1] {
+	case "up":
+		err = up(log, *dir, *build, *noJobs)
+	case "down":
+		err = down(*dir)
+	default:
+		err = fmt.Errorf("unknown command %q: want up or down", os.Args[1])
+	}
+	if err != nil {
+		log.Error("failed", "err", err)
+		os.Exit(1)
+	}
+}
+
+func pidFile(dir string) string { return filepath.Join(dir, "jobsight-stack.pid") }
+
+func up(log *slog.Logger, dir string, build, noJobs bool) error {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	if b, err := os.ReadFile(pidFile(dir)); err == nil {
+		if pid, _ := strconv.Atoi(strings.TrimSpace(string(b))); pid > 0 && syscall.Kill(pid, 0) == nil {
+			return fmt.Errorf("a stack (pid %d) already runs in %s: run down first", pid, dir)
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("creating %s: %w", dir, err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	opts := stack.Options{Slurm: stack.SlurmOptions{ClusterName: "jobsight-dev"}}
+	plugstack, err := prepareAgent(ctx, log, dir, build)
+	if err != nil {
+		log.Warn("no agent: jobs run unmonitored", "reason", err)
+	} else {
+		opts.Slurm.PlugstackConf = plugstack
+	}
+	startCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	st, err := stack.Up(startCtx, dir, opts)
+	cancel()
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := st.Down(); err != nil {
+			log.Error("stopping the stack", "err", err)
+		}
+		_ = os.Remove(pidFile(dir))
+	}()
+	if err := os.WriteFile(pidFile(dir), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+		return fmt.Errorf("writing pid file: %w", err)
+	}
+	if !noJobs {
+		for _, args := range [][]string{
+			{"-J", "sample-sleep", "--wrap", "sleep 60"},
+			{"-J", "sample-busy", "-c", "1", "--mem=200M", "--wrap", "timeout 60 sh -c 'while :; do :; done'"},
+			{"-J", "sample-gpu", "--gres=gpu:1", "--wrap", "sleep 30"},
+			{"-J", "sample-fail", "--wrap", "sleep 5; exit 1"},
+		} {
+			id, err := st.Slurm.Sbatch(ctx, append([]string{"--output=/dev/null", "--chdir=/tmp"}, args...)...)
+			if err != nil {
+				log.Warn("submitting a sample job", "err", err)
+				continue
+			}
+			log.Info("submitted sample job", "job_id", id, "name", args[1])
+		}
+	}
+	st.Describe(os.Stdout)
+	fmt.Printf("  stop with Ctrl-C, or: go run ./cmd/jobsight-stack down --dir %s\n", dir)
+	<-ctx.Done()
+	log.Info("stopping")
+	return nil
+}
+
+// prepareAgent finds (or with build, builds) the agent and the SPANK plugin
+// and writes a plugstack.conf loading the plugin.
+func prepareAgent(ctx context.Context, log *slog.Logger, dir string, build bool) (string, error) {
+	bin := filepath.Join(dir, "bin")
+	agent, plugin := filepath.Join(bin, "jobsight-agent"), filepath.Join(bin, "jobsight.so")
+	if build {
+		if err := os.MkdirAll(bin, 0o755); err != nil {
+			return "", err
+		}
+		for _, c := range [][]string{
+			{"go", "build", "-o", agent, "./agent/cmd/jobsight-agent"},
+			{"make", "-s", "-C", "agent/spank", "OUT=" + bin},
+		} {
+			cmd := exec.CommandContext(ctx, c[0], c[1:]...)
+			cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+			if err := cmd.Run(); err != nil {
+				return "", fmt.Errorf("%s: %w", strings.Join(c, " "), err)
+			}
+		}
+		log.Info("built the agent and the SPANK plugin", "dir", bin)
+	}
+	for _, p := range []string{agent, plugin} {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("%s is missing (use --build): %w", p, err)
+		}
+	}
+	conf := filepath.Join(dir, "plugstack.conf")
+	line := fmt.Sprintf("optional %s agent=%s config=%s\n", plugin, agent, filepath.Join(dir, "agent.yaml"))
+	if err := os.WriteFile(conf, []byte(line), 0o644); err != nil {
+		return "", fmt.Errorf("writing %s: %w", conf, err)
+	}
+	return conf, nil
+}
+
+// down sends SIGTERM to the stack running in dir and waits for it to stop.
+func down(dir string) error {
+	b, err := os.ReadFile(pidFile(dir))
+	if err != nil {
+		return fmt.Errorf("no stack runs in %s: %w", dir, err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return fmt.Errorf("bad pid file %s: %q", pidFile(dir), b)
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		if errors.Is(err, syscall.ESRCH) {
+			_ = os.Remove(pidFile(dir))
+			return nil
+		}
+		return fmt.Errorf("signalling stack pid %d: %w", pid, err)
+	}
+	for range 600 {
+		if syscall.Kill(pid, 0) != nil {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("stack pid %d did not stop within 60 s", pid)
+}

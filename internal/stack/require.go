@@ -1,0 +1,64 @@
+package stack
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"testing"
+)
+
+// Unavailable reports that a test prerequisite is missing: the test is
+// skipped with the message, except when the environment has CI=true, where it
+// fails, so that CI cannot pass by skipping every integration test.
+func Unavailable(t testing.TB, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("prerequisite missing on CI (CI=true): %s", msg)
+	}
+	t.Skipf("skipping: %s (set CI=true to make this a failure)", msg)
+}
+
+// Require checks each named prerequisite and calls Unavailable for the first
+// one that is missing. Known names: "root" (euid 0), "cgroupv1" (cgroup v1
+// memory and cpuacct hierarchies mounted under /sys/fs/cgroup), "slurm"
+// (munged, slurmctld, slurmd, sbatch, scontrol, squeue, scancel, sinfo in
+// PATH), and "cc" (a C compiler and Slurm's spank.h). Any other name is
+// looked up as an executable in PATH.
+func Require(t testing.TB, needs ...string) {
+	t.Helper()
+	for _, need := range needs {
+		switch need {
+		case "root":
+			if os.Geteuid() != 0 {
+				Unavailable(t, "needs root (euid is %d)", os.Geteuid())
+			}
+		case "cgroupv1":
+			for _, c := range []string{"memory", "cpuacct"} {
+				if _, err := os.Stat("/sys/fs/cgroup/" + c + "/memory.limit_in_bytes"); c == "memory" && err != nil {
+					Unavailable(t, "needs cgroup v1 memory hierarchy at /sys/fs/cgroup/memory: %v", err)
+				}
+				if _, err := os.Stat("/sys/fs/cgroup/" + c + "/cpuacct.usage"); c == "cpuacct" && err != nil {
+					Unavailable(t, "needs cgroup v1 cpuacct hierarchy at /sys/fs/cgroup/cpuacct: %v", err)
+				}
+			}
+		case "slurm":
+			for _, bin := range []string{"munged", "slurmctld", "slurmd", "sbatch", "scontrol", "squeue", "scancel", "sinfo", "setpriv"} {
+				if _, err := exec.LookPath(bin); err != nil {
+					Unavailable(t, "needs Slurm 22.05 and munge (Debian slurm-wlm slurmctld slurmd slurm-client munge): %s not in PATH", bin)
+				}
+			}
+		case "cc":
+			if _, err := exec.LookPath("cc"); err != nil {
+				Unavailable(t, "needs a C compiler (cc) to build the SPANK plugin")
+			}
+			if _, err := os.Stat("/usr/include/slurm/spank.h"); err != nil {
+				Unavailable(t, "needs /usr/include/slurm/spank.h (Debian libslurm-dev): %v", err)
+			}
+		default:
+			if _, err := exec.LookPath(need); err != nil {
+				Unavailable(t, "needs %s in PATH", need)
+			}
+		}
+	}
+}

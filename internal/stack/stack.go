@@ -1,0 +1,89 @@
+package stack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+)
+
+// Options configures Up.
+type Options struct {
+	// Slurm configures the cluster (cluster name, SPANK plugstack, ...).
+	Slurm SlurmOptions
+	// NoSlurm leaves Slurm out (for machines without root or Slurm).
+	NoSlurm bool
+}
+
+// Stack is everything Jobsight runs against: a Slurm cluster, Prometheus
+// with the remote-write receiver and an Elasticsearch-API server, all under
+// one directory.
+type Stack struct {
+	Dir           string
+	Slurm         *Slurm // nil with Options.NoSlurm
+	Prometheus    *Server
+	Elasticsearch *ESServer
+}
+
+// Up starts Elasticsearch (ZincSearch unless JOBSIGHT_TEST_ES_URL names a
+// real cluster), Prometheus and Slurm under dir (es/, prometheus/, slurm/).
+// On error everything already started is stopped. Slurm needs root.
+func Up(ctx context.Context, dir string, opts Options) (*Stack, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("resolving %s: %w", dir, err)
+	}
+	s := &Stack{Dir: dir}
+	if s.Elasticsearch, err = StartElasticsearch(ctx, filepath.Join(dir, "es")); err != nil {
+		return nil, fmt.Errorf("starting the Elasticsearch-API server: %w", err)
+	}
+	if s.Prometheus, err = StartPrometheus(ctx, filepath.Join(dir, "prometheus")); err != nil {
+		s.Down()
+		return nil, fmt.Errorf("starting Prometheus: %w", err)
+	}
+	if !opts.NoSlurm {
+		if s.Slurm, err = StartSlurm(ctx, filepath.Join(dir, "slurm"), opts.Slurm); err != nil {
+			s.Down()
+			return nil, fmt.Errorf("starting Slurm: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// Down stops everything Up started (Slurm first, so that agents of ending
+// jobs can still write). Safe to call more than once.
+func (s *Stack) Down() error {
+	var errs []error
+	if s.Slurm != nil {
+		errs = append(errs, s.Slurm.Stop())
+	}
+	if s.Prometheus != nil {
+		errs = append(errs, s.Prometheus.Stop())
+	}
+	if s.Elasticsearch != nil && !s.Elasticsearch.External {
+		errs = append(errs, s.Elasticsearch.Stop())
+	}
+	return errors.Join(errs...)
+}
+
+// Describe writes where the data is: URLs, credentials, configuration and
+// log files.
+func (s *Stack) Describe(w io.Writer) {
+	fmt.Fprintf(w, "Jobsight stack in %s\n", s.Dir)
+	if es := s.Elasticsearch; es != nil {
+		if es.External {
+			fmt.Fprintf(w, "  Elasticsearch API: %s (external cluster, user %q)\n", es.URL, es.User)
+		} else {
+			fmt.Fprintf(w, "  Elasticsearch API: %s  credentials (user:password) in %s\n    data in %s, log %s\n",
+				es.URL, filepath.Join(es.Dir, "zinc.credentials"), es.Dir, es.Log)
+		}
+	}
+	if p := s.Prometheus; p != nil {
+		fmt.Fprintf(w, "  Prometheus:        %s  (remote write %s/api/v1/write), log %s\n", p.URL, p.URL, p.Log)
+	}
+	if sl := s.Slurm; sl != nil {
+		fmt.Fprintf(w, "  Slurm cluster %q, node %s: export SLURM_CONF=%s\n", sl.ClusterName, sl.NodeName, sl.Conf)
+		fmt.Fprintf(w, "    logs: %s, %s, %s\n", sl.CtldLog, sl.SlurmdLog, filepath.Join(sl.Dir, "log"))
+	}
+}

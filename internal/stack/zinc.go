@@ -1,0 +1,199 @@
+package stack
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+)
+
+// ZincVersion is the ZincSearch release the stack builds and runs.
+const ZincVersion = "v0.4.10"
+
+// zincESVersion is the Elasticsearch version ZincSearch reports from its
+// info endpoint, so that Elasticsearch 8 clients accept it.
+const zincESVersion = "8.19.0"
+
+// Environment variables that select a real Elasticsearch for the tests
+// instead of a ZincSearch started by them.
+const (
+	EnvTestESURL          = "JOBSIGHT_TEST_ES_URL"           // e.g. https://es.example:9200
+	EnvTestESUser         = "JOBSIGHT_TEST_ES_USER"          // basic-auth user, optional
+	EnvTestESPasswordFile = "JOBSIGHT_TEST_ES_PASSWORD_FILE" // file holding the password, optional
+	EnvTestESCAFile       = "JOBSIGHT_TEST_ES_CA_FILE"       // PEM CA bundle for https, optional
+	EnvZincBin            = "JOBSIGHT_ZINC_BIN"              // a prebuilt zincsearch binary, optional
+)
+
+// ESServer is an Elasticsearch-API server and the credentials to use it.
+// For an external cluster (External true) Stop does nothing.
+type ESServer struct {
+	*Server
+	User       string
+	Password   string
+	CACertFile string // PEM CA bundle for https, empty for http
+	External   bool   // a real cluster given by JOBSIGHT_TEST_ES_URL, not started here
+}
+
+// StartElasticsearch returns the Elasticsearch-API server the integration
+// tests use: the real cluster named by JOBSIGHT_TEST_ES_URL (with
+// JOBSIGHT_TEST_ES_USER, JOBSIGHT_TEST_ES_PASSWORD_FILE and
+// JOBSIGHT_TEST_ES_CA_FILE) when that is set, otherwise a ZincSearch started
+// by StartZinc under dir. Tests against an external cluster must use index
+// names of their own, since other data may live there.
+func StartElasticsearch(ctx context.Context, dir string) (*ESServer, error) {
+	url := os.Getenv(EnvTestESURL)
+	if url == "" {
+		return StartZinc(ctx, dir)
+	}
+	es := &ESServer{
+		Server:     &Server{Name: "elasticsearch", URL: strings.TrimRight(url, "/"), Dir: dir},
+		User:       os.Getenv(EnvTestESUser),
+		CACertFile: os.Getenv(EnvTestESCAFile),
+		External:   true,
+	}
+	if f := os.Getenv(EnvTestESPasswordFile); f != "" {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", EnvTestESPasswordFile, err)
+		}
+		es.Password = strings.TrimSpace(string(b))
+	}
+	return es, nil
+}
+
+// ZincBinary returns the path of a ZincSearch binary: JOBSIGHT_ZINC_BIN when
+// set, otherwise the one scripts/build-zincsearch.sh builds or finds in its
+// cache ($JOBSIGHT_CACHE or ~/.cache/jobsight). The first build takes about a
+// minute and needs the Go toolchain and the module proxy.
+func ZincBinary(ctx context.Context) (string, error) {
+	if bin := os.Getenv(EnvZincBin); bin != "" {
+		if _, err := os.Stat(bin); err != nil {
+			return "", fmt.Errorf("%s: %w", EnvZincBin, err)
+		}
+		return bin, nil
+	}
+	script, err := buildScript()
+	if err != nil {
+		return "", err
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, "bash", script)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		msg := stderr.String()
+		if len(msg) > 4000 {
+			msg = msg[len(msg)-4000:]
+		}
+		return "", fmt.Errorf("building zincsearch with %s: %w\n%s", script, err, msg)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	bin := strings.TrimSpace(lines[len(lines)-1])
+	if _, err := os.Stat(bin); err != nil {
+		return "", fmt.Errorf("%s printed %q, which is not a binary: %w", script, bin, err)
+	}
+	return bin, nil
+}
+
+// buildScript finds scripts/build-zincsearch.sh: beside this source file
+// when it is still where it was compiled, else in the module of the working
+// directory.
+func buildScript() (string, error) {
+	const rel = "scripts/build-zincsearch.sh"
+	var tried []string
+	if _, file, _, ok := runtime.Caller(0); ok {
+		p := filepath.Join(filepath.Dir(file), "..", "..", rel)
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+		tried = append(tried, p)
+	}
+	if out, err := exec.Command("go", "env", "GOMOD").Output(); err == nil {
+		if mod := strings.TrimSpace(string(out)); mod != "" && mod != os.DevNull {
+			p := filepath.Join(filepath.Dir(mod), rel)
+			if _, err := os.Stat(p); err == nil {
+				return p, nil
+			}
+			tried = append(tried, p)
+		}
+	}
+	return "", fmt.Errorf("cannot find %s (tried %s); set %s to a zincsearch binary", rel, strings.Join(tried, ", "), EnvZincBin)
+}
+
+// StartZinc starts ZincSearch (building it first if no cached build exists)
+// on a free port of 127.0.0.1 with its data under dir, and waits until its
+// Elasticsearch API answers. The returned URL is the ES API base,
+// "http://127.0.0.1:PORT/es". The admin credentials are generated on the
+// first start in dir and kept in dir/zinc.credentials (mode 0600), since
+// ZincSearch keeps the first admin in its data.
+func StartZinc(ctx context.Context, dir string) (*ESServer, error) {
+	bin, err := ZincBinary(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o755); err != nil {
+		return nil, fmt.Errorf("creating zincsearch state directory: %w", err)
+	}
+	user, password, err := zincCredentials(filepath.Join(dir, "zinc.credentials"))
+	if err != nil {
+		return nil, err
+	}
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	env := []string{
+		"ZINC_FIRST_ADMIN_USER=" + user,
+		"ZINC_FIRST_ADMIN_PASSWORD=" + password,
+		"ZINC_DATA_PATH=" + filepath.Join(dir, "data"),
+		"ZINC_SERVER_ADDRESS=127.0.0.1",
+		"ZINC_SERVER_PORT=" + strconv.Itoa(port),
+		"ZINC_TELEMETRY=false",
+		"ZINC_SENTRY=false",
+		"ZINC_PROFILER=false",
+		"ZINC_PLUGIN_ES_VERSION=" + zincESVersion,
+		"GIN_MODE=release",
+	}
+	s, err := startProcess("zincsearch", dir, env, bin)
+	if err != nil {
+		return nil, err
+	}
+	s.URL = "http://127.0.0.1:" + strconv.Itoa(port) + "/es"
+	if err := s.waitHTTP(ctx, s.URL+"/"); err != nil {
+		_ = s.Stop()
+		return nil, err
+	}
+	return &ESServer{Server: s, User: user, Password: password}, nil
+}
+
+// zincCredentials reads "user:password" from path, or generates a random
+// pair and writes it there.
+func zincCredentials(path string) (user, password string, err error) {
+	b, err := os.ReadFile(path)
+	if err == nil {
+		u, p, ok := strings.Cut(strings.TrimSpace(string(b)), ":")
+		if !ok || u == "" || p == "" {
+			return "", "", fmt.Errorf("%s: want one line user:password", path)
+		}
+		return u, p, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return "", "", fmt.Errorf("reading zincsearch credentials: %w", err)
+	}
+	var r [16]byte
+	if _, err := rand.Read(r[:]); err != nil {
+		return "", "", fmt.Errorf("generating zincsearch password: %w", err)
+	}
+	user, password = "jobsight", hex.EncodeToString(r[:])
+	if err := os.WriteFile(path, []byte(user+":"+password+"\n"), 0o600); err != nil {
+		return "", "", fmt.Errorf("writing zincsearch credentials: %w", err)
+	}
+	return user, password, nil
+}
