@@ -3,6 +3,7 @@ package collector
 import (
 	"errors"
 	"fmt"
+	"os"
 )
 
 // Defaults for Config.
@@ -94,10 +95,24 @@ func (s Set) Close() error {
 	return errors.Join(errs...)
 }
 
+// ErrIncomplete says that only some of a job's cgroup v1 controller
+// directories exist yet: Slurm creates them one after another when the job
+// starts, so a caller should retry for a moment, then settle with
+// NewIncomplete. It wraps os.ErrNotExist.
+var ErrIncomplete = fmt.Errorf("some of the job's cgroup controllers are not created yet: %w", os.ErrNotExist)
+
 // New builds the collectors for a Slurm job: the cgroup collector for the
 // host's layout, then the proc collector for its processes. A job with no
-// cgroup on this node gives an error wrapping os.ErrNotExist.
-func New(cfg Config, job Target) (Set, error) {
+// cgroup on this node gives an error wrapping os.ErrNotExist; one whose v1
+// memory, cpuacct and cpuset directories do not all exist yet gives
+// ErrIncomplete.
+func New(cfg Config, job Target) (Set, error) { return newJob(cfg, job, false) }
+
+// NewIncomplete is New that accepts a job whose v1 controllers are not all
+// there (a host without a cpuset hierarchy): what is absent stays missing.
+func NewIncomplete(cfg Config, job Target) (Set, error) { return newJob(cfg, job, true) }
+
+func newJob(cfg Config, job Target, partial bool) (Set, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -105,6 +120,9 @@ func New(cfg Config, job Target) (Set, error) {
 	dirs, err := FindJobDirs(cfg.CgroupRoot, cfg.Version, job.UID, job.JobID, job.Host)
 	if err != nil {
 		return nil, err
+	}
+	if !partial && dirs.Version != VersionV2 && (dirs.Memory == "" || dirs.CPUAcct == "" || dirs.CPUSet == "") {
+		return nil, fmt.Errorf("job %d: memory %q, cpuacct %q, cpuset %q: %w", job.JobID, dirs.Memory, dirs.CPUAcct, dirs.CPUSet, ErrIncomplete)
 	}
 	return newSet(cfg, dirs, false)
 }

@@ -39,7 +39,7 @@ type Outputs interface {
 // Slurm looks a job up in Slurm. The returned document has the job's
 // identity, metadata, request, state and times set.
 type Slurm interface {
-	Lookup(ctx context.Context, cluster string, jobID uint64) (jobmodel.Job, error)
+	Lookup(ctx context.Context, cluster string, jobID uint64, uid uint32) (jobmodel.Job, error)
 }
 
 // Sources builds the job's collectors, waiting for its cgroup to appear.
@@ -201,6 +201,10 @@ func (a *Agent) finalize(ctx context.Context, ck *Checkpoint, agentState string,
 	}
 	a.Outputs.Replay(ctx)
 	f.markDone(timeOf(ck.Job.SubmitTime))
+	self := ReadSelfUsage()
+	wall := a.now().Sub(ck.State.Started)
+	a.Log.Info("agent resource use", "cpu_seconds", self.CPU.Seconds(), "wall_seconds", wall.Seconds(),
+		"core_percent", self.CorePercent(wall), "max_rss_bytes", self.MaxRSSBytes, "samples", ck.State.Count)
 	return nil
 }
 
@@ -210,7 +214,7 @@ func (a *Agent) finalize(ctx context.Context, ck *Checkpoint, agentState string,
 func (a *Agent) finalJob(ctx context.Context, job jobmodel.Job) jobmodel.Job {
 	deadline := a.now().Add(a.Config.Slurm.FinalStateWait)
 	for {
-		got, err := a.Slurm.Lookup(ctx, job.Cluster, job.SlurmJobID)
+		got, err := a.Slurm.Lookup(ctx, job.Cluster, job.SlurmJobID, uidOf(job))
 		if err == nil && terminal(got.State) {
 			got.DocID, got.Source = job.DocID, job.Source
 			got.MissingMetrics = job.MissingMetrics
@@ -275,7 +279,7 @@ func (a *Agent) lookup(ctx context.Context, jobID uint64, uid uint32) jobmodel.J
 	var err error
 	for try := 0; try < 3; try++ {
 		var job jobmodel.Job
-		if job, err = a.Slurm.Lookup(ctx, a.Config.Cluster, jobID); err == nil {
+		if job, err = a.Slurm.Lookup(ctx, a.Config.Cluster, jobID, uid); err == nil {
 			job.Source = jobmodel.SourceSlurm
 			if job.State == "" || !terminal(job.State) {
 				job.State = jobmodel.StateRunning
@@ -328,6 +332,13 @@ func terminal(state string) bool {
 		return false
 	}
 	return true
+}
+
+func uidOf(job jobmodel.Job) uint32 {
+	if job.UID == nil {
+		return 0
+	}
+	return *job.UID
 }
 
 func timeOf(t *jobmodel.Time) time.Time {

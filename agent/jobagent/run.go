@@ -148,9 +148,10 @@ wait:
 }
 
 // applyRusage corrects the sampled totals with what the kernel accounted
-// for the command and every descendant it waited for: CPU time is exact
-// (processes that lived between two samples included), and the peak RSS of
-// the largest single process is a floor for the sampled peak.
+// for the command and every descendant it waited for: CPU time and block
+// I/O are exact (processes that lived between two samples included), and
+// the peak RSS of the largest single process is a floor for the sampled
+// peak.
 func applyRusage(node *jobmodel.Node, ps *os.ProcessState) {
 	if ps == nil {
 		return
@@ -181,7 +182,19 @@ func applyRusage(node *jobmodel.Node, ps *os.ProcessState) {
 	if node.Memory.RSSPeakBytes == nil || *node.Memory.RSSPeakBytes < maxRSS {
 		node.Memory.RSSPeakBytes = jobmodel.Ptr(maxRSS)
 	}
-	node.MissingMetrics = without(node.MissingMetrics, "cpu", "memory_rss")
+	// Linux accounts block I/O in rusage as bytes/512 (task io accounting),
+	// including descendants waited for: a floor for what sampling saw.
+	read, written := ru.Inblock*512, ru.Oublock*512
+	if node.IO == nil {
+		node.IO = &jobmodel.IOUsage{}
+	}
+	if node.IO.ReadBytes == nil || *node.IO.ReadBytes < read {
+		node.IO.ReadBytes = jobmodel.Ptr(read)
+	}
+	if node.IO.WrittenBytes == nil || *node.IO.WrittenBytes < written {
+		node.IO.WrittenBytes = jobmodel.Ptr(written)
+	}
+	node.MissingMetrics = without(node.MissingMetrics, "cpu", "memory_rss", "io")
 }
 
 func without(list []string, drop ...string) []string {
@@ -289,6 +302,8 @@ func Summary(w io.Writer, args []string, r *RunResult, where string) {
 	if where != "" {
 		fmt.Fprintf(w, "  document  %s\n", where)
 	}
+	self := ReadSelfUsage()
+	fmt.Fprintf(w, "  overhead  jobsight used %.3f%% of one core and %s of memory\n", self.CorePercent(r.Wall), formatBytes(self.MaxRSSBytes))
 }
 
 func seconds(s float64) string {

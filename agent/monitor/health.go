@@ -3,6 +3,8 @@ package monitor
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/jobsight/jobsight/agent/sink/promremote"
 )
 
 // Health is the agent's own health, as Prometheus metrics pushed with the
@@ -60,9 +62,9 @@ func (h *Health) Series(tsMs int64, labels []Label) ([]Series, error) {
 		for _, m := range f.GetMetric() {
 			ls := append([]Label(nil), labels...)
 			for _, lp := range m.GetLabel() {
-				ls = append(ls, Label{lp.GetName(), lp.GetValue()})
+				ls = append(ls, Label{Name: lp.GetName(), Value: lp.GetValue()})
 			}
-			out = append(out, Series{Name: f.GetName(), Labels: ls, Points: []Point{{tsMs, value(f.GetType(), m)}}})
+			out = append(out, Series{Name: f.GetName(), Labels: ls, Samples: []Point{{TimestampMs: tsMs, Value: value(f.GetType(), m)}}})
 		}
 	}
 	return out, nil
@@ -76,11 +78,7 @@ func value(t dto.MetricType, m *dto.Metric) float64 {
 }
 
 // Label is one Prometheus label.
-type Label struct{ Name, Value string }
+type Label = promremote.Label
 
 // Series is one time series with its points, ready for remote write.
-type Series struct {
-	Name   string
-	Labels []Label
-	Points []Point
-}
+type Series = promremote.Series

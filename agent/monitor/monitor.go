@@ -135,7 +135,7 @@ func (m *Monitor) push() {
 	series := make([]Series, 0, len(JobMetrics)+16)
 	for i, pts := range m.buf.Points {
 		if len(pts) > 0 {
-			series = append(series, Series{Name: JobMetrics[i].Name, Labels: m.opts.Labels, Points: pts})
+			series = append(series, Series{Name: JobMetrics[i].Name, Labels: m.opts.Labels, Samples: pts})
 		}
 	}
 	if hs, err := m.health.Series(m.opts.Now().UnixMilli(), m.opts.Labels); err == nil {

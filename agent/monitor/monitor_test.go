@@ -48,7 +48,7 @@ func (m *memSink) PushSeries(_ context.Context, s []Series) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, x := range s {
-		x.Points = slices.Clone(x.Points)
+		x.Samples = slices.Clone(x.Samples)
 		m.series = append(m.series, x)
 	}
 	return nil
@@ -133,7 +133,7 @@ func TestRunStopsWhenTheJobIsGoneAndPushesLabelledSeries(t *testing.T) {
 	}
 	sink := &memSink{}
 	clock := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	labels := []Label{{"cluster", "c"}, {"job_id", "7"}, {"node", "n1"}}
+	labels := []Label{{Name: "cluster", Value: "c"}, {Name: "job_id", Value: "7"}, {Name: "node", Value: "n1"}}
 	checkpoints := 0
 	m := New(Options{
 		Interval: time.Millisecond, FlushInterval: 2 * time.Second, PushInterval: time.Second,

@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"github.com/jobsight/jobsight/agent/collector"
+	"github.com/jobsight/jobsight/agent/sink/promremote"
 )
 
 // JobMetric is one Prometheus series the agent writes for a job, labelled
@@ -39,10 +40,7 @@ var JobMetrics = []JobMetric{
 }
 
 // Point is one sampled value of a job metric.
-type Point struct {
-	TimestampMs int64
-	Value       float64
-}
+type Point = promremote.Sample
 
 // Buffer holds the points sampled since the last push, one slice per job
 // metric, reused between pushes so steady-state sampling does not allocate.
@@ -65,7 +63,7 @@ func (b *Buffer) Add(s *collector.Sample) {
 	for i := range JobMetrics {
 		m := &JobMetrics[i]
 		if s.Has(m.need) {
-			b.Points[i] = append(b.Points[i], Point{ts, m.get(s)})
+			b.Points[i] = append(b.Points[i], Point{TimestampMs: ts, Value: m.get(s)})
 		}
 	}
 }

@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
@@ -73,11 +72,10 @@ func up(log *slog.Logger, dir string, build, noJobs bool) error {
 	defer stop()
 
 	opts := stack.Options{Slurm: stack.SlurmOptions{ClusterName: "jobsight-dev"}}
-	plugstack, err := prepareAgent(ctx, log, dir, build)
-	if err != nil {
+	if agent, err := prepareAgent(ctx, log, dir, build); err != nil {
 		log.Warn("no agent: jobs run unmonitored", "reason", err)
 	} else {
-		opts.Slurm.PlugstackConf = plugstack
+		opts.Agent = agent
 	}
 	startCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	st, err := stack.Up(startCtx, dir, opts)
@@ -116,38 +114,23 @@ func up(log *slog.Logger, dir string, build, noJobs bool) error {
 	return nil
 }
 
-// prepareAgent finds (or with build, builds) the agent and the SPANK plugin
-// and writes a plugstack.conf loading the plugin.
-func prepareAgent(ctx context.Context, log *slog.Logger, dir string, build bool) (string, error) {
+// prepareAgent finds (or with build, builds) the agent and the SPANK plugin.
+func prepareAgent(ctx context.Context, log *slog.Logger, dir string, build bool) (*stack.AgentOptions, error) {
 	bin := filepath.Join(dir, "bin")
 	agent, plugin := filepath.Join(bin, "jobsight-agent"), filepath.Join(bin, "jobsight.so")
 	if build {
-		if err := os.MkdirAll(bin, 0o755); err != nil {
-			return "", err
-		}
-		for _, c := range [][]string{
-			{"go", "build", "-o", agent, "./agent/cmd/jobsight-agent"},
-			{"make", "-s", "-C", "agent/spank", "OUT=" + bin},
-		} {
-			cmd := exec.CommandContext(ctx, c[0], c[1:]...)
-			cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-			if err := cmd.Run(); err != nil {
-				return "", fmt.Errorf("%s: %w", strings.Join(c, " "), err)
-			}
+		var err error
+		if agent, plugin, err = stack.BuildAgent(ctx, ".", bin); err != nil {
+			return nil, err
 		}
 		log.Info("built the agent and the SPANK plugin", "dir", bin)
 	}
 	for _, p := range []string{agent, plugin} {
 		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("%s is missing (use --build): %w", p, err)
+			return nil, fmt.Errorf("%s is missing (use --build): %w", p, err)
 		}
 	}
-	conf := filepath.Join(dir, "plugstack.conf")
-	line := fmt.Sprintf("optional %s agent=%s config=%s\n", plugin, agent, filepath.Join(dir, "agent.yaml"))
-	if err := os.WriteFile(conf, []byte(line), 0o644); err != nil {
-		return "", fmt.Errorf("writing %s: %w", conf, err)
-	}
-	return conf, nil
+	return &stack.AgentOptions{Binary: agent, Plugin: plugin}, nil
 }
 
 // down sends SIGTERM to the stack running in dir and waits for it to stop.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 )
 
@@ -14,6 +15,9 @@ type Options struct {
 	Slurm SlurmOptions
 	// NoSlurm leaves Slurm out (for machines without root or Slurm).
 	NoSlurm bool
+	// Agent, when set, loads the Jobsight SPANK plugin into slurmd with an
+	// agent configuration pointing at this stack.
+	Agent *AgentOptions
 }
 
 // Stack is everything Jobsight runs against: a Slurm cluster, Prometheus
@@ -24,6 +28,7 @@ type Stack struct {
 	Slurm         *Slurm // nil with Options.NoSlurm
 	Prometheus    *Server
 	Elasticsearch *ESServer
+	Agent         *Agent // nil without Options.Agent
 }
 
 // Up starts Elasticsearch (ZincSearch unless JOBSIGHT_TEST_ES_URL names a
@@ -34,6 +39,14 @@ func Up(ctx context.Context, dir string, opts Options) (*Stack, error) {
 	if err != nil {
 		return nil, fmt.Errorf("resolving %s: %w", dir, err)
 	}
+	// Jobs of other users (sbatch --uid) must reach their batch scripts in
+	// slurmd's spool below dir: a 0700 temporary directory would fail them.
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return nil, err
+	}
 	s := &Stack{Dir: dir}
 	if s.Elasticsearch, err = StartElasticsearch(ctx, filepath.Join(dir, "es")); err != nil {
 		return nil, fmt.Errorf("starting the Elasticsearch-API server: %w", err)
@@ -41,6 +54,13 @@ func Up(ctx context.Context, dir string, opts Options) (*Stack, error) {
 	if s.Prometheus, err = StartPrometheus(ctx, filepath.Join(dir, "prometheus")); err != nil {
 		s.Down()
 		return nil, fmt.Errorf("starting Prometheus: %w", err)
+	}
+	if opts.Agent != nil {
+		if s.Agent, err = writeAgent(filepath.Join(dir, "agent"), *opts.Agent, s.Elasticsearch, s.Prometheus); err != nil {
+			s.Down()
+			return nil, fmt.Errorf("configuring the agent: %w", err)
+		}
+		opts.Slurm.PlugstackConf = s.Agent.Plugstack
 	}
 	if !opts.NoSlurm {
 		if s.Slurm, err = StartSlurm(ctx, filepath.Join(dir, "slurm"), opts.Slurm); err != nil {
@@ -81,6 +101,9 @@ func (s *Stack) Describe(w io.Writer) {
 	}
 	if p := s.Prometheus; p != nil {
 		fmt.Fprintf(w, "  Prometheus:        %s  (remote write %s/api/v1/write), log %s\n", p.URL, p.URL, p.Log)
+	}
+	if a := s.Agent; a != nil {
+		fmt.Fprintf(w, "  Agents: config %s, log %s, state %s\n", a.Config, a.Log, a.StateDir)
 	}
 	if sl := s.Slurm; sl != nil {
 		fmt.Fprintf(w, "  Slurm cluster %q, node %s: export SLURM_CONF=%s\n", sl.ClusterName, sl.NodeName, sl.Conf)

@@ -1,0 +1,266 @@
+// Command jobsight-agent measures what a Slurm job (or any command) really
+// uses on one node and writes it to Elasticsearch and Prometheus.
+//
+//	jobsight-agent start --job-id N [--uid U]   watch a Slurm job (SPANK job prolog)
+//	jobsight-agent stop  --job-id N             end it (SPANK job epilog)
+//	jobsight-agent run [flags] -- CMD [ARGS]    monitor any command, print a summary
+//	jobsight-agent setup                        create the Elasticsearch indices
+//	jobsight-agent check-config                 validate the config file
+//	jobsight-agent version
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/jobsight/jobsight/agent/collector"
+	"github.com/jobsight/jobsight/agent/config"
+	"github.com/jobsight/jobsight/agent/deliver"
+	"github.com/jobsight/jobsight/agent/jobagent"
+	"github.com/jobsight/jobsight/agent/monitor"
+	"github.com/jobsight/jobsight/agent/slurminfo"
+)
+
+const defaultConfig = "/etc/jobsight/agent.yaml"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `usage: jobsight-agent COMMAND [flags]
+
+  run [--config F] [--interval D] [--output-dir D] -- CMD [ARGS]
+                    run CMD, measure what it and its children use, print a summary
+  start --job-id N [--uid U] [--config F]   watch a Slurm job on this node (SPANK job prolog)
+  stop  --job-id N [--config F]             finish watching it (SPANK job epilog)
+  setup [--config F]                        create the Elasticsearch indices (idempotent)
+  check-config [--config F]                 validate a config file
+  version
+`)
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return 2
+	}
+	cmd, args := args[0], args[1:]
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("config", "", "config file (default "+defaultConfig+" for start/stop/setup, none for run)")
+	jobID := fs.Uint64("job-id", 0, "Slurm job id (start, stop)")
+	uid := fs.Int("uid", -1, "the job's user id as slurmd gave it (start; -1 when unknown)")
+	interval := fs.Duration("interval", 0, "sampling interval (run; default 1s)")
+	outDir := fs.String("output-dir", "", "where the job document file goes when no Elasticsearch is configured (run)")
+	switch cmd {
+	case "version", "--version", "-v":
+		fmt.Fprintln(stdout, "jobsight-agent", jobagent.Version)
+		return 0
+	case "help", "--help", "-h":
+		usage(stdout)
+		return 0
+	case "run", "start", "stop", "setup", "check-config":
+	default:
+		fmt.Fprintf(stderr, "jobsight-agent: unknown command %q\n", cmd)
+		usage(stderr)
+		return 2
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	path := *cfgPath
+	if path == "" && cmd != "run" {
+		path = defaultConfig
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			path = ""
+		}
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		fmt.Fprintln(stderr, "jobsight-agent:", err)
+		return 2
+	}
+	if cmd == "check-config" {
+		fmt.Fprintf(stdout, "config %s: ok\n", orDefaults(path))
+		return 0
+	}
+	if cmd == "run" {
+		cfg = runDefaults(cfg, *cfgPath == "", *interval, *outDir)
+		if err := cfg.Validate(); err != nil {
+			fmt.Fprintln(stderr, "jobsight-agent:", err)
+			return 2
+		}
+	}
+	if cfg.Node == "" {
+		host, _ := os.Hostname()
+		cfg.Node = shortHost(host)
+	}
+	log, closeLog := logger(cfg, cmd, stderr)
+	defer closeLog()
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if cmd == "run" {
+		// The command gets the signals; the agent outlives it to report.
+		stop()
+		ctx = context.Background()
+	}
+
+	if (cmd == "start" || cmd == "stop") && cfg.Cluster == "" {
+		cfg.Cluster = clusterName(ctx, cfg)
+		if cfg.Cluster == "" {
+			log.Error("no cluster name: set cluster in the config, or make SLURM_CLUSTER_NAME or scontrol available")
+			return 1
+		}
+	}
+
+	health := monitor.NewHealth()
+	out, err := deliver.New(ctx, cfg, health, log)
+	if err != nil {
+		log.Error("setting up outputs", "err", err)
+		return 1
+	}
+	defer out.Close()
+	if cmd == "setup" {
+		if err := out.EnsureIndices(ctx); err != nil {
+			log.Error("creating indices", "err", err)
+			return 1
+		}
+		fmt.Fprintln(stdout, "indices ready:", cfg.Elasticsearch.JobIndex, cfg.Elasticsearch.NodeIndex)
+		return 0
+	}
+
+	agent := &jobagent.Agent{
+		Config:  cfg,
+		Outputs: out,
+		Slurm:   jobagent.SlurmLookup{Options: slurmOpts(cfg), StoreJobName: cfg.StoreJobName},
+		Sources: jobagent.CgroupSources(collector.Config{CgroupRoot: cfg.Cgroup.Root, ProcRoot: cfg.ProcRoot, Version: mustVersion(cfg.Cgroup.Version)}, cfg.Cgroup.Wait),
+		Health:  health,
+		Log:     log,
+	}
+	switch cmd {
+	case "start", "stop":
+		if *jobID == 0 {
+			fmt.Fprintf(stderr, "jobsight-agent %s: --job-id is required\n", cmd)
+			return 2
+		}
+		log = log.With("job_id", *jobID)
+		agent.Log = log
+		if cmd == "start" {
+			var jobUID uint32
+			if *uid > 0 && *uid <= math.MaxUint32 {
+				jobUID = uint32(*uid)
+			}
+			err = agent.Start(ctx, *jobID, jobUID)
+		} else {
+			err = agent.Stop(ctx, *jobID)
+		}
+		if err != nil {
+			log.Error(cmd, "err", err)
+			return 1
+		}
+		return 0
+	default: // run
+		cmdArgs := fs.Args()
+		res, err := agent.Run(ctx, cmdArgs)
+		if err != nil {
+			fmt.Fprintln(stderr, "jobsight-agent:", err)
+			return 127
+		}
+		jobagent.Summary(stderr, cmdArgs, res, out.Where(res.Job.DocID))
+		return res.ExitCode
+	}
+}
+
+// runDefaults adapts the config for a standalone run: 1 s sampling, logs on
+// stderr, state and spool in a per-user directory when no file was given.
+func runDefaults(cfg config.Config, noFile bool, interval time.Duration, outDir string) config.Config {
+	if noFile {
+		cfg.Interval = time.Second
+		cfg.LogFile = "-"
+		cfg.LogLevel = "warn"
+		base := filepath.Join(os.TempDir(), fmt.Sprintf("jobsight-%d", os.Getuid()))
+		if dir, err := os.UserCacheDir(); err == nil {
+			base = filepath.Join(dir, "jobsight")
+		}
+		cfg.StateDir = filepath.Join(base, "state")
+		cfg.Spool.Dir = filepath.Join(base, "spool")
+	}
+	if interval > 0 {
+		cfg.Interval = interval
+	}
+	if cfg.FlushInterval < cfg.Interval {
+		cfg.FlushInterval = cfg.Interval
+	}
+	if cfg.Prometheus.PushInterval < cfg.Interval {
+		cfg.Prometheus.PushInterval = cfg.Interval
+	}
+	if outDir != "" {
+		cfg.OutputDir = outDir
+	}
+	return cfg
+}
+
+func orDefaults(path string) string {
+	if path == "" {
+		return "(built-in defaults)"
+	}
+	return path
+}
+
+func mustVersion(s string) collector.Version {
+	v, err := collector.ParseVersion(s)
+	if err != nil {
+		return collector.VersionAuto
+	}
+	return v
+}
+
+func shortHost(h string) string {
+	for i := range h {
+		if h[i] == '.' {
+			return h[:i]
+		}
+	}
+	return h
+}
+
+// clusterName finds the cluster's name: the prolog environment's
+// SLURM_CLUSTER_NAME, else Slurm's configured ClusterName.
+func clusterName(ctx context.Context, cfg config.Config) string {
+	if c := os.Getenv("SLURM_CLUSTER_NAME"); c != "" {
+		return c
+	}
+	c, _ := jobagent.ClusterName(ctx, slurmOpts(cfg))
+	return c
+}
+
+func slurmOpts(cfg config.Config) slurminfo.Options {
+	return slurminfo.Options{Scontrol: cfg.Slurm.Scontrol, Timeout: cfg.Slurm.Timeout}
+}
+
+// logger logs to the configured file (detached agents) or stderr.
+func logger(cfg config.Config, cmd string, stderr io.Writer) (*slog.Logger, func()) {
+	level := map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError}[cfg.LogLevel]
+	var w io.Writer = stderr
+	closeFn := func() {}
+	if cfg.LogFile != "" && cfg.LogFile != "-" && cmd != "check-config" {
+		if err := os.MkdirAll(filepath.Dir(cfg.LogFile), 0o755); err == nil {
+			if f, err := os.OpenFile(cfg.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
+				w, closeFn = f, func() { f.Close() }
+			}
+		}
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})).With("component", "agent", "cmd", cmd), closeFn
+}

@@ -1,0 +1,203 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jobsight/jobsight/pkg/jobmodel"
+)
+
+const jobWait = 4 * time.Minute // jobs queue: the test node has few CPUs
+
+func TestBusyJobIsMeasuredAgainstItsRequest(t *testing.T) {
+	e := need(t)
+	t.Parallel()
+	id := e.submit(t, "-J", "busy", "-c", "1", "--mem=200M", "--wrap", "timeout 8 sh -c 'while :; do :; done'; sleep 1")
+	job := e.finalJob(t, e.docID(id), jobWait)
+
+	if job.State != jobmodel.StateCompleted || deref(job.ExitCode) != 0 {
+		t.Errorf("state %s exit %v, want COMPLETED 0", job.State, deref(job.ExitCode))
+	}
+	if job.Cluster != cluster || job.JobID != id || strconv.FormatUint(job.SlurmJobID, 10) != id || job.Source != jobmodel.SourceSlurm {
+		t.Errorf("identity: cluster %q job_id %q slurm_job_id %d source %q", job.Cluster, job.JobID, job.SlurmJobID, job.Source)
+	}
+	if job.User != "root" || job.Partition == "" || !slices.Equal(job.Nodes, []string{e.node}) {
+		t.Errorf("metadata: user %q partition %q nodes %v", job.User, job.Partition, job.Nodes)
+	}
+	if deref(job.Requested.CPUs) != 1 || deref(job.Requested.MemoryBytes) != 200<<20 {
+		t.Errorf("requested cpus %d memory %d, want 1 and 200 MiB", deref(job.Requested.CPUs), deref(job.Requested.MemoryBytes))
+	}
+	if job.SubmitTime == nil || job.StartTime == nil || job.EndTime == nil {
+		t.Fatalf("times missing: %+v %+v %+v", job.SubmitTime, job.StartTime, job.EndTime)
+	}
+	within(t, "elapsed_seconds", deref(job.ElapsedSeconds), 8, 40)
+	if job.CPU == nil || job.Memory == nil {
+		t.Fatalf("usage missing: cpu %+v memory %+v; missing_metrics %v", job.CPU, job.Memory, job.MissingMetrics)
+	}
+	within(t, "cpu.core_seconds", deref(job.CPU.CoreSeconds), 6.5, 9.5)
+	within(t, "cpu.peak_cores", deref(job.CPU.PeakCores), 0.7, 1.3)
+	within(t, "cpu.efficiency", deref(job.CPU.Efficiency), 0.3, 1)
+	within(t, "cpu.active_seconds", deref(job.CPU.ActiveSeconds), 5, 10)
+	within(t, "memory.limit_bytes", float64(deref(job.Memory.LimitBytes)), 190<<20, 210<<20)
+	if job.Memory.PeakBytes == nil || *job.Memory.PeakBytes <= 0 {
+		t.Errorf("memory.peak_bytes = %v", job.Memory.PeakBytes)
+	}
+	if job.Sampling.Count < 5 || job.Sampling.IntervalSeconds != 1 {
+		t.Errorf("sampling %+v, want >= 5 samples at 1 s", job.Sampling)
+	}
+
+	node := e.nodeDoc(t, job.DocID)
+	if node.AgentState != jobmodel.AgentFinished || node.JobDocID != job.DocID || deref(node.Allocated.CPUs) < 1 {
+		t.Errorf("node document: agent_state %q job_doc_id %q allocated %+v", node.AgentState, node.JobDocID, node.Allocated)
+	}
+	within(t, "prometheus cpu seconds", e.promMax(t, "jobsight_job_cpu_usage_seconds_total", id), 6.5, 10)
+	within(t, "prometheus memory limit", e.promMax(t, "jobsight_job_memory_limit_bytes", id), 190<<20, 210<<20)
+	if n := e.promMax(t, "jobsight_agent_samples_total", id); n < 5 {
+		t.Errorf("jobsight_agent_samples_total = %v, want >= 5", n)
+	}
+}
+
+func TestMultiStepJobCountsEveryStep(t *testing.T) {
+	e := need(t)
+	t.Parallel()
+	id := e.submit(t, "-J", "steps", "-n", "2", "--mem=300M", "--wrap",
+		"srun -n 2 sleep 4; srun -n 1 dd if=/dev/zero of=dd-$SLURM_JOB_ID bs=1M count=64 conv=fsync status=none; rm -f dd-$SLURM_JOB_ID")
+	job := e.finalJob(t, e.docID(id), jobWait)
+	if job.State != jobmodel.StateCompleted {
+		t.Errorf("state %s, want COMPLETED", job.State)
+	}
+	if job.Processes == nil || deref(job.Processes.Peak) < 3 {
+		t.Errorf("processes %+v, want a peak of at least 3 (batch shell + 2 tasks)", job.Processes)
+	}
+	if job.IO == nil {
+		t.Fatalf("io missing; missing_metrics %v", job.MissingMetrics)
+	}
+	if w := deref(job.IO.WrittenBytes); w < 60<<20 {
+		t.Errorf("io.written_bytes = %d, want at least 60 MiB (dd wrote 64 MiB with fsync)", w)
+	}
+}
+
+func TestCancelledJobGetsItsFinalState(t *testing.T) {
+	e := need(t)
+	t.Parallel()
+	id := e.submit(t, "-J", "cancelme", "--wrap", "sleep 300")
+	ctx, cancel := context.WithTimeout(context.Background(), jobWait)
+	defer cancel()
+	if _, err := e.st.Slurm.WaitJobState(ctx, id, "RUNNING"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(4 * time.Second)
+	if err := e.st.Slurm.Scancel(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	job := e.finalJob(t, e.docID(id), time.Minute)
+	if job.State != jobmodel.StateCancelled {
+		t.Errorf("state %s, want CANCELLED", job.State)
+	}
+	if job.Sampling.Count < 2 {
+		t.Errorf("sampling count %d, want the samples taken before the cancel", job.Sampling.Count)
+	}
+}
+
+func TestJobOverItsMemoryLimit(t *testing.T) {
+	e := need(t)
+	t.Parallel()
+	// Grows by 4 MiB every 0.2 s, as a leak does, until the kernel kills it.
+	id := e.submit(t, "-J", "oom", "--mem=64M", "--wrap",
+		`perl -e 'my @a; for (1..64) { push @a, "a" x (4*1024*1024); select(undef, undef, undef, 0.2) }'`)
+	job := e.finalJob(t, e.docID(id), jobWait)
+	if job.State != jobmodel.StateOutOfMemory {
+		t.Errorf("state %s, want OUT_OF_MEMORY", job.State)
+	}
+	if job.Memory == nil {
+		t.Fatalf("memory missing: %v", job.MissingMetrics)
+	}
+	within(t, "memory.limit_bytes", float64(deref(job.Memory.LimitBytes)), 60<<20, 68<<20)
+	within(t, "memory.peak_bytes", float64(deref(job.Memory.PeakBytes)), 40<<20, 70<<20)
+}
+
+func TestArrayTasksHaveTheirOwnDocuments(t *testing.T) {
+	e := need(t)
+	t.Parallel()
+	id := e.submit(t, "-J", "array", "--array=1-2", "--wrap", "sleep 3")
+	seen := map[uint64]bool{}
+	for _, task := range []uint64{1, 2} {
+		key := id + "_" + strconv.FormatUint(task, 10)
+		job := e.finalJob(t, e.docID(key), jobWait)
+		if job.JobID != key || strconv.FormatUint(deref(job.ArrayJobID), 10) != id || deref(job.ArrayTaskID) != task {
+			t.Errorf("task %d: job_id %q array_job_id %d array_task_id %d", task, job.JobID, deref(job.ArrayJobID), deref(job.ArrayTaskID))
+		}
+		if seen[job.SlurmJobID] {
+			t.Errorf("two array tasks share slurm_job_id %d", job.SlurmJobID)
+		}
+		seen[job.SlurmJobID] = true
+		if job.State != jobmodel.StateCompleted {
+			t.Errorf("task %d state %s", task, job.State)
+		}
+		if n := e.promMax(t, "jobsight_job_processes", key); n < 1 {
+			t.Errorf("task %d: jobsight_job_processes{job_id=%q} = %v", task, key, n)
+		}
+	}
+}
+
+func TestJobOfAnotherUserWithAHostileName(t *testing.T) {
+	e := need(t)
+	t.Parallel()
+	// A name that imitates scontrol's own fields, with quotes and unicode.
+	name := `it's "quoted" ünïcødé 名前 UserId=root(0) Account=evil ` + strings.Repeat("x", 150)
+	id := e.submit(t, "--uid=nobody", "--chdir=/tmp", "-J", name, "--wrap", "sleep 3")
+	job := e.finalJob(t, e.docID(id), jobWait)
+	if job.User != "nobody" || deref(job.UID) != 65534 {
+		t.Errorf("user %q uid %d, want nobody 65534", job.User, deref(job.UID))
+	}
+	if job.Name != name {
+		t.Errorf("name %q, want %q", job.Name, name)
+	}
+	if job.Account == "evil" {
+		t.Errorf("account taken from the job name")
+	}
+	if job.State != jobmodel.StateCompleted {
+		t.Errorf("state %s exit %d signal %d reason %q", job.State, deref(job.ExitCode), deref(job.ExitSignal), job.Reason)
+	}
+}
+
+func TestAgentKilledMidJobStillFinalizesTheJob(t *testing.T) {
+	e := need(t)
+	t.Parallel()
+	id := e.submit(t, "-J", "victim", "--wrap", "sleep 20")
+	pidFile := filepath.Join(e.st.Agent.StateDir, "jobs", cluster+"_"+id+".pid")
+	var pid int
+	e.poll(t, jobWait, "agent pid file "+pidFile, func(context.Context) bool {
+		b, err := os.ReadFile(pidFile)
+		if err != nil {
+			return false
+		}
+		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil
+	})
+	time.Sleep(7 * time.Second) // past the first 5 s flush: a checkpoint exists
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("killing agent %d: %v", pid, err)
+	}
+	job := e.finalJob(t, e.docID(id), jobWait)
+	if job.State != jobmodel.StateCompleted {
+		t.Errorf("state %s, want COMPLETED (the job must not notice the agent's death)", job.State)
+	}
+	if !slices.Contains(job.MissingMetrics, "samples_after_agent_loss:"+e.node) {
+		t.Errorf("missing_metrics %v does not say samples were lost", job.MissingMetrics)
+	}
+	if job.Sampling.Count < 3 {
+		t.Errorf("sampling count %d: the checkpointed samples should be kept", job.Sampling.Count)
+	}
+	node := e.nodeDoc(t, job.DocID)
+	if node.AgentState != jobmodel.AgentLost {
+		t.Errorf("node agent_state %q, want lost", node.AgentState)
+	}
+}

@@ -1,0 +1,159 @@
+package jobagent
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os/exec"
+	"os/user"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/jobsight/jobsight/agent/slurminfo"
+	"github.com/jobsight/jobsight/pkg/jobmodel"
+)
+
+// SlurmLookup asks scontrol about a job and turns the answer into a job
+// document with metadata, request, state and times (no usage yet).
+type SlurmLookup struct {
+	Options      slurminfo.Options
+	StoreJobName bool
+}
+
+// Lookup implements Slurm. uid, when not 0, is the job's uid as the SPANK
+// plugin got it from slurmd; it is trusted over scontrol's text (a job name
+// can imitate scontrol's "UserId=" field).
+func (l SlurmLookup) Lookup(ctx context.Context, cluster string, jobID uint64, uid uint32) (jobmodel.Job, error) {
+	info, err := slurminfo.Lookup(ctx, strconv.FormatUint(jobID, 10), l.Options)
+	if err != nil {
+		return jobmodel.Job{}, err
+	}
+	return FromSlurm(cluster, info, uid, l.StoreJobName)
+}
+
+// FromSlurm maps scontrol's view of a job onto a job document.
+func FromSlurm(cluster string, info *slurminfo.Job, uid uint32, storeName bool) (jobmodel.Job, error) {
+	id := jobmodel.Identity{Cluster: cluster, JobID: uint64(info.JobID)}
+	if info.ArrayJobID != 0 {
+		task, err := strconv.ParseUint(info.ArrayTaskID, 10, 32)
+		if err != nil {
+			return jobmodel.Job{}, fmt.Errorf("job %d: array task id %q is not a single task", info.JobID, info.ArrayTaskID)
+		}
+		id.ArrayJobID, id.ArrayTaskID = uint64(info.ArrayJobID), task
+	} else if info.HetJobID != 0 {
+		id.HetJobID, id.HetJobOffset = uint64(info.HetJobID), uint64(info.HetJobOffset)
+	}
+	if err := id.Validate(); err != nil {
+		return jobmodel.Job{}, err
+	}
+	job := jobmodel.Job{
+		DocID: id.DocID(), SchemaVersion: jobmodel.SchemaVersion, Source: jobmodel.SourceSlurm,
+		Cluster: cluster, JobID: id.Key(), SlurmJobID: uint64(info.JobID),
+		User: info.UserName, Account: info.Account, Partition: info.Partition, QOS: info.QOS,
+		Nodes: info.NodeList, NodeCount: info.NumNodes, State: info.JobState, Reason: nonNone(info.Reason),
+		SubmitTime: jobmodel.At(info.SubmitTime), StartTime: jobmodel.At(info.StartTime),
+		AgentVersion: Version,
+	}
+	if id.ArrayJobID != 0 {
+		job.ArrayJobID, job.ArrayTaskID = jobmodel.Ptr(id.ArrayJobID), jobmodel.Ptr(id.ArrayTaskID)
+	}
+	if id.HetJobID != 0 {
+		job.HetJobID, job.HetJobOffset = jobmodel.Ptr(id.HetJobID), jobmodel.Ptr(id.HetJobOffset)
+	}
+	if storeName {
+		job.Name = info.JobName
+	}
+	job.UID, job.GID = jobmodel.Ptr(uint32(info.UID)), jobmodel.Ptr(uint32(info.GID))
+	if uid != 0 && uint32(info.UID) != uid {
+		// scontrol's text disagrees with slurmd: trust slurmd's uid and the
+		// local passwd database for the name.
+		job.UID, job.GID, job.User = jobmodel.Ptr(uid), nil, ""
+		if u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10)); err == nil {
+			job.User = u.Username
+		}
+	}
+	if terminal(info.JobState) {
+		job.EndTime = jobmodel.At(info.EndTime)
+		job.ExitCode, job.ExitSignal = jobmodel.Ptr(info.ExitCode), jobmodel.Ptr(info.ExitSignal)
+	}
+	if !info.TimeLimitUnlimited && info.TimeLimitSeconds > 0 {
+		job.TimeLimitSeconds = jobmodel.Ptr(info.TimeLimitSeconds)
+	}
+	r := &job.Requested
+	r.CPUs = positive(int64(max(info.TRES.CPUs, info.NumCPUs)))
+	r.MemoryBytes = positive(info.TRES.MemoryBytes)
+	r.MemoryPerNodeBytes = positive(info.MinMemoryNodeBytes)
+	r.GPUs = positive(int64(info.TRES.GPUs))
+	r.Nodes = positive(int64(max(info.TRES.Nodes, info.NumNodes)))
+	r.Tasks = positive(int64(info.NumTasks))
+	for name, n := range info.TRES.GRES {
+		r.Gres = append(r.Gres, name+":"+strconv.FormatInt(n, 10))
+	}
+	sort.Strings(r.Gres)
+	r.TRES = tresString(info.TRES)
+	return job, nil
+}
+
+// tresString renders the allocated TRES in Slurm's notation.
+func tresString(t slurminfo.TRES) string {
+	var parts []string
+	add := func(k string, v int64) {
+		if v > 0 {
+			parts = append(parts, k+"="+strconv.FormatInt(v, 10))
+		}
+	}
+	add("cpu", int64(t.CPUs))
+	add("mem", t.MemoryBytes)
+	add("node", int64(t.Nodes))
+	add("billing", int64(t.Billing))
+	names := make([]string, 0, len(t.GRES))
+	for k := range t.GRES {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		add("gres/"+k, t.GRES[k])
+	}
+	return strings.Join(parts, ",")
+}
+
+func positive(v int64) *int64 {
+	if v <= 0 {
+		return nil
+	}
+	return &v
+}
+
+func nonNone(s string) string {
+	if s == "None" {
+		return ""
+	}
+	return s
+}
+
+// ClusterName asks Slurm for its ClusterName.
+func ClusterName(ctx context.Context, opts slurminfo.Options) (string, error) {
+	cmd := exec.CommandContext(ctx, orDefault(opts.Scontrol, "scontrol"), "show", "config")
+	cmd.Env = append(cmd.Environ(), opts.Env...)
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("scontrol show config: %w", err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), "=")
+		if ok && strings.TrimSpace(k) == "ClusterName" {
+			return strings.TrimSpace(v), nil
+		}
+	}
+	return "", fmt.Errorf("scontrol show config: no ClusterName")
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}

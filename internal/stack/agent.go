@@ -1,0 +1,103 @@
+package stack
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// AgentOptions has Up load the Jobsight SPANK plugin into slurmd, so every
+// job gets an agent that writes to this stack's Elasticsearch and
+// Prometheus.
+type AgentOptions struct {
+	Binary string // the built jobsight-agent
+	Plugin string // the built jobsight.so
+	// Interval, FlushInterval and PushInterval are the agent's; defaults
+	// 1s, 5s and 2s (fast, for tests and demos).
+	Interval, FlushInterval, PushInterval time.Duration
+	// Extra is YAML appended to the generated agent.yaml.
+	Extra string
+}
+
+// Agent is where the stack's agents keep their configuration, state and log.
+type Agent struct {
+	Config    string // agent.yaml
+	Plugstack string // plugstack.conf loading the SPANK plugin
+	StateDir  string
+	SpoolDir  string
+	Log       string
+}
+
+// BuildAgent builds the agent and the SPANK plugin from the repository at
+// repo into out, returning their paths.
+func BuildAgent(ctx context.Context, repo, out string) (agent, plugin string, err error) {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return "", "", err
+	}
+	out, _ = filepath.Abs(out)
+	agent, plugin = filepath.Join(out, "jobsight-agent"), filepath.Join(out, "jobsight.so")
+	for _, c := range [][]string{
+		{"go", "build", "-o", agent, "./agent/cmd/jobsight-agent"},
+		{"make", "-s", "-C", "agent/spank", "OUT=" + out},
+	} {
+		cmd := exec.CommandContext(ctx, c[0], c[1:]...)
+		cmd.Dir = repo
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return "", "", fmt.Errorf("%s: %w\n%s", strings.Join(c, " "), err, b)
+		}
+	}
+	return agent, plugin, nil
+}
+
+// writeAgent writes agent.yaml (pointing at es and prom) and a
+// plugstack.conf loading the plugin, under dir.
+func writeAgent(dir string, o AgentOptions, es *ESServer, prom *Server) (*Agent, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	a := &Agent{
+		Config: filepath.Join(dir, "agent.yaml"), Plugstack: filepath.Join(dir, "plugstack.conf"),
+		StateDir: filepath.Join(dir, "state"), SpoolDir: filepath.Join(dir, "spool"), Log: filepath.Join(dir, "agent.log"),
+	}
+	orDur := func(d, def time.Duration) time.Duration {
+		if d == 0 {
+			return def
+		}
+		return d
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Written by internal/stack for this stack only.\n")
+	fmt.Fprintf(&b, "interval: %s\nflush_interval: %s\n", orDur(o.Interval, time.Second), orDur(o.FlushInterval, 5*time.Second))
+	fmt.Fprintf(&b, "state_dir: %s\nlog_file: %s\nlog_level: debug\noutput_dir: %s\n", a.StateDir, a.Log, filepath.Join(dir, "documents"))
+	fmt.Fprintf(&b, "slurm: {final_state_wait: 60s}\ncgroup: {wait: 30s}\n")
+	fmt.Fprintf(&b, "spool: {dir: %s}\n", a.SpoolDir)
+	if es != nil {
+		pw := filepath.Join(dir, "es-password")
+		if err := os.WriteFile(pw, []byte(es.Password), 0o600); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(&b, "elasticsearch:\n  urls: [%q]\n", es.URL)
+		if es.User != "" {
+			fmt.Fprintf(&b, "  username: %q\n  password_file: %s\n", es.User, pw)
+		}
+		if es.CACertFile != "" {
+			fmt.Fprintf(&b, "  ca_file: %s\n", es.CACertFile)
+		}
+	}
+	if prom != nil {
+		fmt.Fprintf(&b, "prometheus:\n  remote_write_url: %q\n  push_interval: %s\n", prom.URL+"/api/v1/write", orDur(o.PushInterval, 2*time.Second))
+	}
+	b.WriteString(o.Extra)
+	if err := os.WriteFile(a.Config, []byte(b.String()), 0o644); err != nil {
+		return nil, err
+	}
+	line := fmt.Sprintf("optional %s agent=%s config=%s\n", o.Plugin, o.Binary, a.Config)
+	if err := os.WriteFile(a.Plugstack, []byte(line), 0o644); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
