@@ -118,12 +118,8 @@ func parseCPUList(b []byte) (uint32, error) {
 // cpu.stat) and parses its value. found is false when no line has that key.
 func keyValue(b []byte, key string) (v uint64, found bool, err error) {
 	for len(b) > 0 {
-		line := b
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			line, b = b[:i], b[i+1:]
-		} else {
-			b = nil
-		}
+		var line []byte
+		line, b = cutByte(b, '\n')
 		if len(line) > len(key) && line[len(key)] == ' ' && string(line[:len(key)]) == key {
 			v, err = parseUint(line[len(key)+1:])
 			if err != nil {
@@ -139,12 +135,8 @@ func keyValue(b []byte, key string) (v uint64, found bool, err error) {
 // io.stat ("8:0 rbytes=1 wbytes=2 rios=3 wios=4 dbytes=0 dios=0" per line).
 func parseIOStat(b []byte) (rbytes, wbytes uint64, err error) {
 	for len(b) > 0 {
-		line := b
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			line, b = b[:i], b[i+1:]
-		} else {
-			b = nil
-		}
+		var line []byte
+		line, b = cutByte(b, '\n')
 		if len(trimSpace(line)) == 0 {
 			continue
 		}
@@ -154,12 +146,8 @@ func parseIOStat(b []byte) (rbytes, wbytes uint64, err error) {
 		}
 		fields := line[sp+1:]
 		for len(fields) > 0 {
-			f := fields
-			if i := bytes.IndexByte(fields, ' '); i >= 0 {
-				f, fields = fields[:i], fields[i+1:]
-			} else {
-				fields = nil
-			}
+			var f []byte
+			f, fields = cutByte(fields, ' ')
 			if len(f) == 0 {
 				continue
 			}
@@ -218,12 +206,8 @@ func parseProcStat(b []byte) (procStat, error) {
 		if len(rest) == 0 {
 			break
 		}
-		tok := rest
-		if i := bytes.IndexByte(rest, ' '); i >= 0 {
-			tok, rest = rest[:i], rest[i+1:]
-		} else {
-			rest = nil
-		}
+		var tok []byte
+		tok, rest = cutByte(rest, ' ')
 		field++
 		var err error
 		var v uint64
@@ -293,12 +277,8 @@ func parseProcIO(b []byte) (readBytes, writeBytes uint64, err error) {
 // colonValue finds "key: value" on a line of its own.
 func colonValue(b []byte, key string) (uint64, bool, error) {
 	for len(b) > 0 {
-		line := b
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			line, b = b[:i], b[i+1:]
-		} else {
-			b = nil
-		}
+		var line []byte
+		line, b = cutByte(b, '\n')
 		if len(line) > len(key) && line[len(key)] == ':' && string(line[:len(key)]) == key {
 			v, err := parseUint(line[len(key)+1:])
 			if err != nil {
@@ -313,12 +293,8 @@ func colonValue(b []byte, key string) (uint64, bool, error) {
 // appendPIDs parses a cgroup.procs file (one pid per line) onto dst.
 func appendPIDs(dst []int32, b []byte) ([]int32, error) {
 	for len(b) > 0 {
-		line := b
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			line, b = b[:i], b[i+1:]
-		} else {
-			b = nil
-		}
+		var line []byte
+		line, b = cutByte(b, '\n')
 		if len(line) == 0 {
 			continue
 		}
@@ -351,4 +327,14 @@ func countLines(b []byte) uint32 {
 		n++
 	}
 	return n
+}
+
+// cutByte splits b at the first sep: what comes before it, and what comes
+// after it (nil when b holds no sep). The parsers walk lines and fields
+// with it, without allocating.
+func cutByte(b []byte, sep byte) (head, rest []byte) {
+	if i := bytes.IndexByte(b, sep); i >= 0 {
+		return b[:i], b[i+1:]
+	}
+	return b, nil
 }
