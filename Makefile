@@ -17,7 +17,7 @@ build: agent spank
 agent:
 	@mkdir -p $(BIN)
 	@if [ -d agent/cmd/jobsight-agent ]; then \
-		$(GO) build -o $(BIN)/jobsight-agent ./agent/cmd/jobsight-agent; \
+		CGO_ENABLED=0 $(GO) build -trimpath -ldflags="-s -w" -o $(BIN)/jobsight-agent ./agent/cmd/jobsight-agent; \
 	else echo "agent/cmd/jobsight-agent not present; skipping the agent"; fi
 
 spank:

@@ -203,7 +203,7 @@ func (a *Agent) finalize(ctx context.Context, ck *Checkpoint, agentState string,
 	f.markDone(timeOf(ck.Job.SubmitTime))
 	self := ReadSelfUsage()
 	wall := a.now().Sub(ck.State.Started)
-	a.Log.Info("agent resource use", "cpu_seconds", self.CPU.Seconds(), "wall_seconds", wall.Seconds(),
+	a.Log.Info("agent resource use", "cpu_seconds", self.CPU.Seconds(), "child_cpu_seconds", self.ChildCPU.Seconds(), "wall_seconds", wall.Seconds(),
 		"core_percent", self.CorePercent(wall), "max_rss_bytes", self.MaxRSSBytes, "samples", ck.State.Count)
 	return nil
 }

@@ -8,17 +8,23 @@ import (
 // SelfUsage is what the agent process itself has used so far: the figure
 // behind "the agent costs under 0.05 % of a core".
 type SelfUsage struct {
-	CPU         time.Duration // user + system CPU time
-	MaxRSSBytes int64         // peak resident set size
+	CPU         time.Duration // user + system CPU time of the agent
+	ChildCPU    time.Duration // of the processes it ran and waited for (scontrol)
+	MaxRSSBytes int64         // the agent's peak resident set size
 }
 
 // ReadSelfUsage asks the kernel for the agent's own usage.
 func ReadSelfUsage() SelfUsage {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+	var self, children syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &self); err != nil {
 		return SelfUsage{}
 	}
-	return SelfUsage{CPU: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), MaxRSSBytes: ru.Maxrss * 1024}
+	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &children)
+	return SelfUsage{
+		CPU:         time.Duration(self.Utime.Nano() + self.Stime.Nano()),
+		ChildCPU:    time.Duration(children.Utime.Nano() + children.Stime.Nano()),
+		MaxRSSBytes: self.Maxrss * 1024,
+	}
 }
 
 // CorePercent is the agent's CPU as a percentage of one core over wall.

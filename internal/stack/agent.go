@@ -41,11 +41,12 @@ func BuildAgent(ctx context.Context, repo, out string) (agent, plugin string, er
 	out, _ = filepath.Abs(out)
 	agent, plugin = filepath.Join(out, "jobsight-agent"), filepath.Join(out, "jobsight.so")
 	for _, c := range [][]string{
-		{"go", "build", "-o", agent, "./agent/cmd/jobsight-agent"},
+		{"go", "build", "-trimpath", "-ldflags=-s -w", "-o", agent, "./agent/cmd/jobsight-agent"},
 		{"make", "-s", "-C", "agent/spank", "OUT=" + out},
 	} {
 		cmd := exec.CommandContext(ctx, c[0], c[1:]...)
 		cmd.Dir = repo
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // static: no libc pages in every agent
 		if b, err := cmd.CombinedOutput(); err != nil {
 			return "", "", fmt.Errorf("%s: %w\n%s", strings.Join(c, " "), err, b)
 		}
