@@ -7,6 +7,7 @@
 package jobagent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -16,6 +17,7 @@ import (
 	"github.com/jobsight/jobsight/agent/collector"
 	"github.com/jobsight/jobsight/agent/config"
 	"github.com/jobsight/jobsight/agent/monitor"
+	"github.com/jobsight/jobsight/agent/slurminfo"
 	"github.com/jobsight/jobsight/pkg/jobmodel"
 )
 
@@ -54,6 +56,8 @@ type Agent struct {
 	Health  *monitor.Health
 	Log     *slog.Logger
 	Now     func() time.Time
+	// EndPoll overrides DefaultEndPoll.
+	EndPoll time.Duration
 }
 
 func (a *Agent) now() time.Time {
@@ -117,7 +121,7 @@ func (a *Agent) watch(ctx context.Context, jobID uint64, uid uint32, ck *Checkpo
 	if err != nil {
 		if ctx.Err() == nil {
 			a.Log.Warn("no cgroup for the job; its usage will be missing", "job_id", jobID, "err", err)
-			<-ctx.Done()
+			a.waitForEnd(ctx, ck.Job)
 		}
 		return
 	}
@@ -137,6 +141,29 @@ func (a *Agent) watch(ctx context.Context, jobID uint64, uid uint32, ck *Checkpo
 	mon := monitor.New(opts, src, a.Outputs, a.Health, ck.Node, ck.State, a.Log)
 	reason := mon.Run(ctx)
 	a.Log.Info("stopped sampling", "job_id", jobID, "reason", string(reason), "samples", ck.State.Count)
+}
+
+// DefaultEndPoll is how often an agent with nothing to sample asks Slurm
+// whether its job has ended.
+const DefaultEndPoll = 30 * time.Second
+
+// waitForEnd waits, without sampling, until ctx ends (the epilog's stop) or
+// Slurm says the job has ended or no longer knows it: processes started
+// from a SPANK hook outlive the job, so the agent must end by itself when
+// no epilog comes.
+func (a *Agent) waitForEnd(ctx context.Context, job jobmodel.Job) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(cmp.Or(a.EndPoll, DefaultEndPoll)):
+		}
+		got, err := a.Slurm.Lookup(ctx, job.Cluster, job.SlurmJobID, uidOf(job))
+		if (err != nil && errors.Is(err, slurminfo.ErrJobNotFound)) || (err == nil && terminal(got.State)) {
+			a.Log.Info("job ended without an epilog stop; finishing", "job_id", job.SlurmJobID)
+			return
+		}
+	}
 }
 
 // Stop ends the agent watching jobID: it signals the running agent, or, when

@@ -1,0 +1,184 @@
+package jobagent
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jobsight/jobsight/agent/collector"
+	"github.com/jobsight/jobsight/agent/config"
+	"github.com/jobsight/jobsight/agent/monitor"
+	"github.com/jobsight/jobsight/agent/slurminfo"
+	"github.com/jobsight/jobsight/pkg/jobmodel"
+)
+
+// Fakes for the life-cycle logic only: the real Slurm, stores and cgroups
+// are exercised in agent/e2e.
+
+type fakeSlurm struct {
+	mu    sync.Mutex
+	state string
+	calls int
+}
+
+func (f *fakeSlurm) Lookup(_ context.Context, cluster string, jobID uint64, _ uint32) (jobmodel.Job, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	if f.state == "" {
+		return jobmodel.Job{}, slurminfo.ErrJobNotFound
+	}
+	id := jobmodel.Identity{Cluster: cluster, JobID: jobID}
+	return jobmodel.Job{DocID: id.DocID(), Cluster: cluster, JobID: id.Key(), SlurmJobID: jobID, State: f.state,
+		Nodes: []string{"n1"}, NodeCount: 1, Requested: jobmodel.Request{CPUs: jobmodel.Ptr[int64](2)},
+		SubmitTime: jobmodel.At(time.Unix(1_700_000_000, 0))}, nil
+}
+
+func (f *fakeSlurm) set(state string) { f.mu.Lock(); f.state = state; f.mu.Unlock() }
+
+type memOutputs struct {
+	mu    sync.Mutex
+	jobs  []jobmodel.Job
+	nodes []jobmodel.Node
+}
+
+func (m *memOutputs) PushSeries(context.Context, []monitor.Series) error { return nil }
+func (m *memOutputs) PutNode(_ context.Context, n jobmodel.Node) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.nodes = append(m.nodes, n)
+	return nil
+}
+func (m *memOutputs) PutJob(_ context.Context, j jobmodel.Job) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.jobs = append(m.jobs, j)
+	return nil
+}
+func (m *memOutputs) NodeDocs(context.Context, string) ([]jobmodel.Node, error)          { return nil, nil }
+func (m *memOutputs) ResolveDocID(_ context.Context, base string, _, _ time.Time) string { return base }
+func (m *memOutputs) Replay(context.Context)                                             {}
+func (m *memOutputs) last() (jobmodel.Job, jobmodel.Node) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.jobs[len(m.jobs)-1], m.nodes[len(m.nodes)-1]
+}
+
+func testAgent(t *testing.T, slurm *fakeSlurm, out *memOutputs, sources Sources) *Agent {
+	cfg := config.Default()
+	cfg.Cluster, cfg.Node, cfg.StateDir = "c", "n1", t.TempDir()
+	cfg.Interval, cfg.FlushInterval, cfg.Prometheus.PushInterval = time.Second, time.Second, time.Second
+	cfg.Slurm.FinalStateWait = 3 * time.Second
+	return &Agent{Config: cfg, Outputs: out, Slurm: slurm, Sources: sources, Health: monitor.NewHealth(),
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), EndPoll: 50 * time.Millisecond}
+}
+
+func noCgroup(context.Context, collector.Target) (collector.Collector, error) {
+	return nil, fmt.Errorf("no cgroup: %w", os.ErrNotExist)
+}
+
+// An agent whose job never got a cgroup, and whose epilog never comes,
+// still ends when Slurm says the job ended, and leaves a final document
+// that says everything is missing.
+func TestAgentWithoutCgroupEndsWithTheJob(t *testing.T) {
+	t.Parallel()
+	slurm := &fakeSlurm{state: jobmodel.StateRunning}
+	out := &memOutputs{}
+	a := testAgent(t, slurm, out, noCgroup)
+	done := make(chan error, 1)
+	go func() { done <- a.Start(context.Background(), 42, 1000) }()
+	time.Sleep(200 * time.Millisecond)
+	slurm.set(jobmodel.StateCompleted)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the agent did not end after its job ended")
+	}
+	job, node := out.last()
+	if !job.Final || job.State != jobmodel.StateCompleted {
+		t.Errorf("job document final=%v state=%s", job.Final, job.State)
+	}
+	if !node.Final || !slices.Contains(node.MissingMetrics, "cpu") {
+		t.Errorf("node document final=%v missing=%v", node.Final, node.MissingMetrics)
+	}
+}
+
+// Exactly one agent per job per node: a second start returns at once.
+func TestSecondStartForTheSameJobExits(t *testing.T) {
+	t.Parallel()
+	slurm := &fakeSlurm{state: jobmodel.StateRunning}
+	out := &memOutputs{}
+	a := testAgent(t, slurm, out, noCgroup)
+	ctx, cancel := context.WithCancel(context.Background())
+	first := make(chan error, 1)
+	go func() { first <- a.Start(ctx, 7, 0) }()
+	time.Sleep(300 * time.Millisecond)
+	second := make(chan error, 1)
+	go func() { second <- a.Start(context.Background(), 7, 0) }()
+	select {
+	case err := <-second:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a second agent for the same job kept running")
+	}
+	slurm.set(jobmodel.StateCompleted)
+	cancel()
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// stop with no live agent finalizes from the checkpoint: the samples the
+// dead agent took are kept and the loss is named.
+func TestStopFinalizesFromTheCheckpointOfADeadAgent(t *testing.T) {
+	t.Parallel()
+	slurm := &fakeSlurm{state: jobmodel.StateCompleted}
+	out := &memOutputs{}
+	a := testAgent(t, slurm, out, noCgroup)
+	job, _ := slurm.Lookup(context.Background(), "c", 9, 0)
+	state := monitor.NewNodeState(time.Unix(1_700_000_100, 0), time.Second, 0)
+	for i := 0; i < 5; i++ {
+		s := collector.Sample{Time: time.Unix(1_700_000_100+int64(i), 0), CPUUsageNanos: uint64(i) * 2e9,
+			Missing: collector.AllMetrics &^ collector.MetricCPU}
+		state.Add(&s)
+	}
+	f := jobFiles(a.Config.StateDir, "c", 9)
+	if err := os.MkdirAll(a.Config.StateDir+"/jobs", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.saveCheckpoint(&Checkpoint{Job: job, Node: nodeTemplate(job, "n1"), State: state, Leader: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Stop(context.Background(), 9); err != nil {
+		t.Fatal(err)
+	}
+	got, node := out.last()
+	if node.AgentState != jobmodel.AgentLost || !node.Final {
+		t.Errorf("node agent_state %q final %v", node.AgentState, node.Final)
+	}
+	if got.CPU == nil || *got.CPU.CoreSeconds != 8 {
+		t.Errorf("job cpu %+v, want the checkpointed 8 core-seconds", got.CPU)
+	}
+	if !slices.Contains(got.MissingMetrics, "samples_after_agent_loss:n1") || got.State != jobmodel.StateCompleted {
+		t.Errorf("job state %s missing %v", got.State, got.MissingMetrics)
+	}
+	// A late start for the same job does nothing.
+	n := len(out.jobs)
+	if err := a.Start(context.Background(), 9, 0); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.jobs) != n {
+		t.Errorf("a start after the job was finalized wrote %d more job documents", len(out.jobs)-n)
+	}
+}
