@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -207,6 +208,18 @@ func (e *env) promMax(t *testing.T, metric, jobKey string) float64 {
 }
 
 func (e *env) docID(jobKey string) string { return e.cluster + ":" + jobKey }
+
+// agentRan reports whether an agent process with the given command
+// (start, stop) logged its resource use for the job.
+func (e *env) agentRan(cmd, jobID string) bool {
+	b, _ := os.ReadFile(e.st.Agent.Log)
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, `msg="agent resource use"`) && strings.Contains(l, " cmd="+cmd+" ") && strings.Contains(l, " job_id="+jobID+" ") {
+			return true
+		}
+	}
+	return false
+}
 
 func within(t *testing.T, what string, got, lo, hi float64) {
 	t.Helper()

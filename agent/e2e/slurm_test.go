@@ -62,6 +62,9 @@ func TestBusyJobIsMeasuredAgainstItsRequest(t *testing.T) {
 	if n := e.promMax(t, "jobsight_agent_samples_total", id); n < 5 {
 		t.Errorf("jobsight_agent_samples_total = %v, want >= 5", n)
 	}
+	if e.agentRan("stop", id) {
+		t.Errorf("the epilog started `jobsight-agent stop` although the job's agent was alive to be signalled")
+	}
 }
 
 func TestMultiStepJobCountsEveryStep(t *testing.T) {
@@ -199,5 +202,8 @@ func TestAgentKilledMidJobStillFinalizesTheJob(t *testing.T) {
 	node := e.nodeDoc(t, job.DocID)
 	if node.AgentState != jobmodel.AgentLost {
 		t.Errorf("node agent_state %q, want lost", node.AgentState)
+	}
+	if !e.agentRan("stop", id) {
+		t.Errorf("no `jobsight-agent stop` ran for the job whose agent was killed")
 	}
 }

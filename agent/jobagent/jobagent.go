@@ -170,6 +170,8 @@ func (a *Agent) waitForEnd(ctx context.Context, job jobmodel.Job) {
 // none runs (it crashed or was killed), finalizes the job from the last
 // checkpoint, marking this node's data as lost after that point.
 func (a *Agent) Stop(ctx context.Context, jobID uint64) error {
+	started := a.now()
+	defer func() { a.logUsage(a.now().Sub(started), 0) }()
 	f := jobFiles(a.Config.StateDir, a.Config.Cluster, jobID)
 	if err := os.MkdirAll(a.Config.StateDir+"/jobs", 0o755); err != nil {
 		return err
@@ -228,11 +230,18 @@ func (a *Agent) finalize(ctx context.Context, ck *Checkpoint, agentState string,
 	}
 	a.Outputs.Replay(ctx)
 	f.markDone(timeOf(ck.Job.SubmitTime))
-	self := ReadSelfUsage()
-	wall := a.now().Sub(ck.State.Started)
-	a.Log.Info("agent resource use", "cpu_seconds", self.CPU.Seconds(), "child_cpu_seconds", self.ChildCPU.Seconds(), "wall_seconds", wall.Seconds(),
-		"core_percent", self.CorePercent(wall), "max_rss_bytes", self.MaxRSSBytes, "samples", ck.State.Count)
+	if agentState != jobmodel.AgentLost { // stop logs its own use
+		a.logUsage(a.now().Sub(ck.State.Started), ck.State.Count)
+	}
 	return nil
+}
+
+// logUsage logs what this agent process used, for operators and for
+// cmd/jobsight-bench, which adds up every agent process of a job.
+func (a *Agent) logUsage(wall time.Duration, samples int64) {
+	self := ReadSelfUsage()
+	a.Log.Info("agent resource use", "cpu_seconds", self.CPU.Seconds(), "child_cpu_seconds", self.ChildCPU.Seconds(),
+		"wall_seconds", wall.Seconds(), "core_percent", self.CorePercent(wall), "max_rss_bytes", self.MaxRSSBytes, "samples", samples)
 }
 
 // finalJob waits (up to slurm.final_state_wait) for Slurm to report the

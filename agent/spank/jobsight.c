@@ -2,11 +2,14 @@
  * jobsight.c - SPANK plugin that starts one Jobsight agent per job per node.
  *
  * plugstack.conf:
- *   optional /usr/lib/x86_64-linux-gnu/slurm-wlm/jobsight.so agent=/usr/sbin/jobsight-agent config=/etc/jobsight/agent.yaml
+ *   optional /usr/lib/x86_64-linux-gnu/slurm-wlm/jobsight.so agent=/usr/sbin/jobsight-agent config=/etc/jobsight/agent.yaml [state_dir=/var/lib/jobsight]
  *
  * slurm_spank_job_prolog (slurmd context, as root, outside the job's cgroup)
  * spawns "AGENT start --config CONFIG --job-id ID --uid UID" fully detached;
- * slurm_spank_job_epilog spawns "AGENT stop --config CONFIG --job-id ID".
+ * slurm_spank_job_epilog sends SIGTERM to the job's running agent (found by
+ * the pid file it keeps in STATE_DIR/jobs/CLUSTER_ID.pid, and checked by its
+ * process name), or, when none runs, spawns "AGENT stop --config CONFIG
+ * --job-id ID", which finalizes the job from the dead agent's checkpoint.
  * Users opt out with --jobsight=off. The job always wins: every hook
  * returns 0, nothing waits for the agent, a missing agent is only logged.
  */
@@ -28,9 +31,11 @@ SPANK_PLUGIN(jobsight, 1);
 
 #define DEFAULT_AGENT "/usr/sbin/jobsight-agent"
 #define DEFAULT_CONFIG "/etc/jobsight/agent.yaml"
+#define DEFAULT_STATE_DIR "/var/lib/jobsight"
 
 static const char *agent_path = DEFAULT_AGENT;
 static const char *config_path = DEFAULT_CONFIG;
+static const char *state_dir = DEFAULT_STATE_DIR;
 
 static int opt_cb(int val, const char *optarg, int remote);
 
@@ -57,6 +62,8 @@ static void parse_args(int ac, char **av)
 			agent_path = av[i] + 6;
 		else if (strncmp(av[i], "config=", 7) == 0)
 			config_path = av[i] + 7;
+		else if (strncmp(av[i], "state_dir=", 10) == 0)
+			state_dir = av[i] + 10;
 		else
 			slurm_error("jobsight: ignoring unknown plugstack.conf argument \"%s\"", av[i]);
 	}
@@ -182,6 +189,44 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
 	return 0;
 }
 
+/* read_line reads the first line of path into buf (without the newline). */
+static int read_line(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "re");
+	int ok;
+
+	if (!f)
+		return -1;
+	ok = fgets(buf, (int)len, f) != NULL;
+	fclose(f);
+	if (!ok)
+		return -1;
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+/* signal_agent sends SIGTERM to the job's running agent; 0 when it did.
+ * Saves starting a second agent process at the end of every job. */
+static int signal_agent(const char *id)
+{
+	const char *cluster = getenv("SLURM_CLUSTER_NAME");
+	char path[4096], line[64];
+	long pid;
+
+	if (!cluster || !*cluster)
+		return -1;
+	snprintf(path, sizeof(path), "%s/jobs/%s_%s.pid", state_dir, cluster, id);
+	if (read_line(path, line, sizeof(line)) != 0)
+		return -1;
+	pid = strtol(line, NULL, 10);
+	if (pid <= 1)
+		return -1;
+	snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
+	if (read_line(path, line, sizeof(line)) != 0 || strcmp(line, "jobsight-agent") != 0)
+		return -1; /* gone, or the pid was reused */
+	return kill((pid_t)pid, SIGTERM);
+}
+
 int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
 {
 	char id[16], uid[24];
@@ -193,6 +238,8 @@ int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
 		slurm_error("jobsight: job_epilog: no job id; not running %s stop", agent_path);
 		return 0;
 	}
+	if (signal_agent(id) == 0)
+		return 0;
 	char *argv[] = { (char *)agent_path, "stop", "--config", (char *)config_path,
 			 "--job-id", id, NULL };
 	spawn(argv);

@@ -65,18 +65,23 @@ func run(seconds int, interval time.Duration, procs int) error {
 	}
 	fmt.Printf("job %s: %d sleeping processes for %d s, agent sampling every %s, Elasticsearch and Prometheus on\n", id, procs, seconds, interval)
 	for {
-		line, ok := usageLine(st.Agent.Log, id)
-		if ok {
-			fields := logFields(line)
-			cpu, _ := strconv.ParseFloat(fields["cpu_seconds"], 64)
-			child, _ := strconv.ParseFloat(fields["child_cpu_seconds"], 64)
-			wall, _ := strconv.ParseFloat(fields["wall_seconds"], 64)
-			rss, _ := strconv.ParseFloat(fields["max_rss_bytes"], 64)
+		lines := usageLines(st.Agent.Log, id)
+		if start, ok := lines["start"]; ok {
+			var cpu, child, rss float64
+			for _, f := range lines {
+				c, _ := strconv.ParseFloat(f["cpu_seconds"], 64)
+				ch, _ := strconv.ParseFloat(f["child_cpu_seconds"], 64)
+				r, _ := strconv.ParseFloat(f["max_rss_bytes"], 64)
+				cpu, child, rss = cpu+c, child+ch, max(rss, r)
+			}
+			wall, _ := strconv.ParseFloat(start["wall_seconds"], 64)
+			_, stopRan := lines["stop"]
+			fmt.Printf("agent processes      start%s\n", map[bool]string{true: " + stop", false: " (the epilog signalled it directly)"}[stopRan])
 			fmt.Printf("agent CPU time       %.3f s over %.1f s wall\n", cpu, wall)
 			fmt.Printf("agent CPU share      %.4f %% of one core\n", 100*cpu/wall)
 			fmt.Printf("scontrol it ran      %.3f s CPU (%.4f %% of one core with the agent's)\n", child, 100*(cpu+child)/wall)
 			fmt.Printf("agent peak RSS       %.1f MiB\n", rss/(1<<20))
-			fmt.Printf("samples              %s\n", fields["samples"])
+			fmt.Printf("samples              %s\n", start["samples"])
 			q := fmt.Sprintf(`max(jobsight_agent_sample_duration_seconds_total{job_id=%q}) / max(jobsight_agent_samples_total{job_id=%q})`, id, id)
 			if v, err := promQuery(ctx, st.Prometheus.URL, q); err == nil {
 				fmt.Printf("one sampling pass    %.0f µs (wall, mean over the job, real /proc and cgroups)\n", v*1e6)
@@ -116,11 +121,13 @@ func promQuery(ctx context.Context, base, q string) (float64, error) {
 	return strconv.ParseFloat(s, 64)
 }
 
-// usageLine finds the agent's resource-use log line of a job.
-func usageLine(log, id string) (string, bool) {
+// usageLines finds the agent processes' resource-use log lines of a job,
+// by command (start, stop).
+func usageLines(log, id string) map[string]map[string]string {
+	out := map[string]map[string]string{}
 	f, err := os.Open(log)
 	if err != nil {
-		return "", false
+		return out
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
@@ -128,10 +135,11 @@ func usageLine(log, id string) (string, bool) {
 	for sc.Scan() {
 		l := sc.Text()
 		if strings.Contains(l, `msg="agent resource use"`) && strings.Contains(l, " job_id="+id+" ") {
-			return l, true
+			fields := logFields(l)
+			out[fields["cmd"]] = fields
 		}
 	}
-	return "", false
+	return out
 }
 
 // logFields splits a slog text line into key=value pairs.

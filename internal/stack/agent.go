@@ -96,7 +96,7 @@ func writeAgent(dir string, o AgentOptions, es *ESServer, prom *Server) (*Agent,
 	if err := os.WriteFile(a.Config, []byte(b.String()), 0o644); err != nil {
 		return nil, err
 	}
-	line := fmt.Sprintf("optional %s agent=%s config=%s\n", o.Plugin, o.Binary, a.Config)
+	line := fmt.Sprintf("optional %s agent=%s config=%s state_dir=%s\n", o.Plugin, o.Binary, a.Config, a.StateDir)
 	if err := os.WriteFile(a.Plugstack, []byte(line), 0o644); err != nil {
 		return nil, err
 	}
