@@ -182,3 +182,12 @@ func TestStopFinalizesFromTheCheckpointOfADeadAgent(t *testing.T) {
 		t.Errorf("a start after the job was finalized wrote %d more job documents", len(out.jobs)-n)
 	}
 }
+
+// The agent's peak RSS is its own, not that of the process that exec'd it.
+func TestSelfUsagePeakRSSIsPlausible(t *testing.T) {
+	t.Parallel()
+	u := ReadSelfUsage()
+	if u.MaxRSSBytes < 1<<20 || u.MaxRSSBytes > 1<<30 {
+		t.Fatalf("peak RSS %d bytes is implausible for this test process", u.MaxRSSBytes)
+	}
+}

@@ -303,7 +303,11 @@ func Summary(w io.Writer, args []string, r *RunResult, where string) {
 		fmt.Fprintf(w, "  document  %s\n", where)
 	}
 	self := ReadSelfUsage()
-	fmt.Fprintf(w, "  overhead  jobsight used %.3f%% of one core and %s of memory\n", self.CorePercent(r.Wall), formatBytes(self.MaxRSSBytes))
+	share := ""
+	if r.Wall >= time.Second {
+		share = fmt.Sprintf(" (%.3f%% of one core)", self.CorePercent(r.Wall))
+	}
+	fmt.Fprintf(w, "  overhead  jobsight used %.0f ms of CPU%s and %s of memory\n", float64(self.CPU.Microseconds())/1000, share, formatBytes(self.MaxRSSBytes))
 }
 
 func seconds(s float64) string {

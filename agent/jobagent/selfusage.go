@@ -1,6 +1,9 @@
 package jobagent
 
 import (
+	"bytes"
+	"os"
+	"strconv"
 	"syscall"
 	"time"
 )
@@ -10,7 +13,7 @@ import (
 type SelfUsage struct {
 	CPU         time.Duration // user + system CPU time of the agent
 	ChildCPU    time.Duration // of the processes it ran and waited for (scontrol)
-	MaxRSSBytes int64         // the agent's peak resident set size
+	MaxRSSBytes int64         // the agent's peak resident set size (0 when unknown)
 }
 
 // ReadSelfUsage asks the kernel for the agent's own usage.
@@ -23,8 +26,29 @@ func ReadSelfUsage() SelfUsage {
 	return SelfUsage{
 		CPU:         time.Duration(self.Utime.Nano() + self.Stime.Nano()),
 		ChildCPU:    time.Duration(children.Utime.Nano() + children.Stime.Nano()),
-		MaxRSSBytes: self.Maxrss * 1024,
+		MaxRSSBytes: peakRSS(),
 	}
+}
+
+// peakRSS is VmHWM from /proc/self/status: the peak of this process's own
+// address space. getrusage's ru_maxrss is not used: Linux carries it across
+// exec, so it would report the RSS of whatever started the agent (slurmd's
+// child, or the go tool under go run).
+func peakRSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	_, rest, ok := bytes.Cut(b, []byte("\nVmHWM:"))
+	if !ok {
+		return 0
+	}
+	line, _, _ := bytes.Cut(rest, []byte("\n"))
+	kb, err := strconv.ParseInt(string(bytes.TrimSpace(bytes.TrimSuffix(bytes.TrimSpace(line), []byte("kB")))), 10, 64)
+	if err != nil {
+		return 0
+	}
+	return kb * 1024
 }
 
 // CorePercent is the agent's CPU as a percentage of one core over wall.
