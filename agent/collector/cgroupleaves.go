@@ -330,3 +330,28 @@ func (ls *leafSet) closeAll() {
 }
 
 func (ls *leafSet) close() { ls.closeAll() }
+
+// cgroupJob is what the v1 and v2 collectors share: the job's step and
+// task cgroups, and the pids found in them in the last pass.
+type cgroupJob struct {
+	leaves *leafSet
+	pids   []int32
+}
+
+// PIDs returns the job's processes as of the last Collect. The slice is
+// reused by the next Collect.
+func (c *cgroupJob) PIDs() []int32 { return c.pids }
+
+// refreshLeaves notices new and vanished steps and tasks. When the job's
+// cgroup itself is gone it forgets the pids and returns the error (nothing
+// read now would be the job's); other problems go to errs.
+func (c *cgroupJob) refreshLeaves(name string, errs *errList) error {
+	if err := c.leaves.refresh(); err != nil {
+		if c.leaves.gone {
+			c.pids = c.pids[:0]
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		errs.add(err)
+	}
+	return nil
+}

@@ -24,13 +24,12 @@ const v1Unlimited = 1 << 62
 // Slurm creates no blkio hierarchy for jobs, so I/O comes from the proc
 // collector.
 type CgroupV1 struct {
-	dirs   JobDirs
-	leaves *leafSet
+	dirs JobDirs
+	cgroupJob
 
 	usage, memUsage, memStat, memMax, memLimit, cpus kernFile
 
-	buf  []byte
-	pids []int32
+	buf []byte
 }
 
 // NewCgroupV1 opens the cgroup v1 files of a Slurm job found with
@@ -50,7 +49,7 @@ func newCgroupV1(dirs JobDirs, l layout, rescanEvery int) (*CgroupV1, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cgroup v1 collector: %w", err)
 	}
-	c := &CgroupV1{dirs: dirs, leaves: ls, buf: newBuf()}
+	c := &CgroupV1{dirs: dirs, cgroupJob: cgroupJob{leaves: ls}, buf: newBuf()}
 	open := func(dir, name string) kernFile {
 		if dir == "" {
 			return kernFile{path: name, fd: -1}
@@ -69,20 +68,11 @@ func newCgroupV1(dirs JobDirs, l layout, rescanEvery int) (*CgroupV1, error) {
 // Name implements Collector.
 func (c *CgroupV1) Name() string { return "cgroupv1" }
 
-// PIDs returns the job's processes as of the last Collect. The slice is
-// reused by the next Collect.
-func (c *CgroupV1) PIDs() []int32 { return c.pids }
-
 // Collect implements Collector.
 func (c *CgroupV1) Collect(s *Sample) error {
 	var errs errList
-	if err := c.leaves.refresh(); err != nil {
-		if c.leaves.gone {
-			// The job ended: nothing read now would be its.
-			c.pids = c.pids[:0]
-			return fmt.Errorf("%s: %w", c.Name(), err)
-		}
-		errs.add(err)
+	if err := c.refreshLeaves(c.Name(), &errs); err != nil {
+		return err
 	}
 	if v, ok := readUint(&c.usage, &c.buf, &errs); ok {
 		s.CPUUsageNanos = v

@@ -21,13 +21,12 @@ import (
 // (and slurmstepd's own small usage); processes and threads exclude
 // slurmstepd (step_*/slurm).
 type CgroupV2 struct {
-	dir    string
-	leaves *leafSet
+	dir string
+	cgroupJob
 
 	cpuStat, memCurrent, memStat, memPeak, memMax, cpus, ioStat kernFile
 
-	buf  []byte
-	pids []int32
+	buf []byte
 }
 
 // NewCgroupV2 opens the files of a Slurm job's v2 cgroup dir (as found by
@@ -41,7 +40,7 @@ func newCgroupV2(dir string, l layout, rescanEvery int) (*CgroupV2, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cgroup v2 collector: %w", err)
 	}
-	c := &CgroupV2{dir: dir, leaves: ls, buf: newBuf()}
+	c := &CgroupV2{dir: dir, cgroupJob: cgroupJob{leaves: ls}, buf: newBuf()}
 	open := func(name string) kernFile { return openKernFile(filepath.Join(dir, name)) }
 	c.cpuStat = open("cpu.stat")
 	c.memCurrent = open("memory.current")
@@ -56,20 +55,11 @@ func newCgroupV2(dir string, l layout, rescanEvery int) (*CgroupV2, error) {
 // Name implements Collector.
 func (c *CgroupV2) Name() string { return "cgroupv2" }
 
-// PIDs returns the job's processes as of the last Collect. The slice is
-// reused by the next Collect.
-func (c *CgroupV2) PIDs() []int32 { return c.pids }
-
 // Collect implements Collector.
 func (c *CgroupV2) Collect(s *Sample) error {
 	var errs errList
-	if err := c.leaves.refresh(); err != nil {
-		if c.leaves.gone {
-			// The job ended: nothing read now would be its.
-			c.pids = c.pids[:0]
-			return fmt.Errorf("%s: %w", c.Name(), err)
-		}
-		errs.add(err)
+	if err := c.refreshLeaves(c.Name(), &errs); err != nil {
+		return err
 	}
 	if v, ok := readKey(&c.cpuStat, "usage_usec", &c.buf, &errs); ok {
 		s.CPUUsageNanos = v * 1000

@@ -267,20 +267,9 @@ func (o *Outputs) updateSpoolMetrics() {
 	defer o.mu.Unlock()
 	for kind, n := range st.Dropped {
 		if d := n - o.lastDropped[kind]; d > 0 {
-			o.health.SpoolDropped.WithLabelValues(kindName(kind)).Add(float64(d))
+			o.health.SpoolDropped.WithLabelValues(kind.String()).Add(float64(d))
 			o.lastDropped[kind] = n
 		}
-	}
-}
-
-func kindName(k sink.DocKind) string {
-	switch k {
-	case sink.KindSamples:
-		return "samples"
-	case sink.KindNodeDoc:
-		return "node_document"
-	default:
-		return "job_document"
 	}
 }
 

@@ -7,8 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -124,28 +122,6 @@ func getJob(t *testing.T, o *Outputs, id string) jobmodel.Job {
 	}
 }
 
-func promValue(t *testing.T, promURL, query string) (float64, bool) {
-	t.Helper()
-	resp, err := http.Get(promURL + "/api/v1/query?query=" + url.QueryEscape(query))
-	if err != nil {
-		return 0, false
-	}
-	defer resp.Body.Close()
-	var ans struct {
-		Data struct {
-			Result []struct {
-				Value [2]any `json:"value"`
-			} `json:"result"`
-		} `json:"data"`
-	}
-	if json.NewDecoder(resp.Body).Decode(&ans) != nil || len(ans.Data.Result) == 0 {
-		return 0, false
-	}
-	var v float64
-	fmt.Sscan(ans.Data.Result[0].Value[1].(string), &v)
-	return v, true
-}
-
 // Both stores down for the whole job: everything goes to the spool, and
 // the next agent on the node delivers it once they are back.
 func TestStoresDownForTheWholeJobLoseNothing(t *testing.T) {
@@ -196,7 +172,7 @@ func TestStoresDownForTheWholeJobLoseNothing(t *testing.T) {
 	q := fmt.Sprintf(`jobsight_job_cpu_usage_seconds_total{cluster=%q}`, cluster)
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		if v, ok := promValue(t, st.Prometheus.URL, q); ok {
+		if v, ok, _ := stack.PromQuery(context.Background(), st.Prometheus.URL, q); ok {
 			if v != 42.5 {
 				t.Errorf("replayed series value %v, want 42.5", v)
 			}

@@ -12,12 +12,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -183,26 +179,9 @@ func (e *env) promMax(t *testing.T, metric, jobKey string) float64 {
 	q := fmt.Sprintf(`max(max_over_time(%s{cluster=%q,job_id=%q,node=%q}[15m]))`, metric, e.cluster, jobKey, e.node)
 	var v float64
 	e.poll(t, 30*time.Second, "series "+q, func(ctx context.Context) bool {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, e.st.Prometheus.URL+"/api/v1/query?query="+url.QueryEscape(q), nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return false
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		var ans struct {
-			Data struct {
-				Result []struct {
-					Value [2]any `json:"value"`
-				} `json:"result"`
-			} `json:"data"`
-		}
-		if json.Unmarshal(body, &ans) != nil || len(ans.Data.Result) == 0 {
-			return false
-		}
-		s, _ := ans.Data.Result[0].Value[1].(string)
-		v, err = strconv.ParseFloat(s, 64)
-		return err == nil
+		var ok bool
+		v, ok, _ = stack.PromQuery(ctx, e.st.Prometheus.URL, q)
+		return ok
 	})
 	return v
 }

@@ -3,6 +3,8 @@
 // (elasticsearch, promremote) and the on-disk spool in agent/spool.
 package sink
 
+import "strconv"
+
 // DocKind tells the spool which documents to keep longest: when the spool is
 // full, raw samples are dropped first and job documents last.
 type DocKind int
@@ -13,6 +15,20 @@ const (
 	KindNodeDoc                // the per-node document (superseded by later versions of itself)
 	KindJobDoc                 // the job document: never dropped while anything else can be
 )
+
+// String names the kind as logs and the
+// jobsight_agent_spool_dropped_total{kind} label do.
+func (k DocKind) String() string {
+	switch k {
+	case KindSamples:
+		return "samples"
+	case KindNodeDoc:
+		return "node_document"
+	case KindJobDoc:
+		return "job_document"
+	}
+	return "kind_" + strconv.Itoa(int(k))
+}
 
 // Doc is one document for Elasticsearch: the index it belongs in, its id and
 // its JSON body.

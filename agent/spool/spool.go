@@ -399,7 +399,7 @@ func (s *Spool) enforceBudget() {
 			s.mu.Lock()
 			s.dropped[kind]++
 			s.mu.Unlock()
-			s.log.Warn("spool full: dropped an item", "kind", kindName(kind), "file", e.name, "bytes", e.size)
+			s.log.Warn("spool full: dropped an item", "kind", kind.String(), "file", e.name, "bytes", e.size)
 		}
 	}
 	over := total > s.maxBytes
@@ -410,18 +410,6 @@ func (s *Spool) enforceBudget() {
 	if over && !was {
 		s.log.Warn("spool over its budget with job documents only; keeping them", "bytes", total, "max_bytes", s.maxBytes)
 	}
-}
-
-func kindName(k sink.DocKind) string {
-	switch k {
-	case sink.KindSamples:
-		return "samples"
-	case sink.KindNodeDoc:
-		return "node_doc"
-	case sink.KindJobDoc:
-		return "job_doc"
-	}
-	return "kind_" + strconv.Itoa(int(k))
 }
 
 // read reads and decodes one item file.

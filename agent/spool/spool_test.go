@@ -49,7 +49,7 @@ func describe(items []Item) string {
 		if it.Kind == sink.KindSamples {
 			parts = append(parts, fmt.Sprintf("samples(%s:%s)", it.Target, it.Body))
 		} else {
-			parts = append(parts, fmt.Sprintf("%s(%s/%s:%s)", kindName(it.Kind), it.Index, it.ID, it.Body))
+			parts = append(parts, fmt.Sprintf("%s(%s/%s:%s)", it.Kind.String(), it.Index, it.ID, it.Body))
 		}
 	}
 	return strings.Join(parts, " ")
@@ -77,7 +77,7 @@ func TestReplayDeliversOldestFirstAndEmptiesTheSpool(t *testing.T) {
 		t.Errorf("stats before replay %+v, want 4 items, 2 sample batches", st)
 	}
 	got := describe(replayAll(t, s))
-	want := `job_doc(jobs/c1:1:{"a":1}) samples(prom:batch1) node_doc(nodes/c1:1:n1:{"n":1}) samples(prom:batch2)`
+	want := `job_document(jobs/c1:1:{"a":1}) samples(prom:batch1) node_document(nodes/c1:1:n1:{"n":1}) samples(prom:batch2)`
 	if got != want {
 		t.Errorf("replayed\n %s\nwant\n %s", got, want)
 	}
@@ -112,7 +112,7 @@ func TestItemIsRemovedOnlyAfterTheCallbackSucceeds(t *testing.T) {
 	if calls != 2 {
 		t.Errorf("callback called %d times, want 2 (the replay stops at the failure)", calls)
 	}
-	if got := describe(replayAll(t, s)); got != `job_doc(jobs/c1:1:{}) job_doc(jobs/c1:2:{})` {
+	if got := describe(replayAll(t, s)); got != `job_document(jobs/c1:1:{}) job_document(jobs/c1:2:{})` {
 		t.Errorf("left after the failure: %s; want c1:1 and c1:2", got)
 	}
 }
@@ -159,7 +159,7 @@ func TestNodeDocSupersedesOlderVersions(t *testing.T) {
 
 	st, _ := s.Stats()
 	got := describe(replayAll(t, s))
-	want := `node_doc(nodes/c1:5:n2:{"v":1}) node_doc(nodes/c1:5:n1:{"v":3}) node_doc(other/c1:5:n1:{"v":9}) job_doc(jobs/c1:5:{"v":1}) job_doc(jobs/c1:5:{"v":2})`
+	want := `node_document(nodes/c1:5:n2:{"v":1}) node_document(nodes/c1:5:n1:{"v":3}) node_document(other/c1:5:n1:{"v":9}) job_document(jobs/c1:5:{"v":1}) job_document(jobs/c1:5:{"v":2})`
 	if got != want {
 		t.Errorf("replayed\n %s\nwant\n %s", got, want)
 	}
@@ -210,7 +210,7 @@ func TestFullSpoolDropsSamplesThenNodeDocsNeverJobDocs(t *testing.T) {
 	var ids []string
 	for _, it := range replayAll(t, s) {
 		if it.Kind != sink.KindJobDoc {
-			t.Errorf("a %s survived while job docs filled the spool", kindName(it.Kind))
+			t.Errorf("a %s survived while job docs filled the spool", it.Kind.String())
 		}
 		ids = append(ids, it.ID)
 	}
@@ -241,7 +241,7 @@ func TestPartialWritesAreIgnoredAndCleaned(t *testing.T) {
 		t.Errorf("temporary file of a live process was removed: %v", err)
 	}
 	st, _ := s2.Stats()
-	if got := describe(replayAll(t, s2)); got != `job_doc(jobs/c1:1:{"ok":true})` || st.Items != 1 {
+	if got := describe(replayAll(t, s2)); got != `job_document(jobs/c1:1:{"ok":true})` || st.Items != 1 {
 		t.Errorf("replayed %s (stats %+v); want only the complete item", got, st)
 	}
 }
@@ -270,7 +270,7 @@ func TestCorruptFilesAreSetAside(t *testing.T) {
 	must(t, os.Truncate(filepath.Join(dir, entries[2].name), 7))
 	must(t, os.WriteFile(filepath.Join(dir, "junk.item"), []byte("junk"), 0o600))
 
-	if got := describe(replayAll(t, s)); got != `job_doc(jobs/c1:1:{})` {
+	if got := describe(replayAll(t, s)); got != `job_document(jobs/c1:1:{})` {
 		t.Errorf("replayed %s; want only the intact c1:1", got)
 	}
 	st, _ := s.Stats()
@@ -307,7 +307,7 @@ func TestOneReplayerAtATime(t *testing.T) {
 	must(t, b.EnqueueDoc("es", jobDoc("c1:2", "{}")))
 	close(release)
 	must(t, <-done)
-	if got := describe(replayAll(t, b)); got != `job_doc(jobs/c1:2:{})` {
+	if got := describe(replayAll(t, b)); got != `job_document(jobs/c1:2:{})` {
 		t.Errorf("after the first replay: %s; want c1:2 left for the next", got)
 	}
 }

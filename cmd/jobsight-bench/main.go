@@ -11,11 +11,8 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
-	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -83,7 +80,7 @@ func run(seconds int, interval time.Duration, procs int) error {
 			fmt.Printf("agent peak RSS       %.1f MiB\n", rss/(1<<20))
 			fmt.Printf("samples              %s\n", start["samples"])
 			q := fmt.Sprintf(`max(jobsight_agent_sample_duration_seconds_total{job_id=%q}) / max(jobsight_agent_samples_total{job_id=%q})`, id, id)
-			if v, err := promQuery(ctx, st.Prometheus.URL, q); err == nil {
+			if v, ok, _ := stack.PromQuery(ctx, st.Prometheus.URL, q); ok {
 				fmt.Printf("one sampling pass    %.0f µs (wall, mean over the job, real /proc and cgroups)\n", v*1e6)
 			}
 			return nil
@@ -94,31 +91,6 @@ func run(seconds int, interval time.Duration, procs int) error {
 		case <-time.After(2 * time.Second):
 		}
 	}
-}
-
-// promQuery returns the first value of an instant query.
-func promQuery(ctx context.Context, base, q string) (float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/query?query="+url.QueryEscape(q), nil)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	var ans struct {
-		Data struct {
-			Result []struct {
-				Value [2]any `json:"value"`
-			} `json:"result"`
-		} `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil || len(ans.Data.Result) == 0 {
-		return 0, fmt.Errorf("query %s: no result", q)
-	}
-	s, _ := ans.Data.Result[0].Value[1].(string)
-	return strconv.ParseFloat(s, 64)
 }
 
 // usageLines finds the agent processes' resource-use log lines of a job,

@@ -2,7 +2,10 @@ package stack
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -58,4 +61,39 @@ func StartPrometheus(ctx context.Context, dir string) (*Server, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// PromQuery runs an instant query against the Prometheus at base and
+// returns the value of the first result; ok is false when there is none.
+func PromQuery(ctx context.Context, base, query string) (v float64, ok bool, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/query?query="+url.QueryEscape(query), nil)
+	if err != nil {
+		return 0, false, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, false, err
+	}
+	defer resp.Body.Close()
+	var ans struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Data   struct {
+			Result []struct {
+				Value [2]any `json:"value"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil {
+		return 0, false, fmt.Errorf("query %q: %w", query, err)
+	}
+	if ans.Status != "success" {
+		return 0, false, fmt.Errorf("query %q: %s", query, ans.Error)
+	}
+	if len(ans.Data.Result) == 0 {
+		return 0, false, nil
+	}
+	s, _ := ans.Data.Result[0].Value[1].(string)
+	v, err = strconv.ParseFloat(s, 64)
+	return v, err == nil, err
 }
