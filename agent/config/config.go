@@ -42,6 +42,9 @@ type Config struct {
 	// OutputDir is where job documents go as files when no Elasticsearch is
 	// configured (the standalone run mode).
 	OutputDir string `yaml:"output_dir"`
+	// CPUProfileDir, when set, makes every agent process write a CPU
+	// profile of its whole life there (for diagnosing the agent's own cost).
+	CPUProfileDir string `yaml:"cpu_profile_dir"`
 
 	Cgroup        CgroupConfig        `yaml:"cgroup"`
 	ProcRoot      string              `yaml:"proc_root"`

@@ -58,6 +58,12 @@ type Agent struct {
 	Now     func() time.Time
 	// EndPoll overrides DefaultEndPoll.
 	EndPoll time.Duration
+	// CPUAtMain is the process's CPU time when main began (exec and
+	// runtime start-up); the resource-use log line splits the agent's cost
+	// by phase from it.
+	CPUAtMain time.Duration
+
+	cpuAtWatch, cpuAtFinalize time.Duration
 }
 
 func (a *Agent) now() time.Time {
@@ -103,6 +109,7 @@ func (a *Agent) Start(ctx context.Context, jobID uint64, uid uint32) error {
 		}
 	}
 
+	a.cpuAtWatch = ReadSelfUsage().CPU
 	state := monitor.NewNodeState(started, a.Config.Interval, a.Config.ActiveThresholdCores)
 	ck := &Checkpoint{Job: job, Node: node, State: state, Leader: leader}
 	_ = f.saveCheckpoint(ck)
@@ -205,6 +212,7 @@ func (a *Agent) Stop(ctx context.Context, jobID uint64) error {
 // finalize writes the final node document and, on the leader node, the
 // final job document assembled from all node documents.
 func (a *Agent) finalize(ctx context.Context, ck *Checkpoint, agentState string, f files) error {
+	a.cpuAtFinalize = ReadSelfUsage().CPU
 	end := a.now()
 	if agentState == jobmodel.AgentLost && !ck.State.LastSample.IsZero() {
 		end = ck.State.LastSample
@@ -240,8 +248,13 @@ func (a *Agent) finalize(ctx context.Context, ck *Checkpoint, agentState string,
 // cmd/jobsight-bench, which adds up every agent process of a job.
 func (a *Agent) logUsage(wall time.Duration, samples int64) {
 	self := ReadSelfUsage()
-	a.Log.Info("agent resource use", "cpu_seconds", self.CPU.Seconds(), "child_cpu_seconds", self.ChildCPU.Seconds(),
-		"wall_seconds", wall.Seconds(), "core_percent", self.CorePercent(wall), "max_rss_bytes", self.MaxRSSBytes, "samples", samples)
+	args := []any{"cpu_seconds", self.CPU.Seconds(), "child_cpu_seconds", self.ChildCPU.Seconds(),
+		"wall_seconds", wall.Seconds(), "core_percent", self.CorePercent(wall), "max_rss_bytes", self.MaxRSSBytes, "samples", samples}
+	if a.CPUAtMain > 0 && a.cpuAtWatch > 0 && a.cpuAtFinalize > 0 {
+		args = append(args, "cpu_startup_seconds", a.CPUAtMain.Seconds(), "cpu_setup_seconds", (a.cpuAtWatch - a.CPUAtMain).Seconds(),
+			"cpu_watch_seconds", (a.cpuAtFinalize - a.cpuAtWatch).Seconds(), "cpu_finalize_seconds", (self.CPU - a.cpuAtFinalize).Seconds())
+	}
+	a.Log.Info("agent resource use", args...)
 }
 
 // finalJob waits (up to slurm.final_state_wait) for Slurm to report the

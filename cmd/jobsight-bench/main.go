@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jobsight/jobsight/internal/stack"
@@ -26,14 +27,20 @@ func main() {
 	seconds := flag.Int("seconds", 60, "how long the job runs")
 	interval := flag.Duration("interval", time.Second, "agent sampling interval")
 	procs := flag.Int("procs", 16, "processes in the job (sleeping) besides its shell")
+	profile := flag.String("profile", "", "write the agent processes' CPU profiles to this directory (cpu_profile_dir)")
+	floor := flag.Bool("floor", false, "only measure this machine's floor: the CPU a Go process spends waking from a timer")
 	flag.Parse()
-	if err := run(*seconds, *interval, *procs); err != nil {
+	if *floor {
+		wakeFloor()
+		return
+	}
+	if err := run(*seconds, *interval, *procs, *profile); err != nil {
 		fmt.Fprintln(os.Stderr, "jobsight-bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(seconds int, interval time.Duration, procs int) error {
+func run(seconds int, interval time.Duration, procs int, profile string) error {
 	dir, err := os.MkdirTemp("", "jobsight-bench-")
 	if err != nil {
 		return err
@@ -41,6 +48,13 @@ func run(seconds int, interval time.Duration, procs int) error {
 	defer os.RemoveAll(dir)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(seconds)*time.Second+10*time.Minute)
 	defer cancel()
+	extra := ""
+	if profile != "" {
+		if profile, err = filepath.Abs(profile); err != nil {
+			return err
+		}
+		extra = fmt.Sprintf("cpu_profile_dir: %q\n", profile)
+	}
 	agent, plugin, err := stack.BuildAgent(ctx, ".", filepath.Join(dir, "bin"))
 	if err != nil {
 		return err
@@ -48,7 +62,7 @@ func run(seconds int, interval time.Duration, procs int) error {
 	st, err := stack.Up(ctx, dir, stack.Options{
 		Slurm: stack.SlurmOptions{ClusterName: "bench"},
 		Agent: &stack.AgentOptions{Binary: agent, Plugin: plugin, Interval: interval,
-			FlushInterval: 30 * time.Second, PushInterval: 10 * time.Second},
+			FlushInterval: 30 * time.Second, PushInterval: 10 * time.Second, Extra: extra},
 	})
 	if err != nil {
 		return err
@@ -77,6 +91,8 @@ func run(seconds int, interval time.Duration, procs int) error {
 			fmt.Printf("agent CPU time       %.3f s over %.1f s wall\n", cpu, wall)
 			fmt.Printf("agent CPU share      %.4f %% of one core\n", 100*cpu/wall)
 			fmt.Printf("scontrol it ran      %.3f s CPU (%.4f %% of one core with the agent's)\n", child, 100*(cpu+child)/wall)
+			fmt.Printf("  by phase           start-up %s ms, setup %s ms, sampling %s ms, finalizing %s ms\n",
+				ms(start["cpu_startup_seconds"]), ms(start["cpu_setup_seconds"]), ms(start["cpu_watch_seconds"]), ms(start["cpu_finalize_seconds"]))
 			fmt.Printf("agent peak RSS       %.1f MiB\n", rss/(1<<20))
 			fmt.Printf("samples              %s\n", start["samples"])
 			q := fmt.Sprintf(`max(jobsight_agent_sample_duration_seconds_total{job_id=%q}) / max(jobsight_agent_samples_total{job_id=%q})`, id, id)
@@ -112,6 +128,36 @@ func usageLines(log, id string) map[string]map[string]string {
 		}
 	}
 	return out
+}
+
+// wakeFloor prints what one wake-up from a timer costs a Go process on this
+// machine, with nothing else to do: the floor under the agent's per-sample
+// cost (kernel timer, scheduler and, in a VM, exits to the hypervisor).
+func wakeFloor() {
+	cpu := func() time.Duration {
+		var ru syscall.Rusage
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	const n = 50
+	tk := time.NewTicker(100 * time.Millisecond)
+	defer tk.Stop()
+	c0 := cpu()
+	for i := 0; i < n; i++ {
+		<-tk.C
+	}
+	d := cpu() - c0
+	fmt.Printf("empty timer wake-up  %.0f µs CPU each (%d wakes of a Go ticker doing nothing)\n", float64(d.Microseconds())/n, n)
+	fmt.Printf("at 1 Hz that alone is %.4f %% of one core\n", float64(d.Microseconds())/n/1e4)
+}
+
+// ms renders seconds from a log field as milliseconds.
+func ms(s string) string {
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return "?"
+	}
+	return strconv.FormatFloat(v*1000, 'f', 1, 64)
 }
 
 // logFields splits a slog text line into key=value pairs.

@@ -20,6 +20,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -33,7 +35,12 @@ import (
 
 const defaultConfig = "/etc/jobsight/agent.yaml"
 
+// cpuAtMain is the CPU the process used before main: exec and runtime
+// start-up.
+var cpuAtMain time.Duration
+
 func main() {
+	cpuAtMain = jobagent.ReadSelfUsage().CPU
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -125,6 +132,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
+	if cfg.CPUProfileDir != "" {
+		stopProfile, err := startCPUProfile(cfg, cmd, *jobID)
+		if err != nil {
+			log.Warn("cpu_profile_dir: not profiling", "err", err)
+		} else {
+			defer stopProfile()
+		}
+	}
+
 	health := monitor.NewHealth()
 	out, err := deliver.New(ctx, cfg, health, log)
 	if err != nil {
@@ -142,12 +158,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 
 	agent := &jobagent.Agent{
-		Config:  cfg,
-		Outputs: out,
-		Slurm:   jobagent.SlurmLookup{Options: slurmOpts(cfg), StoreJobName: cfg.StoreJobName},
-		Sources: jobagent.CgroupSources(collector.Config{CgroupRoot: cfg.Cgroup.Root, ProcRoot: cfg.ProcRoot, Version: mustVersion(cfg.Cgroup.Version)}, cfg.Cgroup.Wait),
-		Health:  health,
-		Log:     log,
+		Config:    cfg,
+		Outputs:   out,
+		Slurm:     jobagent.SlurmLookup{Options: slurmOpts(cfg), StoreJobName: cfg.StoreJobName},
+		Sources:   jobagent.CgroupSources(collector.Config{CgroupRoot: cfg.Cgroup.Root, ProcRoot: cfg.ProcRoot, Version: mustVersion(cfg.Cgroup.Version)}, cfg.Cgroup.Wait),
+		Health:    health,
+		Log:       log,
+		CPUAtMain: cpuAtMain,
 	}
 	switch cmd {
 	case "start", "stop":
@@ -248,6 +265,24 @@ func clusterName(ctx context.Context, cfg config.Config) string {
 
 func slurmOpts(cfg config.Config) slurminfo.Options {
 	return slurminfo.Options{Scontrol: cfg.Slurm.Scontrol, Timeout: cfg.Slurm.Timeout}
+}
+
+// startCPUProfile profiles this agent process at 5 kHz (its whole life is
+// tens of milliseconds of CPU) into cpu_profile_dir.
+func startCPUProfile(cfg config.Config, cmd string, jobID uint64) (func(), error) {
+	if err := os.MkdirAll(cfg.CPUProfileDir, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.Create(filepath.Join(cfg.CPUProfileDir, fmt.Sprintf("%s_%d_%s.pprof", cfg.Cluster, jobID, cmd)))
+	if err != nil {
+		return nil, err
+	}
+	runtime.SetCPUProfileRate(5000)
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 // logger logs to the configured file (detached agents) or stderr.
