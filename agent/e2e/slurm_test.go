@@ -207,3 +207,31 @@ func TestAgentKilledMidJobStillFinalizesTheJob(t *testing.T) {
 		t.Errorf("no `jobsight-agent stop` ran for the job whose agent was killed")
 	}
 }
+
+func TestFailedJobKeepsItsExitCode(t *testing.T) {
+	e := need(t)
+	t.Parallel()
+	id := e.submit(t, "-J", "fails", "--wrap", "sleep 2; exit 3")
+	job := e.finalJob(t, e.docID(id), jobWait)
+	if job.State != jobmodel.StateFailed || deref(job.ExitCode) != 3 {
+		t.Errorf("state %s exit %d, want FAILED 3", job.State, deref(job.ExitCode))
+	}
+}
+
+// Slurm's smallest time limit is a minute, so this test takes about as long.
+func TestJobOverItsTimeLimit(t *testing.T) {
+	e := need(t)
+	t.Parallel()
+	id := e.submit(t, "-J", "overtime", "--time=1", "--wrap", "sleep 600")
+	job := e.finalJob(t, e.docID(id), 3*time.Minute+jobWait)
+	if job.State != jobmodel.StateTimeout {
+		t.Errorf("state %s, want TIMEOUT", job.State)
+	}
+	if deref(job.TimeLimitSeconds) != 60 {
+		t.Errorf("time_limit_seconds %d, want 60", deref(job.TimeLimitSeconds))
+	}
+	within(t, "elapsed_seconds", deref(job.ElapsedSeconds), 55, 200)
+	if job.Sampling.Count < 40 {
+		t.Errorf("sampling count %d over a minute at 1 s", job.Sampling.Count)
+	}
+}
