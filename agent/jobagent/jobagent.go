@@ -269,7 +269,8 @@ func (a *Agent) finalJob(ctx context.Context, job jobmodel.Job) jobmodel.Job {
 			got.MissingMetrics = job.MissingMetrics
 			return got
 		}
-		if a.now().After(deadline) || ctx.Err() != nil {
+		hopeless := errors.Is(err, slurminfo.ErrAmbiguous) || errors.Is(err, slurminfo.ErrJobNotFound)
+		if hopeless || a.now().After(deadline) || ctx.Err() != nil {
 			if err != nil {
 				a.Log.Warn("no final state from Slurm", "err", err)
 			}

@@ -84,6 +84,11 @@ type Options struct {
 	Location *time.Location
 }
 
+// ErrAmbiguous is returned by Lookup when scontrol's output holds more than
+// one record for the job: a job name can hold a newline and a forged
+// record, and nothing in the text tells the real one apart.
+var ErrAmbiguous = errors.New("more than one record claims this job id (a job name may hold a forged record)")
+
 // ErrJobNotFound is returned by Lookup when Slurm no longer (or never) knew the job.
 var ErrJobNotFound = errors.New("job not known to slurmctld")
 
@@ -117,12 +122,21 @@ func Lookup(ctx context.Context, id string, opts Options) (*Job, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scontrol show job %s: %w", id, err)
 	}
+	var match *Job
 	for i := range jobs {
 		j := &jobs[i]
 		if strconv.FormatUint(uint64(j.JobID), 10) == id ||
 			(j.ArrayJobID != 0 && fmt.Sprintf("%d_%s", j.ArrayJobID, j.ArrayTaskID) == id) {
-			return j, nil
+			if match != nil {
+				// Slurm never prints two records of one job: a job name
+				// holding a newline and "JobId=<id> ..." forged one.
+				return nil, fmt.Errorf("scontrol show job %s: %w", id, ErrAmbiguous)
+			}
+			match = j
 		}
+	}
+	if match != nil {
+		return match, nil
 	}
 	if len(jobs) == 1 {
 		return &jobs[0], nil

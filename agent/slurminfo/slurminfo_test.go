@@ -220,6 +220,7 @@ func TestLookup(t *testing.T) {
 case "$5" in
 4243_1) cat %[1]s/array-all.txt ;;
 4242) cat %[1]s/running.txt ;;
+4300) cat %[1]s/forged-record.txt ;;
 *) cat %[1]s/gone.stderr >&2; exit 1 ;;
 esac
 `, abs)
@@ -235,6 +236,9 @@ esac
 	j, err = Lookup(ctx, "4243_1", opts)
 	if err != nil || j.JobID != 4252 {
 		t.Errorf("Lookup(4243_1) = %+v, %v; want job 4252", j, err)
+	}
+	if j, err := Lookup(ctx, "4300", opts); !errors.Is(err, ErrAmbiguous) {
+		t.Errorf("Lookup of output with a forged record = %+v, %v; want ErrAmbiguous", j, err)
 	}
 	if _, err := Lookup(ctx, "999999", opts); !errors.Is(err, ErrJobNotFound) {
 		t.Errorf("Lookup(unknown) error %v, want ErrJobNotFound", err)
