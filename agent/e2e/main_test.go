@@ -58,7 +58,8 @@ func TestMain(m *testing.M) {
 			return m.Run()
 		}
 		st, err := stack.Up(ctx, dir, stack.Options{
-			Slurm: stack.SlurmOptions{ClusterName: cluster},
+			// A NodeName that is not the host name, as on many clusters.
+			Slurm: stack.SlurmOptions{ClusterName: cluster, NodeName: "e2enode"},
 			Agent: &stack.AgentOptions{Binary: agent, Plugin: plugin, Extra: "store_job_name: true\n"},
 		})
 		if err != nil {

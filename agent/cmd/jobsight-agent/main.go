@@ -116,6 +116,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if cfg.Node == "" {
+		// slurmd's own name for this node (NodeName need not be the host
+		// name): the SPANK plugin passes it from the prolog environment.
+		cfg.Node = os.Getenv("SLURMD_NODENAME")
+	}
+	if cfg.Node == "" {
 		host, _ := os.Hostname()
 		cfg.Node = shortHost(host)
 	}
