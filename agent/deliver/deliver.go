@@ -43,6 +43,8 @@ type Outputs struct {
 	log    *slog.Logger
 
 	mu          sync.Mutex
+	lastReplay  time.Time
+	written     map[string]time.Time // document id -> updated_at of what this process stored
 	indicesOK   bool
 	resolved    map[string]string // job document id as Slurm gives it -> id in the store
 	lastDropped map[sink.DocKind]uint64
@@ -52,7 +54,7 @@ type Outputs struct {
 // their files here; errors name the option, never the secret.
 func New(ctx context.Context, cfg config.Config, health *monitor.Health, log *slog.Logger) (*Outputs, error) {
 	o := &Outputs{cfg: cfg, health: health, log: log.With("component", "deliver"),
-		resolved: map[string]string{}, lastDropped: map[sink.DocKind]uint64{}}
+		resolved: map[string]string{}, lastDropped: map[sink.DocKind]uint64{}, written: map[string]time.Time{}}
 	if len(cfg.Elasticsearch.URLs) > 0 {
 		pw, err := config.ReadSecret("elasticsearch.password_file", cfg.Elasticsearch.PasswordFile)
 		if err != nil {
@@ -127,6 +129,9 @@ func (o *Outputs) PushSeries(ctx context.Context, series []monitor.Series) error
 	if err != nil {
 		return fmt.Errorf("encoding series: %w", err)
 	}
+	// Spooled batches go first: Prometheus refuses samples older than a
+	// series' newest, so they must land before this newer batch.
+	o.replayIfWaiting(ctx)
 	err = o.rw.WriteEncoded(ctx, payload)
 	if err == nil || errors.Is(err, promremote.ErrPermanent) {
 		return err // Prometheus refused these samples for good (e.g. out of order)
@@ -192,6 +197,7 @@ func (o *Outputs) file(docID string) string {
 func (o *Outputs) write(ctx context.Context, d sink.Doc) error {
 	err := o.store(ctx, d)
 	if err == nil {
+		o.replaySoon(ctx)
 		return nil
 	}
 	if serr := o.spool.EnqueueDoc(targetES, d); serr != nil {
@@ -202,12 +208,33 @@ func (o *Outputs) write(ctx context.Context, d sink.Doc) error {
 
 // store resolves the document's id and indexes it.
 func (o *Outputs) store(ctx context.Context, d sink.Doc) error {
+	return o.put(ctx, d, false)
+}
+
+// storeIfNewer is store for a spooled document: it is dropped, as
+// superseded, when the store already holds a version of it at least as new
+// (by updated_at) — written directly after the outage, or by the agent
+// that finalized the job. Replaying it would overwrite newer data.
+func (o *Outputs) storeIfNewer(ctx context.Context, d sink.Doc) error {
+	return o.put(ctx, d, true)
+}
+
+func (o *Outputs) put(ctx context.Context, d sink.Doc, onlyIfNewer bool) error {
 	if err := o.EnsureIndices(ctx); err != nil {
 		return err
 	}
 	d, err := o.resolveDoc(ctx, d)
 	if err != nil {
 		return err
+	}
+	if onlyIfNewer {
+		older, err := o.olderThanStored(ctx, d)
+		if err != nil || older {
+			if older {
+				o.log.Info("dropping a spooled document: the store holds a newer version", "id", d.ID)
+			}
+			return err
+		}
 	}
 	// Through _bulk, the id travels in the JSON body: ids hold ':', '+'
 	// and '/', which the document URL path would need escaped.
@@ -218,21 +245,75 @@ func (o *Outputs) store(ctx context.Context, d sink.Doc) error {
 	if len(failures) > 0 {
 		return failures[0].Err
 	}
+	if t := updatedAt(d.Body); !t.IsZero() {
+		o.mu.Lock()
+		if t.After(o.written[d.ID]) {
+			o.written[d.ID] = t
+		}
+		o.mu.Unlock()
+	}
 	return nil
+}
+
+// updatedAt reads a document's updated_at (zero when it has none).
+func updatedAt(body []byte) time.Time {
+	var doc struct {
+		UpdatedAt *jobmodel.Time `json:"updated_at"`
+	}
+	if json.Unmarshal(body, &doc) != nil || doc.UpdatedAt == nil {
+		return time.Time{}
+	}
+	return doc.UpdatedAt.Time
+}
+
+// olderThanStored reports whether a version of d updated at or after d's
+// updated_at is stored: written by this process (a search would not see a
+// write of the last second), or found in the store.
+func (o *Outputs) olderThanStored(ctx context.Context, d sink.Doc) (bool, error) {
+	mine := updatedAt(d.Body)
+	if mine.IsZero() {
+		return false, nil
+	}
+	o.mu.Lock()
+	ours := o.written[d.ID]
+	o.mu.Unlock()
+	if !ours.Before(mine) {
+		return true, nil
+	}
+	got, err := o.es.GetByIDs(ctx, d.Index, []string{d.ID})
+	if err != nil {
+		if errors.Is(err, elasticsearch.ErrNotFound) {
+			return false, nil
+		}
+		return false, err
+	}
+	if raw := got[d.ID]; raw != nil {
+		if theirs := updatedAt(raw); !theirs.IsZero() && !theirs.Before(mine) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // Replay sends what waits in the node's spool (left by this agent or by
 // earlier ones). Another agent replaying at the same time is not an error.
 func (o *Outputs) Replay(ctx context.Context) {
 	defer o.updateSpoolMetrics()
+	// A target found down is skipped for the rest of this replay, and the
+	// other target's items still go: one store's outage must not hold the
+	// other's data back (Prometheus would then refuse it as too old).
+	down := map[string]error{}
 	err := o.spool.Replay(ctx, func(ctx context.Context, it spool.Item) error {
+		if err := down[it.Target]; err != nil {
+			return fmt.Errorf("%w: %v", spool.ErrKeep, err)
+		}
 		var err error
 		switch it.Target {
 		case targetES:
 			if o.es == nil {
 				return spool.ErrKeep
 			}
-			err = o.store(ctx, it.Doc())
+			err = o.storeIfNewer(ctx, it.Doc())
 			if err != nil && !errors.Is(err, elasticsearch.ErrUnavailable) {
 				return fmt.Errorf("%w: %v", spool.ErrReject, err)
 			}
@@ -247,10 +328,41 @@ func (o *Outputs) Replay(ctx context.Context) {
 		default:
 			return fmt.Errorf("%w: unknown target %q", spool.ErrReject, it.Target)
 		}
-		return err
+		if err != nil {
+			down[it.Target] = err
+			o.log.Info("spool replay: store still down; keeping its items", "target", it.Target, "err", err)
+			return fmt.Errorf("%w: %v", spool.ErrKeep, err)
+		}
+		return nil
 	})
 	if err != nil && !errors.Is(err, spool.ErrBusy) {
 		o.log.Info("spool replay stopped; will retry", "err", err)
+	}
+}
+
+// replayInterval bounds how often a running agent tries the spool.
+const replayInterval = 10 * time.Second
+
+// replaySoon replays the spool when something waits in it, at most every
+// replayInterval, so that data spooled during an outage reaches the stores
+// while the job still runs, not only when it ends: Prometheus refuses
+// samples that come hours late.
+func (o *Outputs) replaySoon(ctx context.Context) {
+	o.mu.Lock()
+	due := time.Since(o.lastReplay) >= replayInterval
+	o.mu.Unlock()
+	if due {
+		o.replayIfWaiting(ctx)
+	}
+}
+
+// replayIfWaiting replays the spool when anything waits in it.
+func (o *Outputs) replayIfWaiting(ctx context.Context) {
+	o.mu.Lock()
+	o.lastReplay = time.Now()
+	o.mu.Unlock()
+	if st, err := o.spool.Stats(); err == nil && st.Items > 0 {
+		o.Replay(ctx)
 	}
 }
 

@@ -300,3 +300,106 @@ func TestJobDocumentFileWithoutElasticsearch(t *testing.T) {
 		t.Fatalf("file %s: %v %+v", o.Where(job.DocID), err, back.DocID)
 	}
 }
+
+func counterSeries(cluster string, fromMs int64, n int, start float64) []monitor.Series {
+	pts := make([]monitor.Point, n)
+	for i := range pts {
+		pts[i] = monitor.Point{TimestampMs: fromMs + int64(i)*1000, Value: start + float64(i)}
+	}
+	return []monitor.Series{{Name: "jobsight_job_cpu_usage_seconds_total",
+		Labels:  []monitor.Label{{Name: "cluster", Value: cluster}, {Name: "job_id", Value: "1"}, {Name: "node", Value: "n1"}},
+		Samples: pts}}
+}
+
+func promCount(t *testing.T, promURL, cluster string, want float64) {
+	t.Helper()
+	q := fmt.Sprintf(`count_over_time(jobsight_job_cpu_usage_seconds_total{cluster=%q}[1h])`, cluster)
+	deadline := time.Now().Add(15 * time.Second)
+	var got float64
+	for time.Now().Before(deadline) {
+		if v, ok, _ := stack.PromQuery(context.Background(), promURL, q); ok {
+			if got = v; got == want {
+				return
+			}
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	t.Errorf("Prometheus holds %v samples of %s, want %v", got, cluster, want)
+}
+
+// Samples spooled during an outage land before a newer batch: Prometheus
+// refuses samples older than a series' newest, so order matters.
+func TestSpooledSamplesLandBeforeANewerPush(t *testing.T) {
+	st := need(t)
+	spoolDir := t.TempDir()
+	deadPort, _ := stack.FreePort()
+	dead := fmt.Sprintf("http://127.0.0.1:%d", deadPort)
+	cluster := fmt.Sprintf("order%d", rand.Uint32()%100000)
+	t0 := time.Now().Add(-10 * time.Minute).UnixMilli()
+
+	down := newOutputs(t, testConfig(t, dead, dead, spoolDir))
+	if err := down.PushSeries(context.Background(), counterSeries(cluster, t0, 10, 0)); err == nil {
+		t.Fatal("push to a dead Prometheus succeeded")
+	}
+	cfg := testConfig(t, st.Elasticsearch.URL, st.Prometheus.URL, spoolDir)
+	up := newOutputs(t, cfg)
+	if err := up.PushSeries(context.Background(), counterSeries(cluster, t0+10_000, 10, 10)); err != nil {
+		t.Fatal(err)
+	}
+	promCount(t, st.Prometheus.URL, cluster, 20)
+}
+
+// One store down does not hold the other's spooled data back.
+func TestOneStoreDownDoesNotHoldTheOtherBack(t *testing.T) {
+	st := need(t)
+	spoolDir := t.TempDir()
+	deadPort, _ := stack.FreePort()
+	dead := fmt.Sprintf("http://127.0.0.1:%d", deadPort)
+	cluster := fmt.Sprintf("split%d", rand.Uint32()%100000)
+	o := newOutputs(t, testConfig(t, dead, dead, spoolDir))
+	job, _ := sampleJob(cluster, 3, time.Now().Add(-time.Hour))
+	ctx := context.Background()
+	_ = o.PutJob(ctx, job) // spooled first: Elasticsearch is down
+	_ = o.PushSeries(ctx, counterSeries(cluster, time.Now().Add(-5*time.Minute).UnixMilli(), 5, 0))
+
+	// Prometheus is back, Elasticsearch is not.
+	half := newOutputs(t, testConfig(t, dead, st.Prometheus.URL, spoolDir))
+	half.Replay(ctx)
+	promCount(t, st.Prometheus.URL, cluster, 5)
+	sp, _ := spool.Open(spoolDir, spool.Options{MaxBytes: 64 << 20})
+	if stats, _ := sp.Stats(); stats.Items != 1 || stats.ItemsByKind[sink.KindJobDoc] != 1 {
+		t.Errorf("spool holds %+v, want just the job document waiting for Elasticsearch", stats.ItemsByKind)
+	}
+}
+
+// A spooled document older than what the store holds is dropped, not
+// replayed over the newer version (e.g. the final node document written
+// right after an outage).
+func TestReplayNeverOverwritesANewerDocument(t *testing.T) {
+	st := need(t)
+	spoolDir := t.TempDir()
+	deadPort, _ := stack.FreePort()
+	dead := fmt.Sprintf("http://127.0.0.1:%d", deadPort)
+	cluster := fmt.Sprintf("newer%d", rand.Uint32()%100000)
+	cfg := testConfig(t, st.Elasticsearch.URL, st.Prometheus.URL, spoolDir)
+	deadCfg := cfg
+	deadCfg.Elasticsearch.URLs = []string{dead}
+
+	job, _ := sampleJob(cluster, 4, time.Now().Add(-time.Hour))
+	old := job
+	old.Final, old.State, old.UpdatedAt = false, jobmodel.StateRunning, jobmodel.At(time.Now().Add(-time.Minute))
+	ctx := context.Background()
+	_ = newOutputs(t, deadCfg).PutJob(ctx, old) // the running version, spooled during the outage
+
+	up := newOutputs(t, cfg)
+	job.UpdatedAt = jobmodel.At(time.Now())
+	if err := up.PutJob(ctx, job); err != nil { // the final version, written directly
+		t.Fatal(err)
+	}
+	getJob(t, up, job.DocID)
+	up.Replay(ctx)
+	time.Sleep(2 * time.Second) // let a wrongly replayed write become visible
+	if got := getJob(t, up, job.DocID); !got.Final || got.State != jobmodel.StateCompleted {
+		t.Errorf("stored job is final=%v state=%s: an older spooled version overwrote the newer one", got.Final, got.State)
+	}
+}
