@@ -296,7 +296,8 @@ func Summary(w io.Writer, args []string, r *RunResult, where string) {
 	}
 	fmt.Fprintf(w, "  samples   %d, every %s", n.Sampling.Count, seconds(n.Sampling.IntervalSeconds))
 	if len(r.Job.MissingMetrics) > 0 {
-		fmt.Fprintf(w, "; not measured: %s", strings.Join(r.Job.MissingMetrics, ", "))
+		// Without a cgroup there is no charged memory, limit or kernel peak.
+		fmt.Fprintf(w, "; not measured (no cgroup around the command): %s", strings.Join(r.Job.MissingMetrics, ", "))
 	}
 	fmt.Fprintln(w)
 	if where != "" {
