@@ -223,12 +223,17 @@ func (o *Outputs) put(ctx context.Context, d sink.Doc, onlyIfNewer bool) error {
 	if err := o.EnsureIndices(ctx); err != nil {
 		return err
 	}
-	d, err := o.resolveDoc(ctx, d)
+	var meta stored
+	if err := json.Unmarshal(d.Body, &meta); err != nil {
+		return fmt.Errorf("document %s: %w", d.ID, err)
+	}
+	d, err := o.resolveDoc(ctx, d, meta)
 	if err != nil {
 		return err
 	}
+	mine := meta.updated()
 	if onlyIfNewer {
-		older, err := o.olderThanStored(ctx, d)
+		older, err := o.olderThanStored(ctx, d, mine)
 		if err != nil || older {
 			if older {
 				o.log.Info("dropping a spooled document: the store holds a newer version", "id", d.ID)
@@ -245,32 +250,20 @@ func (o *Outputs) put(ctx context.Context, d sink.Doc, onlyIfNewer bool) error {
 	if len(failures) > 0 {
 		return failures[0].Err
 	}
-	if t := updatedAt(d.Body); !t.IsZero() {
+	if !mine.IsZero() {
 		o.mu.Lock()
-		if t.After(o.written[d.ID]) {
-			o.written[d.ID] = t
+		if mine.After(o.written[d.ID]) {
+			o.written[d.ID] = mine
 		}
 		o.mu.Unlock()
 	}
 	return nil
 }
 
-// updatedAt reads a document's updated_at (zero when it has none).
-func updatedAt(body []byte) time.Time {
-	var doc struct {
-		UpdatedAt *jobmodel.Time `json:"updated_at"`
-	}
-	if json.Unmarshal(body, &doc) != nil || doc.UpdatedAt == nil {
-		return time.Time{}
-	}
-	return doc.UpdatedAt.Time
-}
-
-// olderThanStored reports whether a version of d updated at or after d's
-// updated_at is stored: written by this process (a search would not see a
+// olderThanStored reports whether a version of d updated at or after mine
+// (d's updated_at) is stored: written by this process (a search would not see a
 // write of the last second), or found in the store.
-func (o *Outputs) olderThanStored(ctx context.Context, d sink.Doc) (bool, error) {
-	mine := updatedAt(d.Body)
+func (o *Outputs) olderThanStored(ctx context.Context, d sink.Doc, mine time.Time) (bool, error) {
 	if mine.IsZero() {
 		return false, nil
 	}
@@ -288,7 +281,8 @@ func (o *Outputs) olderThanStored(ctx context.Context, d sink.Doc) (bool, error)
 		return false, err
 	}
 	if raw := got[d.ID]; raw != nil {
-		if theirs := updatedAt(raw); !theirs.IsZero() && !theirs.Before(mine) {
+		var theirs stored
+		if json.Unmarshal(raw, &theirs) == nil && !theirs.updated().IsZero() && !theirs.updated().Before(mine) {
 			return true, nil
 		}
 	}
@@ -443,7 +437,16 @@ type stored struct {
 	SubmitTime *jobmodel.Time `json:"submit_time"`
 	StartTime  *jobmodel.Time `json:"start_time"`
 	EndTime    *jobmodel.Time `json:"end_time"`
+	UpdatedAt  *jobmodel.Time `json:"updated_at"`
 	Final      bool           `json:"final"`
+}
+
+// updated is the document's updated_at, zero when it has none.
+func (s stored) updated() time.Time {
+	if s.UpdatedAt == nil {
+		return time.Time{}
+	}
+	return s.UpdatedAt.Time
 }
 
 // resolve decides the id of the job whose plain id is base: base, unless a
@@ -523,16 +526,9 @@ func otherJob(s stored, submit, start time.Time) bool {
 	return s.Final && s.EndTime != nil && !start.IsZero() && s.EndTime.Before(start)
 }
 
-// resolveDoc rewrites a job or node document whose job id turned out to be
-// reused to its new id.
-func (o *Outputs) resolveDoc(ctx context.Context, d sink.Doc) (sink.Doc, error) {
-	if d.Kind == sink.KindSamples {
-		return d, nil
-	}
-	var s stored
-	if err := json.Unmarshal(d.Body, &s); err != nil {
-		return d, fmt.Errorf("document %s: %w", d.ID, err)
-	}
+// resolveDoc rewrites a job or node document (whose fields s holds) to its
+// new id when its job id turned out to be reused.
+func (o *Outputs) resolveDoc(ctx context.Context, d sink.Doc, s stored) (sink.Doc, error) {
 	base := s.DocID
 	if d.Kind == sink.KindNodeDoc {
 		base = s.JobDocID

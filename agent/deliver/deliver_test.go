@@ -80,6 +80,22 @@ func testConfig(t *testing.T, esURL, promURL, spoolDir string) config.Config {
 	return cfg
 }
 
+// deadURL is the URL of a port nothing listens on: a store that is down.
+func deadURL(t *testing.T) string {
+	t.Helper()
+	port, err := stack.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("http://127.0.0.1:%d", port)
+}
+
+// testCluster is a cluster name of the test's own, so tests can share the
+// servers (and a real cluster) without seeing each other's data.
+func testCluster(prefix string) string {
+	return fmt.Sprintf("%s%d", prefix, rand.Uint32()%100000)
+}
+
 func newOutputs(t *testing.T, cfg config.Config) *Outputs {
 	t.Helper()
 	o, err := New(context.Background(), cfg, monitor.NewHealth(), slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -127,9 +143,8 @@ func getJob(t *testing.T, o *Outputs, id string) jobmodel.Job {
 func TestStoresDownForTheWholeJobLoseNothing(t *testing.T) {
 	st := need(t)
 	spoolDir := t.TempDir()
-	deadPort, _ := stack.FreePort()
-	dead := fmt.Sprintf("http://127.0.0.1:%d", deadPort)
-	cluster := fmt.Sprintf("down%d", rand.Uint32()%100000)
+	dead := deadURL(t)
+	cluster := testCluster("down")
 	down := newOutputs(t, testConfig(t, dead, dead, spoolDir))
 
 	job, node := sampleJob(cluster, 7, time.Now().Add(-2*time.Minute))
@@ -195,7 +210,7 @@ func TestBadDocumentInTheSpoolIsSetAsideAndTheRestDelivered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cluster := fmt.Sprintf("bad%d", rand.Uint32()%100000)
+	cluster := testCluster("bad")
 	var good []string
 	for i, id := range []uint64{1, 2, 3} {
 		job, _ := sampleJob(cluster, id, time.Now().Add(-time.Hour))
@@ -228,7 +243,7 @@ func TestBadDocumentInTheSpoolIsSetAsideAndTheRestDelivered(t *testing.T) {
 func TestHostileStringsRoundTrip(t *testing.T) {
 	st := need(t)
 	o := newOutputs(t, testConfig(t, st.Elasticsearch.URL, st.Prometheus.URL, t.TempDir()))
-	job, _ := sampleJob(fmt.Sprintf("hostile%d", rand.Uint32()%100000), 9, time.Now())
+	job, _ := sampleJob(testCluster("hostile"), 9, time.Now())
 	job.Name = strings.Repeat(`"quoted' \n newline ünïcødé 名前 {"json":1} </script> `, 200)[:10240]
 	job.Account = "acct\"\n\\evil"
 	job.Partition = strings.Repeat("p", 2000)
@@ -245,7 +260,7 @@ func TestHostileStringsRoundTrip(t *testing.T) {
 func TestReusedJobIDKeepsTheOlderJob(t *testing.T) {
 	st := need(t)
 	cfg := testConfig(t, st.Elasticsearch.URL, st.Prometheus.URL, t.TempDir())
-	cluster := fmt.Sprintf("reuse%d", rand.Uint32()%100000)
+	cluster := testCluster("reuse")
 	older, _ := sampleJob(cluster, 17, time.Now().Add(-48*time.Hour))
 	first := newOutputs(t, cfg)
 	if err := first.PutJob(context.Background(), older); err != nil {
@@ -332,9 +347,8 @@ func promCount(t *testing.T, promURL, cluster string, want float64) {
 func TestSpooledSamplesLandBeforeANewerPush(t *testing.T) {
 	st := need(t)
 	spoolDir := t.TempDir()
-	deadPort, _ := stack.FreePort()
-	dead := fmt.Sprintf("http://127.0.0.1:%d", deadPort)
-	cluster := fmt.Sprintf("order%d", rand.Uint32()%100000)
+	dead := deadURL(t)
+	cluster := testCluster("order")
 	t0 := time.Now().Add(-10 * time.Minute).UnixMilli()
 
 	down := newOutputs(t, testConfig(t, dead, dead, spoolDir))
@@ -353,9 +367,8 @@ func TestSpooledSamplesLandBeforeANewerPush(t *testing.T) {
 func TestOneStoreDownDoesNotHoldTheOtherBack(t *testing.T) {
 	st := need(t)
 	spoolDir := t.TempDir()
-	deadPort, _ := stack.FreePort()
-	dead := fmt.Sprintf("http://127.0.0.1:%d", deadPort)
-	cluster := fmt.Sprintf("split%d", rand.Uint32()%100000)
+	dead := deadURL(t)
+	cluster := testCluster("split")
 	o := newOutputs(t, testConfig(t, dead, dead, spoolDir))
 	job, _ := sampleJob(cluster, 3, time.Now().Add(-time.Hour))
 	ctx := context.Background()
@@ -378,9 +391,8 @@ func TestOneStoreDownDoesNotHoldTheOtherBack(t *testing.T) {
 func TestReplayNeverOverwritesANewerDocument(t *testing.T) {
 	st := need(t)
 	spoolDir := t.TempDir()
-	deadPort, _ := stack.FreePort()
-	dead := fmt.Sprintf("http://127.0.0.1:%d", deadPort)
-	cluster := fmt.Sprintf("newer%d", rand.Uint32()%100000)
+	dead := deadURL(t)
+	cluster := testCluster("newer")
 	cfg := testConfig(t, st.Elasticsearch.URL, st.Prometheus.URL, spoolDir)
 	deadCfg := cfg
 	deadCfg.Elasticsearch.URLs = []string{dead}
