@@ -121,7 +121,6 @@ func (o *Outputs) EnsureIndices(ctx context.Context) error {
 // PushSeries sends series by remote write; a batch that fails for a reason
 // that may pass is spooled as encoded. The series are not retained.
 func (o *Outputs) PushSeries(ctx context.Context, series []monitor.Series) error {
-	defer o.updateSpoolMetrics()
 	if o.rw == nil || len(series) == 0 {
 		return nil
 	}
@@ -139,6 +138,7 @@ func (o *Outputs) PushSeries(ctx context.Context, series []monitor.Series) error
 	if serr := o.spool.EnqueueSamples(targetProm, payload); serr != nil {
 		return errors.Join(err, serr)
 	}
+	o.updateSpoolMetrics()
 	return err
 }
 
@@ -203,6 +203,7 @@ func (o *Outputs) write(ctx context.Context, d sink.Doc) error {
 	if serr := o.spool.EnqueueDoc(targetES, d); serr != nil {
 		return errors.Join(err, fmt.Errorf("spooling %s: %w", d.ID, serr))
 	}
+	o.updateSpoolMetrics()
 	return err
 }
 
@@ -355,16 +356,27 @@ func (o *Outputs) replayIfWaiting(ctx context.Context) {
 	o.mu.Lock()
 	o.lastReplay = time.Now()
 	o.mu.Unlock()
-	if st, err := o.spool.Stats(); err == nil && st.Items > 0 {
-		o.Replay(ctx)
+	st, err := o.spool.Stats()
+	switch {
+	case err != nil:
+	case st.Items > 0:
+		o.Replay(ctx) // refreshes the spool metrics when done
+	default:
+		o.setSpoolMetrics(st) // the spool may have been emptied by another agent
 	}
 }
 
 // updateSpoolMetrics mirrors the spool's size and drops in the health
 // metrics.
 func (o *Outputs) updateSpoolMetrics() {
-	st, err := o.spool.Stats()
-	if err != nil || o.health == nil {
+	if st, err := o.spool.Stats(); err == nil {
+		o.setSpoolMetrics(st)
+	}
+}
+
+// setSpoolMetrics sets the spool's health metrics from its stats.
+func (o *Outputs) setSpoolMetrics(st spool.Stats) {
+	if o.health == nil {
 		return
 	}
 	o.health.SpoolBytes.Set(float64(st.Bytes))

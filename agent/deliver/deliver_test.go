@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/jobsight/jobsight/agent/config"
 	"github.com/jobsight/jobsight/agent/monitor"
 	"github.com/jobsight/jobsight/agent/sink"
@@ -78,6 +81,15 @@ func testConfig(t *testing.T, esURL, promURL, spoolDir string) config.Config {
 	cfg.Spool.Dir = spoolDir
 	cfg.OutputDir = t.TempDir()
 	return cfg
+}
+
+// gauge reads a gauge's current value.
+func gauge(g prometheus.Gauge) float64 {
+	var m dto.Metric
+	if err := g.Write(&m); err != nil {
+		return -1
+	}
+	return m.GetGauge().GetValue()
 }
 
 // deadURL is the URL of a port nothing listens on: a store that is down.
@@ -162,6 +174,12 @@ func TestStoresDownForTheWholeJobLoseNothing(t *testing.T) {
 	if err := down.PutJob(ctx, job); err == nil {
 		t.Error("PutJob to a dead Elasticsearch reported success")
 	}
+	if g := gauge(down.health.SpoolItems); g != 3 {
+		t.Errorf("jobsight_agent_spool_items = %v after three failed writes, want 3", g)
+	}
+	if g := gauge(down.health.SpoolBytes); g < 100 {
+		t.Errorf("jobsight_agent_spool_bytes = %v, want the spooled bytes", g)
+	}
 	down.Replay(ctx) // still down: nothing may be lost
 	sp, err := spool.Open(spoolDir, spool.Options{MaxBytes: 64 << 20})
 	if err != nil {
@@ -179,6 +197,9 @@ func TestStoresDownForTheWholeJobLoseNothing(t *testing.T) {
 	up.Replay(ctx)
 	if stats, _ := sp.Stats(); stats.Items != 0 {
 		t.Errorf("spool still holds %d items after replay", stats.Items)
+	}
+	if g := gauge(up.health.SpoolItems); g != 0 {
+		t.Errorf("jobsight_agent_spool_items = %v after replay, want 0", g)
 	}
 	got := getJob(t, up, job.DocID)
 	if !got.Final || got.CPU == nil || *got.CPU.CoreSeconds != 42.5 {
