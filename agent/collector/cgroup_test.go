@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -15,7 +16,7 @@ func checkSample(t *testing.T, s Sample, want Sample) {
 		t.Errorf("missing = %q, want %q", s.Missing, want.Missing)
 	}
 	want.Time = s.Time
-	if s != want {
+	if !reflect.DeepEqual(s, want) {
 		t.Errorf("sample =\n %+v\nwant\n %+v", s, want)
 	}
 }

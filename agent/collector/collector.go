@@ -10,6 +10,8 @@ package collector
 import (
 	"strings"
 	"time"
+
+	"github.com/jobsight/jobsight/agent/gpu"
 )
 
 // Metric names one field of a Sample. A Sample's Missing set says which
@@ -82,12 +84,35 @@ type Sample struct {
 
 	// Missing is the set of metrics not read in this pass.
 	Missing Metric
+
+	// GPUs are the GPUs the job holds (or, when no allocation is known,
+	// runs on) on this node, one entry per device read in this pass; nil
+	// when no GPU collector runs. Its storage is reused between passes.
+	GPUs []GPUSample
+}
+
+// GPUSample is one GPU's reading in a pass, with what the job does on it.
+type GPUSample struct {
+	Device gpu.Device
+	// Held: the job's allocation names the device (false when the job was
+	// attributed the device only because its processes run there).
+	Held    bool
+	Reading gpu.Reading
+	// JobProcesses is the number of the job's processes on the device.
+	JobProcesses uint32
+	// JobMemoryBytes is the device memory those processes hold, valid when
+	// JobMemoryKnown.
+	JobMemoryBytes uint64
+	JobMemoryKnown bool
+	// OtherProcesses counts processes on the device that are not the job's.
+	OtherProcesses uint32
 }
 
 // Reset clears a sample for reuse, marking everything missing until a
 // collector fills it in.
 func (s *Sample) Reset(t time.Time) {
-	*s = Sample{Time: t, Missing: AllMetrics}
+	gpus := s.GPUs[:0]
+	*s = Sample{Time: t, Missing: AllMetrics, GPUs: gpus}
 }
 
 // Has reports whether every metric in m was read.

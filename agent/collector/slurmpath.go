@@ -86,6 +86,7 @@ type JobDirs struct {
 	Memory  string // v1: <root>/memory/slurm[_<host>]/uid_<uid>/job_<id>
 	CPUAcct string // v1: the same under cpuacct (or cpu,cpuacct)
 	CPUSet  string // v1: the same under cpuset
+	Devices string // v1: the same under devices (only with ConstrainDevices=yes)
 }
 
 // procsDir is the v1 hierarchy whose step and task cgroups list the job's
@@ -143,6 +144,7 @@ func findV1(root string, v Version, uid uint32, jobID uint64, host string) (JobD
 	d.Memory = find("memory")
 	d.CPUAcct = find("cpuacct", "cpu,cpuacct", "cpuacct,cpu")
 	d.CPUSet = find("cpuset")
+	d.Devices = find("devices")
 	if d.Memory == "" && d.CPUAcct == "" {
 		return d, fmt.Errorf("finding cgroup v1 of job %d (uid %d) under %s/{memory,cpuacct}/slurm*/%s: %w",
 			jobID, uid, root, tail, os.ErrNotExist)

@@ -52,6 +52,30 @@ type Config struct {
 	Spool         SpoolConfig         `yaml:"spool"`
 	Elasticsearch ElasticsearchConfig `yaml:"elasticsearch"`
 	Prometheus    PrometheusConfig    `yaml:"prometheus"`
+	GPU           GPUConfig           `yaml:"gpu"`
+}
+
+// GPUConfig says how the agent reads GPUs.
+type GPUConfig struct {
+	// Backend is auto (NVML, then AMD SMI, then the amd-smi CLI; none when
+	// none answers), nvidia, amd, simulated or none. The simulated source
+	// is only used when named here.
+	Backend string `yaml:"backend"`
+	// ActiveThreshold is the utilisation (0-1) above which a GPU counts as
+	// active, and above which a GPU's average makes it an effective GPU.
+	ActiveThreshold float64 `yaml:"active_threshold"`
+	// AMDLibrary is the path of libamd_smi.so ("" searches the usual places).
+	AMDLibrary string       `yaml:"amd_library"`
+	Simulated  SimGPUConfig `yaml:"simulated"`
+}
+
+// SimGPUConfig describes the simulated GPUs (backend: simulated).
+type SimGPUConfig struct {
+	Devices        int            `yaml:"devices"`
+	MemoryBytes    ByteSize       `yaml:"memory_bytes"`
+	Profile        string         `yaml:"profile"`
+	DeviceProfiles map[int]string `yaml:"device_profiles"`
+	DropAfter      time.Duration  `yaml:"drop_after"`
 }
 
 // CgroupConfig says where the cgroup filesystem is.
@@ -149,6 +173,8 @@ func Default() Config {
 			JobIndex: "jobsight-jobs", NodeIndex: "jobsight-nodes", Timeout: 10 * time.Second,
 		},
 		Prometheus: PrometheusConfig{PushInterval: 10 * time.Second, Timeout: 10 * time.Second},
+		GPU: GPUConfig{Backend: "auto", ActiveThreshold: 0.10,
+			Simulated: SimGPUConfig{Devices: 4, MemoryBytes: 80 << 30, Profile: "one-of-n", DropAfter: time.Minute}},
 	}
 }
 
@@ -294,7 +320,46 @@ func (c *Config) Validate() error {
 	if c.Prometheus.Timeout <= 0 {
 		bad("prometheus.timeout", "must be positive")
 	}
+	switch c.GPU.Backend {
+	case "auto", "nvidia", "amd", "simulated", "none":
+	default:
+		bad("gpu.backend", "%q: want auto, nvidia, amd, simulated or none", c.GPU.Backend)
+	}
+	if !(c.GPU.ActiveThreshold > 0 && c.GPU.ActiveThreshold < 1) {
+		bad("gpu.active_threshold", "%v: want a utilisation ratio between 0 and 1 (e.g. 0.1)", c.GPU.ActiveThreshold)
+	}
+	if n := c.GPU.Simulated.Devices; n < 1 || n > 64 {
+		bad("gpu.simulated.devices", "%d is outside 1..64", n)
+	}
+	if c.GPU.Simulated.MemoryBytes < 1<<20 {
+		bad("gpu.simulated.memory_bytes", "%d bytes is below 1MiB", c.GPU.Simulated.MemoryBytes)
+	}
+	if !validProfile(c.GPU.Simulated.Profile) {
+		bad("gpu.simulated.profile", "%q: want %s", c.GPU.Simulated.Profile, profileNames)
+	}
+	for i, p := range c.GPU.Simulated.DeviceProfiles {
+		if i < 0 || i >= c.GPU.Simulated.Devices {
+			bad(fmt.Sprintf("gpu.simulated.device_profiles[%d]", i), "no such device (devices: %d)", c.GPU.Simulated.Devices)
+		} else if !validProfile(p) {
+			bad(fmt.Sprintf("gpu.simulated.device_profiles[%d]", i), "%q: want %s", p, profileNames)
+		}
+	}
+	if c.GPU.Simulated.DropAfter <= 0 {
+		bad("gpu.simulated.drop_after", "must be positive")
+	}
 	return errors.Join(errs...)
+}
+
+// profileNames are the simulated GPU load profiles (gpu.Profiles; the
+// config package does not import the GPU code).
+const profileNames = "idle, steady, one-of-n, dropping or memory-heavy"
+
+func validProfile(p string) bool {
+	switch p {
+	case "idle", "steady", "one-of-n", "dropping", "memory-heavy":
+		return true
+	}
+	return false
 }
 
 // ReadSecret reads a credential from a file, trimming one trailing newline.

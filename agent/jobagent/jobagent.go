@@ -56,6 +56,8 @@ type Agent struct {
 	Health  *monitor.Health
 	Log     *slog.Logger
 	Now     func() time.Time
+	// GPU is the node's GPU backend and the job's GPU list.
+	GPU GPUs
 	// EndPoll overrides DefaultEndPoll.
 	EndPoll time.Duration
 	// CPUAtMain is the process's CPU time when main began (exec and
@@ -124,13 +126,18 @@ func (a *Agent) Start(ctx context.Context, jobID uint64, uid uint32) error {
 
 // watch samples the job until ctx ends or the job is gone.
 func (a *Agent) watch(ctx context.Context, jobID uint64, uid uint32, ck *Checkpoint, f files) {
-	src, err := a.Sources(ctx, collector.Target{JobID: jobID, UID: uid, Host: a.Config.Node})
+	target := collector.Target{JobID: jobID, UID: uid, Host: a.Config.Node}
+	src, err := a.Sources(ctx, target)
 	if err != nil {
+		a.addGPU(nil, target, ck.State) // a job holding GPUs says they are missing
 		if ctx.Err() == nil {
 			a.Log.Warn("no cgroup for the job; its usage will be missing", "job_id", jobID, "err", err)
 			a.waitForEnd(ctx, ck.Job)
 		}
 		return
+	}
+	if set, ok := src.(collector.Set); ok {
+		src = a.addGPU(set, target, ck.State)
 	}
 	defer src.Close()
 	opts := monitor.Options{

@@ -20,6 +20,10 @@ func exposition(t *testing.T) []byte {
 	for _, m := range JobMetrics {
 		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n%s%s 1\n", m.Name, m.Help, m.Name, m.Type, m.Name, labels)
 	}
+	gpuLabels := `{cluster="hpc1",gpu="3",job_id="4242_7",node="n001",simulated="true"}`
+	for _, m := range GPUMetrics {
+		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n%s%s 1\n", m.Name, m.Help, m.Name, m.Type, m.Name, gpuLabels)
+	}
 	h := NewHealth()
 	h.CollectorErrors.WithLabelValues("cgroupv1").Inc()
 	h.SpoolDropped.WithLabelValues("samples").Inc()
@@ -54,7 +58,11 @@ func TestMetricNamesPassPromtool(t *testing.T) {
 
 func TestJobSeriesCarryOnlyAllowedLabels(t *testing.T) {
 	t.Parallel()
-	for _, m := range JobMetrics {
+	all := append([]JobMetric(nil), JobMetrics...)
+	for _, m := range GPUMetrics {
+		all = append(all, JobMetric{Name: m.Name, Type: m.Type})
+	}
+	for _, m := range all {
 		if !strings.HasPrefix(m.Name, "jobsight_job_") {
 			t.Errorf("job metric %s lacks the jobsight_job_ prefix", m.Name)
 		}

@@ -138,6 +138,7 @@ func (m *Monitor) push() {
 			series = append(series, Series{Name: JobMetrics[i].Name, Labels: m.opts.Labels, Samples: pts})
 		}
 	}
+	series = m.buf.gpuSeries(series, m.opts.Labels)
 	if hs, err := m.health.Series(m.opts.Now().UnixMilli(), m.opts.Labels); err == nil {
 		series = append(series, hs...)
 	}

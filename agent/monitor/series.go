@@ -46,6 +46,7 @@ type Point = promremote.Sample
 // metric, reused between pushes so steady-state sampling does not allocate.
 type Buffer struct {
 	Points [][]Point // indexed like JobMetrics
+	GPUs   []gpuBuffer
 }
 
 // NewBuffer makes a buffer sized for n samples per push.
@@ -66,6 +67,7 @@ func (b *Buffer) Add(s *collector.Sample) {
 			b.Points[i] = append(b.Points[i], Point{TimestampMs: ts, Value: m.get(s)})
 		}
 	}
+	b.addGPUs(s)
 }
 
 // Len is the number of points held.
@@ -74,6 +76,11 @@ func (b *Buffer) Len() int {
 	for _, p := range b.Points {
 		n += len(p)
 	}
+	for _, g := range b.GPUs {
+		for _, p := range g.points {
+			n += len(p)
+		}
+	}
 	return n
 }
 
@@ -81,5 +88,10 @@ func (b *Buffer) Len() int {
 func (b *Buffer) Reset() {
 	for i := range b.Points {
 		b.Points[i] = b.Points[i][:0]
+	}
+	for _, g := range b.GPUs {
+		for i := range g.points {
+			g.points[i] = g.points[i][:0]
+		}
 	}
 }

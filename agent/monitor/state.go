@@ -40,6 +40,10 @@ type NodeState struct {
 
 	// PrevCPUTime is when CPU was last read, for the cores rate.
 	PrevCPUTime time.Time `json:"prev_cpu_time"`
+
+	// GPU is the job's GPUs on this node; nil when no GPU collector runs
+	// and the job holds no GPU.
+	GPU *GPUState `json:"gpu,omitempty"`
 }
 
 // NewNodeState starts the state of a job watched from start.
@@ -110,6 +114,9 @@ func (n *NodeState) Add(s *collector.Sample) (cores float64, ok bool) {
 		n.IORead.Observe(s.IOReadBytes)
 		n.IOWrite.Observe(s.IOWriteBytes)
 	}
+	if n.GPU != nil {
+		n.GPU.add(s.GPUs, dt)
+	}
 	return cores, ok
 }
 
@@ -173,6 +180,10 @@ func (n *NodeState) Fill(doc *jobmodel.Node, end time.Time) {
 	u.Processes = counts(&n.Procs)
 	u.Threads = counts(&n.Threads)
 	doc.Usage = u
+	doc.Allocated.GPUs = nil
+	if n.GPU != nil {
+		n.GPU.fill(doc)
+	}
 }
 
 func counts(s *aggregate.Series) *jobmodel.CountUsage {

@@ -111,7 +111,7 @@ static int job_ids(spank_t sp, char *id, size_t idlen, char *uid, size_t uidlen)
  * and waits only for the intermediate child, which exits at once. */
 static void spawn(char *const argv[])
 {
-	static const char *keep[] = { "SLURM_CONF", "SLURMD_NODENAME", "SLURM_CLUSTER_NAME", "TZ", NULL };
+	static const char *keep[] = { "SLURM_CONF", "SLURMD_NODENAME", "SLURM_CLUSTER_NAME", "SLURM_JOB_GPUS", "TZ", NULL };
 	pid_t pid;
 	int status;
 

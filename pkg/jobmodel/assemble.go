@@ -2,6 +2,7 @@ package jobmodel
 
 import (
 	"sort"
+	"strings"
 )
 
 // Assemble fills job's usage, sampling and missing metrics from its node
@@ -87,6 +88,7 @@ func Assemble(job *Job, nodes []Node) {
 	}
 	u.Processes = sumCounts(nodes, func(n *Node) *CountUsage { return n.Processes })
 	u.Threads = sumCounts(nodes, func(n *Node) *CountUsage { return n.Threads })
+	u.GPU, u.GPUs = assembleGPUs(nodes)
 	job.Usage = u
 
 	job.Sampling = Sampling{}
@@ -112,6 +114,83 @@ func Assemble(job *Job, nodes []Node) {
 	if len(job.MissingMetrics) == 0 {
 		job.MissingMetrics = nil
 	}
+}
+
+// assembleGPUs joins the nodes' GPUs: every per-GPU entry, named by its
+// node, and a summary whose counts and energy are sums and whose
+// utilisation is the mean over all the job's GPUs.
+func assembleGPUs(nodes []Node) (*GPUUsage, []GPUDevice) {
+	var sum GPUUsage
+	var devs []GPUDevice
+	var sources, attributions []string
+	var utilSum float64
+	var nUtil int64
+	found := false
+	for i := range nodes {
+		n := &nodes[i]
+		g := n.GPU
+		if g == nil {
+			continue
+		}
+		found = true
+		for _, d := range n.GPUs {
+			d.Node = n.Node
+			devs = append(devs, d)
+			if d.UtilizationAvg != nil {
+				utilSum += *d.UtilizationAvg
+				nUtil++
+			}
+		}
+		sum.Count += g.Count
+		sum.Simulated = sum.Simulated || g.Simulated
+		sum.Held = addPtr(sum.Held, g.Held)
+		sum.EffectiveGPUs = addPtr(sum.EffectiveGPUs, g.EffectiveGPUs)
+		sum.HeldIdle = addPtr(sum.HeldIdle, g.HeldIdle)
+		sum.GPUSeconds = addPtr(sum.GPUSeconds, g.GPUSeconds)
+		sum.ActiveSeconds = addPtr(sum.ActiveSeconds, g.ActiveSeconds)
+		sum.EnergyJoules = addPtr(sum.EnergyJoules, g.EnergyJoules)
+		if g.MemoryPeakBytes != nil && (sum.MemoryPeakBytes == nil || *g.MemoryPeakBytes > *sum.MemoryPeakBytes) {
+			sum.MemoryPeakBytes = Ptr(*g.MemoryPeakBytes)
+		}
+		sources = appendNew(sources, g.Source)
+		attributions = appendNew(attributions, g.Attribution)
+	}
+	if !found {
+		return nil, nil
+	}
+	sort.Strings(sources)
+	sort.Strings(attributions)
+	sum.Source = strings.Join(sources, "+")
+	sum.Attribution = strings.Join(attributions, "+")
+	if nUtil > 0 {
+		sum.UtilizationAvg = Ptr(utilSum / float64(nUtil))
+	}
+	if sum.EffectiveGPUs != nil && sum.Count > 0 {
+		sum.EffectiveRatio = Ptr(float64(*sum.EffectiveGPUs) / float64(sum.Count))
+	}
+	return &sum, devs
+}
+
+func addPtr[T number](acc, v *T) *T {
+	if v == nil {
+		return acc
+	}
+	if acc == nil {
+		return Ptr(*v)
+	}
+	return Ptr(*acc + *v)
+}
+
+func appendNew(list []string, s string) []string {
+	if s == "" {
+		return list
+	}
+	for _, x := range list {
+		if x == s {
+			return list
+		}
+	}
+	return append(list, s)
 }
 
 // memField reads a memory field of a node, nil when the node has no memory

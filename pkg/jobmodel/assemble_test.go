@@ -70,3 +70,35 @@ func TestAssemblePartialSaysWhatIsMissing(t *testing.T) {
 		t.Errorf("cpu from the node that has it should be kept: %+v", job.CPU)
 	}
 }
+
+func TestAssembleJoinsGPUs(t *testing.T) {
+	t.Parallel()
+	n1 := node("g1", 10, 1, 10, 100)
+	n1.GPU = &GPUUsage{Count: 2, Held: Ptr[int64](2), Source: GPUSourceNVML, Attribution: "slurm", EffectiveGPUs: Ptr[int64](2),
+		HeldIdle: Ptr[int64](0), GPUSeconds: Ptr(200.0), EnergyJoules: Ptr(1000.0), MemoryPeakBytes: Ptr[int64](5 << 30)}
+	n1.GPUs = []GPUDevice{{Index: 0, Held: true, UtilizationAvg: Ptr(0.9)}, {Index: 1, Held: true, UtilizationAvg: Ptr(0.7)}}
+	n2 := node("g2", 10, 1, 10, 100)
+	n2.GPU = &GPUUsage{Count: 2, Held: Ptr[int64](2), Source: GPUSourceNVML, Attribution: "slurm", EffectiveGPUs: Ptr[int64](0),
+		HeldIdle: Ptr[int64](2), GPUSeconds: Ptr(200.0), EnergyJoules: Ptr(300.0), MemoryPeakBytes: Ptr[int64](1 << 30)}
+	n2.GPUs = []GPUDevice{{Index: 0, Held: true, HeldIdle: true, UtilizationAvg: Ptr(0.0)}, {Index: 1, Held: true, HeldIdle: true, UtilizationAvg: Ptr(0.0)}}
+	n3 := node("cpu1", 10, 1, 10, 100) // a node of the job without GPUs
+	job := Job{Nodes: []string{"g1", "g2", "cpu1"}}
+	Assemble(&job, []Node{n1, n2, n3})
+	g := job.GPU
+	if g == nil || g.Count != 4 || *g.Held != 4 || *g.EffectiveGPUs != 2 || *g.HeldIdle != 2 || *g.EnergyJoules != 1300 ||
+		*g.GPUSeconds != 400 || *g.MemoryPeakBytes != 5<<30 || g.Source != "nvml" || g.Attribution != "slurm" {
+		t.Fatalf("gpu summary = %+v", g)
+	}
+	if math.Abs(*g.UtilizationAvg-0.4) > 1e-9 || *g.EffectiveRatio != 0.5 {
+		t.Errorf("utilization %v ratio %v, want 0.4 and 0.5", *g.UtilizationAvg, *g.EffectiveRatio)
+	}
+	if len(job.GPUs) != 4 || job.GPUs[0].Node != "g1" || job.GPUs[3].Node != "g2" || !job.GPUs[3].HeldIdle {
+		t.Errorf("per-GPU entries = %+v", job.GPUs)
+	}
+	// No node with GPUs: no GPU fields at all.
+	job = Job{Nodes: []string{"cpu1"}}
+	Assemble(&job, []Node{n3})
+	if job.GPU != nil || job.GPUs != nil {
+		t.Errorf("CPU-only job got GPU fields %+v", job.GPU)
+	}
+}

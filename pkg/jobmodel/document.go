@@ -127,10 +127,12 @@ type Request struct {
 	TRES               string   `json:"tres,omitempty"`
 }
 
-// Allocation is what the job holds on one node, as its cgroup enforces it.
+// Allocation is what the job holds on one node, as its cgroup enforces it
+// (GPUs: as Slurm or the job's device cgroup lists them).
 type Allocation struct {
 	CPUs        *int64 `json:"cpus,omitempty"`
 	MemoryBytes *int64 `json:"memory_bytes,omitempty"`
+	GPUs        *int64 `json:"gpus,omitempty"`
 }
 
 // Usage is what a job used: on one node (node document) or over all its
@@ -141,6 +143,102 @@ type Usage struct {
 	IO        *IOUsage     `json:"io,omitempty"`
 	Processes *CountUsage  `json:"processes,omitempty"`
 	Threads   *CountUsage  `json:"threads,omitempty"`
+	// GPU summarises the job's GPUs; GPUs has one entry per GPU.
+	GPU  *GPUUsage  `json:"gpu,omitempty"`
+	GPUs []GPUDevice `json:"gpus,omitempty"`
+}
+
+// GPU data sources (GPUUsage.Source).
+const (
+	GPUSourceNVML      = "nvml"
+	GPUSourceAMDSMI    = "amdsmi"
+	GPUSourceAMDSMICLI = "amd-smi-cli"
+	GPUSourceSimulated = "simulated"
+)
+
+// GPUUsage summarises a job's GPUs on one node (node document) or over all
+// its nodes (job document). Utilisation is a ratio, 0–1.
+type GPUUsage struct {
+	// Count is the number of GPUs reported in GPUs.
+	Count int64 `json:"count"`
+	// Held is the number of GPUs the job's allocation names (absent when
+	// the allocation is unknown: attribution "processes").
+	Held *int64 `json:"held,omitempty"`
+	// Source is the backend the data came from (nvml, amdsmi, amd-smi-cli,
+	// simulated); several, "+"-joined, when nodes differ.
+	Source string `json:"source,omitempty"`
+	// Attribution says how the job's GPUs were learned: slurm, cgroup or
+	// processes.
+	Attribution string `json:"attribution,omitempty"`
+	// Simulated is true when any of the data came from the simulated
+	// source: it is not a measurement of real hardware.
+	Simulated bool `json:"simulated,omitempty"`
+	// UtilizationAvg is the mean over the GPUs of their average utilisation.
+	UtilizationAvg *float64 `json:"utilization_avg,omitempty"`
+	// EffectiveGPUs is the number of GPUs whose average utilisation is
+	// above the agent's gpu.effective_threshold; EffectiveRatio is that
+	// over Count.
+	EffectiveGPUs  *int64   `json:"effective_gpus,omitempty"`
+	EffectiveRatio *float64 `json:"effective_ratio,omitempty"`
+	// HeldIdle is the number of held GPUs on which no process of the job
+	// was ever seen.
+	HeldIdle *int64 `json:"held_idle,omitempty"`
+	// GPUSeconds is the time the GPUs were watched, summed over GPUs
+	// (GPU-seconds reserved); ActiveSeconds the part with utilisation above
+	// the active threshold.
+	GPUSeconds    *float64 `json:"gpu_seconds,omitempty"`
+	ActiveSeconds *float64 `json:"active_seconds,omitempty"`
+	// MemoryPeakBytes is the largest device memory in use on any one GPU.
+	MemoryPeakBytes *int64 `json:"memory_peak_bytes,omitempty"`
+	// EnergyJoules is the energy the GPUs used while watched.
+	EnergyJoules *float64 `json:"energy_joules,omitempty"`
+}
+
+// GPUDevice is one GPU (or MIG instance, or AMD compute partition) of a job
+// and what the job did with it. Absent values could not be read.
+type GPUDevice struct {
+	// Node is the node the GPU is on (job documents).
+	Node      string `json:"node,omitempty"`
+	Index     int64  `json:"index"`
+	UUID      string `json:"uuid,omitempty"`
+	Model     string `json:"model,omitempty"`
+	Vendor    string `json:"vendor,omitempty"`
+	PCIBusID  string `json:"pci_bus_id,omitempty"`
+	// ParentIndex is the whole GPU of a MIG instance or partition.
+	ParentIndex *int64 `json:"parent_index,omitempty"`
+	// Partition is the MIG profile or AMD partition mode.
+	Partition string `json:"partition,omitempty"`
+	Simulated bool   `json:"simulated,omitempty"`
+	// Held: the job's allocation names this GPU. HeldIdle: held, and no
+	// process of the job was ever seen on it.
+	Held     bool `json:"held"`
+	HeldIdle bool `json:"held_idle"`
+	// ProcessSeconds is how long the job's processes were on the GPU.
+	ProcessSeconds *float64 `json:"process_seconds,omitempty"`
+
+	UtilizationAvg  *float64 `json:"utilization_avg,omitempty"`
+	UtilizationP95  *float64 `json:"utilization_p95,omitempty"`
+	UtilizationPeak *float64 `json:"utilization_peak,omitempty"`
+	// ActiveSeconds and IdleSeconds split the watched time at the active
+	// threshold.
+	ActiveSeconds *float64 `json:"active_seconds,omitempty"`
+	IdleSeconds   *float64 `json:"idle_seconds,omitempty"`
+
+	MemoryAvgBytes   *int64 `json:"memory_avg_bytes,omitempty"`
+	MemoryPeakBytes  *int64 `json:"memory_peak_bytes,omitempty"`
+	MemoryTotalBytes *int64 `json:"memory_total_bytes,omitempty"`
+	// JobMemoryPeakBytes is the most device memory the job's own processes
+	// held (others' processes excluded).
+	JobMemoryPeakBytes *int64 `json:"job_memory_peak_bytes,omitempty"`
+
+	PowerAvgWatts          *float64 `json:"power_avg_watts,omitempty"`
+	PowerPeakWatts         *float64 `json:"power_peak_watts,omitempty"`
+	EnergyJoules           *float64 `json:"energy_joules,omitempty"`
+	TemperaturePeakCelsius *float64 `json:"temperature_peak_celsius,omitempty"`
+	SMClockAvgHz           *float64 `json:"sm_clock_avg_hz,omitempty"`
+
+	// MissingMetrics names what could not be read on this GPU.
+	MissingMetrics []string `json:"missing_metrics,omitempty"`
 }
 
 // CPUUsage summarises CPU time. Cores are CPU-seconds per second.

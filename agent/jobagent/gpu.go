@@ -1,0 +1,119 @@
+package jobagent
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/jobsight/jobsight/agent/collector"
+	"github.com/jobsight/jobsight/agent/gpu"
+	"github.com/jobsight/jobsight/agent/monitor"
+)
+
+// GPUs is what the agent knows about GPUs when it starts watching a job:
+// the node's backend and Slurm's list of the job's GPUs.
+type GPUs struct {
+	// Backend reads the node's GPUs; nil when the node has none the agent
+	// can read (Unavailable then says why, "" when none were looked for).
+	Backend     gpu.Backend
+	Unavailable string
+	// JobList is SLURM_JOB_GPUS as slurmd gave it to the prolog, and
+	// JobListGiven whether it was set at all (unset: Slurm allocated no
+	// GPU, or the site declares its GPUs without device files).
+	JobList      string
+	JobListGiven bool
+	// Threshold is gpu.active_threshold.
+	Threshold float64
+	// CgroupRoot and Version locate the job's devices cgroup (v1).
+	CgroupRoot string
+	Version    collector.Version
+}
+
+// addGPU appends the GPU collector to a job's collectors and starts the GPU
+// summaries in its state. A job that holds GPUs on a node whose GPUs
+// cannot be read gets "gpu" in its missing metrics instead.
+func (a *Agent) addGPU(set collector.Set, target collector.Target, state *monitor.NodeState) collector.Set {
+	g := a.GPU
+	slurmHeld := -1
+	var entries []string
+	if g.JobListGiven {
+		var err error
+		if entries, err = gpu.ParseDeviceList(g.JobList); err != nil {
+			a.Log.Warn("SLURM_JOB_GPUS unreadable; attributing GPUs by process", "err", err)
+		} else {
+			slurmHeld = len(entries)
+		}
+	}
+	if g.Backend == nil {
+		if slurmHeld > 0 {
+			why := g.Unavailable
+			if why == "" {
+				why = "no GPU backend configured"
+			}
+			state.GPUUnavailable(why, slurmHeld)
+			a.Log.Warn("the job holds GPUs the agent cannot read", "gpus", slurmHeld, "why", why)
+		}
+		return set
+	}
+	if len(set) == 0 {
+		return set
+	}
+	pids, ok := set[0].(collector.PIDSource)
+	if !ok {
+		return set
+	}
+	held, attribution := a.gpuAllocation(target, entries, slurmHeld >= 0)
+	gc, err := collector.NewGPUCollector(g.Backend, pids, held, attribution)
+	if err != nil {
+		a.Log.Warn("GPU collector", "err", err)
+		return set
+	}
+	n := -1
+	if attribution != gpu.AttributionProcesses {
+		n = len(held)
+	}
+	state.EnableGPU(g.Backend.Name(), attribution, n, g.Threshold)
+	return append(set, gc)
+}
+
+// gpuAllocation decides which devices the job holds: Slurm's list, else
+// the job's devices cgroup, else (nil) the devices its processes use.
+func (a *Agent) gpuAllocation(target collector.Target, entries []string, fromSlurm bool) ([]int, string) {
+	devs := a.GPU.Backend.Devices()
+	if fromSlurm {
+		held, err := gpu.Resolve(devs, entries)
+		if err != nil {
+			a.Log.Warn("SLURM_JOB_GPUS names devices this node does not have", "err", err)
+		}
+		return held, gpu.AttributionSlurm
+	}
+	if held, ok := a.cgroupGPUs(target, devs); ok {
+		return held, gpu.AttributionCgroup
+	}
+	return nil, gpu.AttributionProcesses
+}
+
+// cgroupGPUs reads the job's v1 devices.list (Slurm's ConstrainDevices).
+func (a *Agent) cgroupGPUs(target collector.Target, devs []gpu.Device) ([]int, bool) {
+	if a.GPU.Version != collector.VersionV1 && a.GPU.Version != collector.VersionHybrid {
+		return nil, false
+	}
+	dirs, err := collector.FindJobDirs(a.GPU.CgroupRoot, a.GPU.Version, target.UID, target.JobID, target.Host)
+	if err != nil || dirs.Devices == "" {
+		return nil, false
+	}
+	data, err := os.ReadFile(filepath.Join(dirs.Devices, "devices.list"))
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			a.Log.Debug("reading devices.list", "err", err)
+		}
+		return nil, false
+	}
+	allowed, all, err := gpu.ParseDevicesList(data)
+	if err != nil {
+		a.Log.Warn("job devices cgroup", "err", fmt.Errorf("%s: %w", dirs.Devices, err))
+		return nil, false
+	}
+	return gpu.HeldByCgroup(devs, allowed, all)
+}

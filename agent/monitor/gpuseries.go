@@ -1,0 +1,84 @@
+package monitor
+
+import (
+	"github.com/jobsight/jobsight/agent/collector"
+	"github.com/jobsight/jobsight/agent/gpu"
+)
+
+// GPUMetric is one Prometheus series the agent writes per GPU of a job,
+// labelled {cluster, job_id, node, gpu}, plus simulated="true" when the
+// simulated source made it. Five per GPU keep the series count bounded.
+type GPUMetric struct {
+	Name string
+	Type string
+	Help string
+	need gpu.Field // 0: always present
+	get  func(*collector.GPUSample) float64
+}
+
+// GPUMetrics are the per-GPU series, in base units; docs/metrics.md
+// documents them and a test runs promtool over them.
+var GPUMetrics = []GPUMetric{
+	{"jobsight_job_gpu_utilization_ratio", "gauge", "Fraction of time the GPU was busy over the driver's last sample period (0-1).",
+		gpu.FieldUtilization, func(g *collector.GPUSample) float64 { return g.Reading.UtilizationRatio }},
+	{"jobsight_job_gpu_memory_used_bytes", "gauge", "GPU memory in use on the device.",
+		gpu.FieldMemoryUsed, func(g *collector.GPUSample) float64 { return float64(g.Reading.MemoryUsedBytes) }},
+	{"jobsight_job_gpu_memory_total_bytes", "gauge", "GPU memory of the device.",
+		gpu.FieldMemoryTotal, func(g *collector.GPUSample) float64 { return float64(g.Reading.MemoryTotalBytes) }},
+	{"jobsight_job_gpu_energy_joules_total", "counter", "The device's energy counter (since driver load); rate() gives its power.",
+		gpu.FieldEnergy, func(g *collector.GPUSample) float64 { return g.Reading.EnergyJoules }},
+	{"jobsight_job_gpu_processes", "gauge", "Processes of the job on the GPU (0 on a held GPU: held and idle).",
+		0, func(g *collector.GPUSample) float64 { return float64(g.JobProcesses) }},
+}
+
+// gpuBuffer holds the points of one GPU since the last push.
+type gpuBuffer struct {
+	index     int
+	uuid      string
+	simulated bool
+	points    [][]Point // indexed like GPUMetrics
+}
+
+// addGPUs appends a pass's GPU points, one buffer per device, reused
+// between pushes.
+func (b *Buffer) addGPUs(s *collector.Sample) {
+	ts := s.Time.UnixMilli()
+	for k := range s.GPUs {
+		g := &s.GPUs[k]
+		gb := b.gpu(g.Device)
+		for i := range GPUMetrics {
+			m := &GPUMetrics[i]
+			if m.need == 0 || g.Reading.Has(m.need) {
+				gb.points[i] = append(gb.points[i], Point{TimestampMs: ts, Value: m.get(g)})
+			}
+		}
+	}
+}
+
+func (b *Buffer) gpu(d gpu.Device) *gpuBuffer {
+	for i := range b.GPUs {
+		if b.GPUs[i].index == d.Index && b.GPUs[i].uuid == d.UUID {
+			return &b.GPUs[i]
+		}
+	}
+	b.GPUs = append(b.GPUs, gpuBuffer{index: d.Index, uuid: d.UUID, simulated: d.Simulated, points: make([][]Point, len(GPUMetrics))})
+	return &b.GPUs[len(b.GPUs)-1]
+}
+
+// gpuSeries appends the buffered GPU points as series with the job's labels
+// plus gpu (and simulated).
+func (b *Buffer) gpuSeries(out []Series, labels []Label) []Series {
+	for k := range b.GPUs {
+		gb := &b.GPUs[k]
+		ls := append(append(make([]Label, 0, len(labels)+2), labels...), Label{Name: "gpu", Value: gpu.Device{Index: gb.index}.Name()})
+		if gb.simulated {
+			ls = append(ls, Label{Name: "simulated", Value: "true"})
+		}
+		for i, pts := range gb.points {
+			if len(pts) > 0 {
+				out = append(out, Series{Name: GPUMetrics[i].Name, Labels: ls, Samples: pts})
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,249 @@
+package monitor
+
+import (
+	"math"
+	"slices"
+
+	"github.com/jobsight/jobsight/agent/aggregate"
+	"github.com/jobsight/jobsight/agent/collector"
+	"github.com/jobsight/jobsight/agent/gpu"
+	"github.com/jobsight/jobsight/pkg/jobmodel"
+)
+
+// GPUState is what the agent has learned about a job's GPUs on this node.
+// Plain data, so it round-trips through the checkpoint file.
+type GPUState struct {
+	// Source is the backend's name; Attribution how the job's devices
+	// were learned; Held the number of devices its allocation names (-1
+	// when unknown).
+	Source      string `json:"source"`
+	Attribution string `json:"attribution"`
+	Held        int    `json:"held"`
+	// Threshold is the utilisation above which a GPU counts as active, and
+	// a GPU's average as effective use.
+	Threshold float64 `json:"threshold"`
+	// Unavailable says why GPUs the job holds could not be read ("" when
+	// they could).
+	Unavailable string           `json:"unavailable,omitempty"`
+	Devices     []GPUDeviceState `json:"devices,omitempty"`
+}
+
+// GPUDeviceState is the rolling summary of one GPU.
+type GPUDeviceState struct {
+	Device gpu.Device `json:"device"`
+	Held   bool       `json:"held"`
+	// Seen is the set of fields read at least once.
+	Seen    gpu.Field `json:"seen"`
+	Samples int64     `json:"samples"`
+	// Seconds is the time the GPU was watched, ProcessSeconds the part
+	// with the job's processes on it.
+	Seconds        float64           `json:"seconds"`
+	ProcessSeconds float64           `json:"process_seconds"`
+	Util           aggregate.Series  `json:"utilization"`
+	Memory         aggregate.Series  `json:"memory"`
+	Power          aggregate.Series  `json:"power"`
+	SMClock        aggregate.Series  `json:"sm_clock"`
+	EnergyMilli    aggregate.Counter `json:"energy_mj"`
+	TempPeak       float64           `json:"temperature_peak"`
+	JobMemoryPeak  uint64            `json:"job_memory_peak"`
+	JobMemoryKnown bool              `json:"job_memory_known"`
+}
+
+// EnableGPU starts GPU summaries for a job: source and attribution as the
+// collector has them, held the allocation's size (-1 unknown).
+func (n *NodeState) EnableGPU(source, attribution string, held int, threshold float64) {
+	if n.GPU == nil {
+		n.GPU = &GPUState{}
+	}
+	n.GPU.Source, n.GPU.Attribution, n.GPU.Held, n.GPU.Threshold = source, attribution, held, threshold
+}
+
+// GPUUnavailable records that the job holds GPUs the agent cannot read
+// (held -1: unknown how many).
+func (n *NodeState) GPUUnavailable(why string, held int) {
+	if n.GPU == nil {
+		n.GPU = &GPUState{Held: held}
+	}
+	n.GPU.Unavailable = why
+}
+
+// add folds a pass's GPU readings into the state; dt is the time the
+// pass stands for.
+func (g *GPUState) add(gs []collector.GPUSample, dt float64) {
+	for k := range gs {
+		s := &gs[k]
+		d := g.device(s)
+		r := &s.Reading
+		read := gpu.AllFields &^ r.Missing
+		d.Seen |= read
+		d.Samples++
+		d.Seconds += dt
+		if s.JobProcesses > 0 {
+			d.ProcessSeconds += dt
+			if s.JobMemoryKnown {
+				d.JobMemoryKnown = true
+				d.JobMemoryPeak = max(d.JobMemoryPeak, s.JobMemoryBytes)
+			}
+		}
+		if r.Has(gpu.FieldUtilization) {
+			d.Util.Add(r.UtilizationRatio, dt)
+		}
+		if r.Has(gpu.FieldMemoryUsed) {
+			d.Memory.Add(float64(r.MemoryUsedBytes), dt)
+		}
+		if r.Has(gpu.FieldMemoryTotal) && r.MemoryTotalBytes > 0 {
+			d.Device.MemoryTotalBytes = r.MemoryTotalBytes
+		}
+		if r.Has(gpu.FieldPower) {
+			d.Power.Add(r.PowerWatts, dt)
+		}
+		if r.Has(gpu.FieldSMClock) {
+			d.SMClock.Add(r.SMClockHz, dt)
+		}
+		if r.Has(gpu.FieldEnergy) && r.EnergyJoules >= 0 && !math.IsInf(r.EnergyJoules, 0) {
+			d.EnergyMilli.Observe(uint64(r.EnergyJoules * 1000))
+		}
+		if r.Has(gpu.FieldTemperature) {
+			d.TempPeak = max(d.TempPeak, r.TemperatureCelsius)
+		}
+	}
+}
+
+// device finds (or starts) the state of the sample's device.
+func (g *GPUState) device(s *collector.GPUSample) *GPUDeviceState {
+	for i := range g.Devices {
+		if g.Devices[i].Device.Index == s.Device.Index && g.Devices[i].Device.UUID == s.Device.UUID {
+			g.Devices[i].Held = g.Devices[i].Held || s.Held
+			return &g.Devices[i]
+		}
+	}
+	g.Devices = append(g.Devices, GPUDeviceState{
+		Device: s.Device, Held: s.Held,
+		Util:   aggregate.NewSeries(g.Threshold),
+		Memory: aggregate.NewSeries(0), Power: aggregate.NewSeries(0), SMClock: aggregate.NewSeries(0),
+	})
+	slices.SortFunc(g.Devices, func(a, b GPUDeviceState) int { return a.Device.Index - b.Device.Index })
+	for i := range g.Devices {
+		if g.Devices[i].Device.Index == s.Device.Index {
+			return &g.Devices[i]
+		}
+	}
+	panic("unreachable")
+}
+
+// fill writes the GPU summary and per-GPU entries into a node document.
+func (g *GPUState) fill(doc *jobmodel.Node) {
+	if g.Unavailable != "" {
+		doc.MissingMetrics = appendUnique(doc.MissingMetrics, "gpu")
+	}
+	if g.Held >= 0 {
+		doc.Allocated.GPUs = jobmodel.Ptr(int64(g.Held))
+	}
+	if len(g.Devices) == 0 && g.Held <= 0 {
+		return // no GPU of the job: no summary
+	}
+	sum := jobmodel.GPUUsage{Source: g.Source, Attribution: g.Attribution, Count: int64(len(g.Devices))}
+	if g.Held >= 0 {
+		sum.Held = jobmodel.Ptr(int64(g.Held))
+	}
+	var utilSum, gpuSeconds, active, energy float64
+	var nUtil, effective, heldIdle int64
+	var haveEnergy, haveActive bool
+	var memPeak *int64
+	for i := range g.Devices {
+		d := &g.Devices[i]
+		e := d.document()
+		sum.Simulated = sum.Simulated || e.Simulated
+		gpuSeconds += d.Seconds
+		if e.HeldIdle {
+			heldIdle++
+		}
+		if e.UtilizationAvg != nil {
+			utilSum += *e.UtilizationAvg
+			nUtil++
+			if *e.UtilizationAvg > g.Threshold {
+				effective++
+			}
+		}
+		if e.ActiveSeconds != nil {
+			active += *e.ActiveSeconds
+			haveActive = true
+		}
+		if e.EnergyJoules != nil {
+			energy += *e.EnergyJoules
+			haveEnergy = true
+		}
+		if e.MemoryPeakBytes != nil && (memPeak == nil || *e.MemoryPeakBytes > *memPeak) {
+			memPeak = e.MemoryPeakBytes
+		}
+		for _, m := range e.MissingMetrics {
+			doc.MissingMetrics = appendUnique(doc.MissingMetrics, m)
+		}
+		doc.GPUs = append(doc.GPUs, e)
+	}
+	if len(g.Devices) > 0 {
+		sum.GPUSeconds = jobmodel.Ptr(gpuSeconds)
+		sum.HeldIdle = jobmodel.Ptr(heldIdle)
+	}
+	if nUtil > 0 {
+		sum.UtilizationAvg = jobmodel.Ptr(utilSum / float64(nUtil))
+		sum.EffectiveGPUs = jobmodel.Ptr(effective)
+		sum.EffectiveRatio = jobmodel.Ptr(float64(effective) / float64(len(g.Devices)))
+	}
+	if haveActive {
+		sum.ActiveSeconds = jobmodel.Ptr(active)
+	}
+	if haveEnergy {
+		sum.EnergyJoules = jobmodel.Ptr(energy)
+	}
+	sum.MemoryPeakBytes = memPeak
+	doc.GPU = &sum
+}
+
+// document renders one GPU's entry.
+func (d *GPUDeviceState) document() jobmodel.GPUDevice {
+	e := jobmodel.GPUDevice{
+		Index: int64(d.Device.Index), UUID: d.Device.UUID, Model: d.Device.Model, Vendor: string(d.Device.Vendor),
+		PCIBusID: d.Device.PCIBusID, Partition: d.Device.Partition, Simulated: d.Device.Simulated,
+		Held: d.Held, HeldIdle: d.Held && d.ProcessSeconds == 0 && d.Samples > 0,
+		ProcessSeconds: jobmodel.Ptr(d.ProcessSeconds),
+	}
+	if d.Device.Parent >= 0 {
+		e.ParentIndex = jobmodel.Ptr(int64(d.Device.Parent))
+	}
+	if avg, ok := d.Util.Avg(); ok {
+		e.UtilizationAvg = jobmodel.Ptr(avg)
+		e.UtilizationP95 = opt(d.Util.Quantile(0.95))
+		e.UtilizationPeak = opt(d.Util.Max())
+		e.ActiveSeconds = jobmodel.Ptr(d.Util.ActiveSeconds())
+		e.IdleSeconds = jobmodel.Ptr(math.Max(0, d.Util.Seconds-d.Util.ActiveSeconds()))
+	}
+	e.MemoryAvgBytes = optI(d.Memory.Avg())
+	e.MemoryPeakBytes = optI(d.Memory.Max())
+	if d.Device.MemoryTotalBytes > 0 {
+		e.MemoryTotalBytes = jobmodel.Ptr(int64(d.Device.MemoryTotalBytes))
+	}
+	if d.JobMemoryKnown {
+		e.JobMemoryPeakBytes = jobmodel.Ptr(int64(d.JobMemoryPeak))
+	}
+	e.PowerAvgWatts = opt(d.Power.Avg())
+	e.PowerPeakWatts = opt(d.Power.Max())
+	e.SMClockAvgHz = opt(d.SMClock.Avg())
+	if inc, ok := d.EnergyMilli.Increase(); ok && d.EnergyMilli.Observations > 1 {
+		e.EnergyJoules = jobmodel.Ptr(float64(inc) / 1000)
+	}
+	if d.Seen&gpu.FieldTemperature != 0 {
+		e.TemperaturePeakCelsius = jobmodel.Ptr(d.TempPeak)
+	}
+	if d.Samples > 0 {
+		e.MissingMetrics = (gpu.AllFields &^ d.Seen).Names()
+	}
+	return e
+}
+
+func appendUnique(list []string, s string) []string {
+	if slices.Contains(list, s) {
+		return list
+	}
+	return append(list, s)
+}
