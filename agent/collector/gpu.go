@@ -32,7 +32,9 @@ type GPUCollector struct {
 
 // placer is implemented by the simulated backend, which needs to be told
 // where a job's processes are (a real driver sees them).
-type placer interface{ Attach(held []int, pids []int32) }
+type placer interface {
+	Attach(held []int, pids []int32)
+}
 
 // NewGPUCollector follows the GPUs of one job. held are the device indices
 // of its allocation and attribution says where they came from

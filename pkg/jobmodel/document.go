@@ -144,7 +144,7 @@ type Usage struct {
 	Processes *CountUsage  `json:"processes,omitempty"`
 	Threads   *CountUsage  `json:"threads,omitempty"`
 	// GPU summarises the job's GPUs; GPUs has one entry per GPU.
-	GPU  *GPUUsage  `json:"gpu,omitempty"`
+	GPU  *GPUUsage   `json:"gpu,omitempty"`
 	GPUs []GPUDevice `json:"gpus,omitempty"`
 }
 
@@ -198,12 +198,12 @@ type GPUUsage struct {
 // and what the job did with it. Absent values could not be read.
 type GPUDevice struct {
 	// Node is the node the GPU is on (job documents).
-	Node      string `json:"node,omitempty"`
-	Index     int64  `json:"index"`
-	UUID      string `json:"uuid,omitempty"`
-	Model     string `json:"model,omitempty"`
-	Vendor    string `json:"vendor,omitempty"`
-	PCIBusID  string `json:"pci_bus_id,omitempty"`
+	Node     string `json:"node,omitempty"`
+	Index    int64  `json:"index"`
+	UUID     string `json:"uuid,omitempty"`
+	Model    string `json:"model,omitempty"`
+	Vendor   string `json:"vendor,omitempty"`
+	PCIBusID string `json:"pci_bus_id,omitempty"`
 	// ParentIndex is the whole GPU of a MIG instance or partition.
 	ParentIndex *int64 `json:"parent_index,omitempty"`
 	// Partition is the MIG profile or AMD partition mode.
