@@ -7,18 +7,23 @@ GO ?= go
 BIN ?= bin
 GOTEST_TIMEOUT ?= 20m
 
-.PHONY: all build agent spank backend frontend test gotest frontend-test bench clean
+.PHONY: all build agent agent-static spank backend frontend test gotest frontend-test bench clean
 
 all: build
 
 build: agent spank
 
-# The agent (its package may not exist yet in early checkouts).
+# The agent, with cgo: its GPU backends load NVML and AMD SMI at run time
+# (dlopen), so one binary serves GPU and CPU nodes and needs no GPU library
+# to start. agent-static builds without cgo for CPU-only sites (GPU
+# support then reports itself unavailable).
 agent:
 	@mkdir -p $(BIN)
-	@if [ -d agent/cmd/jobsight-agent ]; then \
-		CGO_ENABLED=0 $(GO) build -trimpath -ldflags="-s -w" -o $(BIN)/jobsight-agent ./agent/cmd/jobsight-agent; \
-	else echo "agent/cmd/jobsight-agent not present; skipping the agent"; fi
+	CGO_ENABLED=1 $(GO) build -trimpath -ldflags="-s -w" -o $(BIN)/jobsight-agent ./agent/cmd/jobsight-agent
+
+agent-static:
+	@mkdir -p $(BIN)
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags="-s -w" -o $(BIN)/jobsight-agent ./agent/cmd/jobsight-agent
 
 spank:
 	@mkdir -p $(BIN)

@@ -3,6 +3,7 @@ module github.com/jobsight/jobsight
 go 1.26.8
 
 require (
+	github.com/NVIDIA/go-nvml v0.13.4-1
 	github.com/elastic/go-elasticsearch/v8 v8.19.7
 	github.com/grafana/grafana-plugin-sdk-go v0.298.0
 	github.com/magefile/mage v1.17.2

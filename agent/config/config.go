@@ -64,6 +64,9 @@ type GPUConfig struct {
 	// ActiveThreshold is the utilisation (0-1) above which a GPU counts as
 	// active, and above which a GPU's average makes it an effective GPU.
 	ActiveThreshold float64 `yaml:"active_threshold"`
+	// PCIe reads PCIe throughput (NVML measures it over 20 ms per call,
+	// two calls per GPU per sample, so it is off unless asked for).
+	PCIe bool `yaml:"pcie"`
 	// AMDLibrary is the path of libamd_smi.so ("" searches the usual places).
 	AMDLibrary string       `yaml:"amd_library"`
 	Simulated  SimGPUConfig `yaml:"simulated"`

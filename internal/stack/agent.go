@@ -46,7 +46,8 @@ func BuildAgent(ctx context.Context, repo, out string) (agent, plugin string, er
 	} {
 		cmd := exec.CommandContext(ctx, c[0], c[1:]...)
 		cmd.Dir = repo
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // static: no libc pages in every agent
+		// cgo: the GPU backends load NVML and AMD SMI at run time (dlopen).
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
 		if b, err := cmd.CombinedOutput(); err != nil {
 			return "", "", fmt.Errorf("%s: %w\n%s", strings.Join(c, " "), err, b)
 		}
