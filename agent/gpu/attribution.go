@@ -18,6 +18,9 @@ const (
 	// AttributionCgroup: the device nodes the job's cgroup may open
 	// (cgroup v1 devices.list, with ConstrainDevices=yes).
 	AttributionCgroup = "cgroup"
+	// AttributionEnvironment: a standalone command's CUDA_VISIBLE_DEVICES
+	// or ROCR_VISIBLE_DEVICES.
+	AttributionEnvironment = "environment"
 	// AttributionProcesses: no allocation is known; the job is taken to
 	// hold the devices its processes run on. A held-but-idle GPU cannot be
 	// seen this way.

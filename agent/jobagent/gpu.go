@@ -77,6 +77,41 @@ func (a *Agent) addGPU(set collector.Set, target collector.Target, state *monito
 	return append(set, gc)
 }
 
+// runGPU adds the GPU collector to a standalone command's process tree.
+// The command's GPUs are those its CUDA_VISIBLE_DEVICES or
+// ROCR_VISIBLE_DEVICES (inherited from the agent) name, else the ones its
+// processes run on.
+func (a *Agent) runGPU(tree *collector.ProcessTree, state *monitor.NodeState) collector.Collector {
+	var held []int
+	attribution := gpu.AttributionProcesses
+	for _, name := range []string{"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"} {
+		v, ok := os.LookupEnv(name)
+		if !ok {
+			continue
+		}
+		entries, err := gpu.ParseDeviceList(v)
+		if err == nil {
+			held, err = gpu.Resolve(a.GPU.Backend.Devices(), entries)
+		}
+		if err != nil {
+			a.Log.Warn("GPU list of the command", "variable", name, "err", err)
+		}
+		attribution = gpu.AttributionEnvironment
+		break
+	}
+	gc, err := collector.NewGPUCollector(a.GPU.Backend, tree, held, attribution)
+	if err != nil {
+		a.Log.Warn("GPU collector", "err", err)
+		return tree
+	}
+	n := -1
+	if attribution != gpu.AttributionProcesses {
+		n = len(held)
+	}
+	state.EnableGPU(a.GPU.Backend.Name(), attribution, n, a.GPU.Threshold)
+	return collector.Set{tree, gc}
+}
+
 // gpuAllocation decides which devices the job holds: Slurm's list, else
 // the job's devices cgroup, else (nil) the devices its processes use.
 func (a *Agent) gpuAllocation(target collector.Target, entries []string, fromSlurm bool) ([]int, string) {

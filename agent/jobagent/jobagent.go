@@ -256,7 +256,8 @@ func (a *Agent) finalize(ctx context.Context, ck *Checkpoint, agentState string,
 func (a *Agent) logUsage(wall time.Duration, samples int64) {
 	self := ReadSelfUsage()
 	args := []any{"cpu_seconds", self.CPU.Seconds(), "child_cpu_seconds", self.ChildCPU.Seconds(),
-		"wall_seconds", wall.Seconds(), "core_percent", self.CorePercent(wall), "max_rss_bytes", self.MaxRSSBytes, "samples", samples}
+		"wall_seconds", wall.Seconds(), "core_percent", self.CorePercent(wall), "max_rss_bytes", self.MaxRSSBytes,
+		"anon_rss_bytes", self.AnonRSSBytes, "file_rss_bytes", self.FileRSSBytes, "samples", samples}
 	if a.CPUAtMain > 0 && a.cpuAtWatch > 0 && a.cpuAtFinalize > 0 {
 		args = append(args, "cpu_startup_seconds", a.CPUAtMain.Seconds(), "cpu_setup_seconds", (a.cpuAtWatch - a.CPUAtMain).Seconds(),
 			"cpu_watch_seconds", (a.cpuAtFinalize - a.cpuAtWatch).Seconds(), "cpu_finalize_seconds", (self.CPU - a.cpuAtFinalize).Seconds())

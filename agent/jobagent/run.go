@@ -92,11 +92,15 @@ func (a *Agent) Run(ctx context.Context, args []string) (*RunResult, error) {
 	watched := make(chan struct{})
 	tree, treeErr := collector.NewProcessTree(a.Config.ProcRoot, int32(pid))
 	if treeErr == nil {
+		var src collector.Collector = tree
+		if a.GPU.Backend != nil {
+			src = a.runGPU(tree, state)
+		}
 		mon := monitor.New(monitor.Options{
 			Interval: a.Config.Interval, FlushInterval: a.Config.FlushInterval,
 			PushInterval: a.Config.Prometheus.PushInterval, ActiveThreshold: a.Config.ActiveThresholdCores,
 			Labels: Labels(cluster, job.JobID, host), Now: a.Now,
-		}, tree, a.Outputs, a.Health, node, state, a.Log)
+		}, src, a.Outputs, a.Health, node, state, a.Log)
 		go func() { mon.Run(watchCtx); close(watched) }()
 	} else {
 		a.Log.Warn("cannot follow the command's processes; only its totals will be known", "err", treeErr)
@@ -294,6 +298,9 @@ func Summary(w io.Writer, args []string, r *RunResult, where string) {
 		}
 		fmt.Fprintln(w, line)
 	}
+	if g := n.GPU; g != nil {
+		fmt.Fprintln(w, gpuLine(g))
+	}
 	fmt.Fprintf(w, "  samples   %d, every %s", n.Sampling.Count, seconds(n.Sampling.IntervalSeconds))
 	if len(r.Job.MissingMetrics) > 0 {
 		// Without a cgroup there is no charged memory, limit or kernel peak.
@@ -309,6 +316,34 @@ func Summary(w io.Writer, args []string, r *RunResult, where string) {
 		share = fmt.Sprintf(" (%.3f%% of one core)", self.CorePercent(r.Wall))
 	}
 	fmt.Fprintf(w, "  overhead  jobsight used %.0f ms of CPU%s and %s of memory\n", float64(self.CPU.Microseconds())/1000, share, formatBytes(self.MaxRSSBytes))
+}
+
+// gpuLine summarises the command's GPUs in one line.
+func gpuLine(g *jobmodel.GPUUsage) string {
+	line := fmt.Sprintf("  gpus      %d", g.Count)
+	if g.Held != nil {
+		line = fmt.Sprintf("  gpus      %d held", *g.Held)
+	}
+	if g.EffectiveGPUs != nil {
+		line += fmt.Sprintf(", %d in use", *g.EffectiveGPUs)
+	}
+	if g.UtilizationAvg != nil {
+		line += fmt.Sprintf(", avg %.0f%% utilisation", 100**g.UtilizationAvg)
+	}
+	if g.HeldIdle != nil && *g.HeldIdle > 0 {
+		line += fmt.Sprintf(", %d held and idle", *g.HeldIdle)
+	}
+	if g.MemoryPeakBytes != nil {
+		line += ", peak memory " + formatBytes(*g.MemoryPeakBytes)
+	}
+	if g.EnergyJoules != nil {
+		line += fmt.Sprintf(", %.1f kJ", *g.EnergyJoules/1000)
+	}
+	line += " (" + g.Source + ")"
+	if g.Simulated {
+		line += " SIMULATED, not measured"
+	}
+	return line
 }
 
 func seconds(s float64) string {

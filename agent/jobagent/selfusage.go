@@ -14,6 +14,12 @@ type SelfUsage struct {
 	CPU         time.Duration // user + system CPU time of the agent
 	ChildCPU    time.Duration // of the processes it ran and waited for (scontrol)
 	MaxRSSBytes int64         // the agent's peak resident set size (0 when unknown)
+	// AnonRSSBytes and FileRSSBytes split the current resident set: memory
+	// of the agent's own (heap, stacks) and pages of files it maps (its
+	// binary, libc), which the page cache shares with every other process
+	// mapping them, and which depends on what the page cache holds.
+	AnonRSSBytes int64
+	FileRSSBytes int64
 }
 
 // ReadSelfUsage asks the kernel for the agent's own usage.
@@ -23,23 +29,22 @@ func ReadSelfUsage() SelfUsage {
 		return SelfUsage{}
 	}
 	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &children)
+	status, _ := os.ReadFile("/proc/self/status")
 	return SelfUsage{
-		CPU:         time.Duration(self.Utime.Nano() + self.Stime.Nano()),
-		ChildCPU:    time.Duration(children.Utime.Nano() + children.Stime.Nano()),
-		MaxRSSBytes: peakRSS(),
+		CPU:          time.Duration(self.Utime.Nano() + self.Stime.Nano()),
+		ChildCPU:     time.Duration(children.Utime.Nano() + children.Stime.Nano()),
+		MaxRSSBytes:  statusKB(status, "VmHWM"),
+		AnonRSSBytes: statusKB(status, "RssAnon"),
+		FileRSSBytes: statusKB(status, "RssFile"),
 	}
 }
 
-// peakRSS is VmHWM from /proc/self/status: the peak of this process's own
-// address space. getrusage's ru_maxrss is not used: Linux carries it across
-// exec, so it would report the RSS of whatever started the agent (slurmd's
-// child, or the go tool under go run).
-func peakRSS() int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	_, rest, ok := bytes.Cut(b, []byte("\nVmHWM:"))
+// statusKB reads a "<name>: <n> kB" line of /proc/self/status in bytes (0
+// when absent). Peak RSS is VmHWM, not getrusage's ru_maxrss: Linux carries
+// that across exec, so it would report the RSS of whatever started the
+// agent (slurmd's child, or the go tool under go run).
+func statusKB(status []byte, name string) int64 {
+	_, rest, ok := bytes.Cut(status, []byte("\n"+name+":"))
 	if !ok {
 		return 0
 	}

@@ -5,7 +5,13 @@
 // prints the agent's own CPU time and peak RSS as the agent measured them
 // with getrusage at exit. Needs root.
 //
-//	go run ./cmd/jobsight-bench [-seconds 60] [-interval 1s] [-procs 16]
+// With -gpus N the node declares N GPUs to Slurm, the job holds all of
+// them, and the agent reads them from the simulated source (every GPU
+// busy, the job's program on each): the agent's whole cost of sampling N
+// GPUs and their processes, without the driver's own cost per call (no
+// GPU here; see docs/performance.md).
+//
+//	go run ./cmd/jobsight-bench [-seconds 60] [-interval 1s] [-procs 16] [-gpus 8]
 package main
 
 import (
@@ -28,19 +34,20 @@ func main() {
 	interval := flag.Duration("interval", time.Second, "agent sampling interval")
 	procs := flag.Int("procs", 16, "processes in the job (sleeping) besides its shell")
 	profile := flag.String("profile", "", "write the agent processes' CPU profiles to this directory (cpu_profile_dir)")
+	gpus := flag.Int("gpus", 0, "simulated GPUs the job holds (0: none)")
 	floor := flag.Bool("floor", false, "only measure this machine's floor: the CPU a Go process spends waking from a timer")
 	flag.Parse()
 	if *floor {
 		wakeFloor()
 		return
 	}
-	if err := run(*seconds, *interval, *procs, *profile); err != nil {
+	if err := run(*seconds, *interval, *procs, *gpus, *profile); err != nil {
 		fmt.Fprintln(os.Stderr, "jobsight-bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(seconds int, interval time.Duration, procs int, profile string) error {
+func run(seconds int, interval time.Duration, procs, gpus int, profile string) error {
 	dir, err := os.MkdirTemp("", "jobsight-bench-")
 	if err != nil {
 		return err
@@ -55,12 +62,17 @@ func run(seconds int, interval time.Duration, procs int, profile string) error {
 		}
 		extra = fmt.Sprintf("cpu_profile_dir: %q\n", profile)
 	}
+	var gres []string
+	if gpus > 0 {
+		extra += fmt.Sprintf("gpu: {backend: simulated, simulated: {devices: %d, profile: steady}}\n", gpus)
+		gres = []string{fmt.Sprintf("--gres=gpu:%d", gpus)}
+	}
 	agent, plugin, err := stack.BuildAgent(ctx, ".", filepath.Join(dir, "bin"))
 	if err != nil {
 		return err
 	}
 	st, err := stack.Up(ctx, dir, stack.Options{
-		Slurm: stack.SlurmOptions{ClusterName: "bench"},
+		Slurm: stack.SlurmOptions{ClusterName: "bench", GPUs: gpus},
 		Agent: &stack.AgentOptions{Binary: agent, Plugin: plugin, Interval: interval,
 			FlushInterval: 30 * time.Second, PushInterval: 10 * time.Second, Extra: extra},
 	})
@@ -70,11 +82,11 @@ func run(seconds int, interval time.Duration, procs int, profile string) error {
 	defer st.Down()
 
 	script := fmt.Sprintf("for i in $(seq %d); do sleep %d & done; wait", procs, seconds)
-	id, err := st.Slurm.Sbatch(ctx, "--output=/dev/null", "--chdir=/tmp", "-J", "bench", "--wrap", script)
+	id, err := st.Slurm.Sbatch(ctx, append(append([]string{"--output=/dev/null", "--chdir=/tmp", "-J", "bench"}, gres...), "--wrap", script)...)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("job %s: %d sleeping processes for %d s, agent sampling every %s, Elasticsearch and Prometheus on\n", id, procs, seconds, interval)
+	fmt.Printf("job %s: %d sleeping processes and %d simulated GPUs for %d s, agent sampling every %s, Elasticsearch and Prometheus on\n", id, procs, gpus, seconds, interval)
 	for {
 		lines := usageLines(st.Agent.Log, id)
 		if start, ok := lines["start"]; ok {
@@ -85,6 +97,8 @@ func run(seconds int, interval time.Duration, procs int, profile string) error {
 				r, _ := strconv.ParseFloat(f["max_rss_bytes"], 64)
 				cpu, child, rss = cpu+c, child+ch, max(rss, r)
 			}
+			anon, _ := strconv.ParseFloat(start["anon_rss_bytes"], 64)
+			file, _ := strconv.ParseFloat(start["file_rss_bytes"], 64)
 			wall, _ := strconv.ParseFloat(start["wall_seconds"], 64)
 			_, stopRan := lines["stop"]
 			fmt.Printf("agent processes      start%s\n", map[bool]string{true: " + stop", false: " (the epilog signalled it directly)"}[stopRan])
@@ -93,7 +107,7 @@ func run(seconds int, interval time.Duration, procs int, profile string) error {
 			fmt.Printf("scontrol it ran      %.3f s CPU (%.4f %% of one core with the agent's)\n", child, 100*(cpu+child)/wall)
 			fmt.Printf("  by phase           start-up %s ms, setup %s ms, sampling %s ms, finalizing %s ms\n",
 				ms(start["cpu_startup_seconds"]), ms(start["cpu_setup_seconds"]), ms(start["cpu_watch_seconds"]), ms(start["cpu_finalize_seconds"]))
-			fmt.Printf("agent peak RSS       %.1f MiB\n", rss/(1<<20))
+			fmt.Printf("agent peak RSS       %.1f MiB (at exit: %.1f MiB anonymous, %.1f MiB file pages shared through the page cache)\n", rss/(1<<20), anon/(1<<20), file/(1<<20))
 			fmt.Printf("samples              %s\n", start["samples"])
 			q := fmt.Sprintf(`max(jobsight_agent_sample_duration_seconds_total{job_id=%q}) / max(jobsight_agent_samples_total{job_id=%q})`, id, id)
 			if v, ok, _ := stack.PromQuery(ctx, st.Prometheus.URL, q); ok {

@@ -71,7 +71,7 @@ func up(log *slog.Logger, dir string, build, noJobs bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	opts := stack.Options{Slurm: stack.SlurmOptions{ClusterName: "jobsight-dev"}}
+	opts := stack.Options{Slurm: stack.SlurmOptions{ClusterName: "jobsight-dev", GPUs: 8}}
 	if agent, err := prepareAgent(ctx, log, dir, build); err != nil {
 		log.Warn("no agent: jobs run unmonitored", "reason", err)
 	} else {
@@ -96,7 +96,8 @@ func up(log *slog.Logger, dir string, build, noJobs bool) error {
 		for _, args := range [][]string{
 			{"-J", "sample-sleep", "--wrap", "sleep 60"},
 			{"-J", "sample-busy", "-c", "1", "--mem=200M", "--wrap", "timeout 60 sh -c 'while :; do :; done'"},
-			{"-J", "sample-gpu", "--gres=gpu:1", "--wrap", "sleep 30"},
+			{"-J", "sample-gpu1", "--gres=gpu:1", "--wrap", "sleep 60"},
+			{"-J", "sample-gpu4-uses-1", "--gres=gpu:4", "--wrap", "sleep 120"},
 			{"-J", "sample-fail", "--wrap", "sleep 5; exit 1"},
 		} {
 			id, err := st.Slurm.Sbatch(ctx, append([]string{"--output=/dev/null", "--chdir=/tmp"}, args...)...)
@@ -130,7 +131,10 @@ func prepareAgent(ctx context.Context, log *slog.Logger, dir string, build bool)
 			return nil, fmt.Errorf("%s is missing (use --build): %w", p, err)
 		}
 	}
-	return &stack.AgentOptions{Binary: agent, Plugin: plugin}, nil
+	// The node's 8 GPUs are simulated (there is no GPU here): every
+	// document and series they produce says so.
+	return &stack.AgentOptions{Binary: agent, Plugin: plugin,
+		Extra: "gpu: {backend: simulated, simulated: {devices: 8, profile: one-of-n}}\n"}, nil
 }
 
 // down sends SIGTERM to the stack running in dir and waits for it to stop.
