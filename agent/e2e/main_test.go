@@ -59,8 +59,10 @@ func TestMain(m *testing.M) {
 		}
 		st, err := stack.Up(ctx, dir, stack.Options{
 			// A NodeName that is not the host name, as on many clusters.
-			Slurm: stack.SlurmOptions{ClusterName: cluster, NodeName: "e2enode"},
-			Agent: &stack.AgentOptions{Binary: agent, Plugin: plugin, Extra: "store_job_name: true\n"},
+			// Eight GPUs declared to Slurm, read from the simulated source.
+			Slurm: stack.SlurmOptions{ClusterName: cluster, NodeName: "e2enode", GPUs: 8},
+			Agent: &stack.AgentOptions{Binary: agent, Plugin: plugin,
+				Extra: "store_job_name: true\ngpu: {backend: simulated, simulated: {devices: 8, profile: one-of-n}}\n"},
 		})
 		if err != nil {
 			setupErr = err

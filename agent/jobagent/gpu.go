@@ -64,17 +64,27 @@ func (a *Agent) addGPU(set collector.Set, target collector.Target, state *monito
 		return set
 	}
 	held, attribution := a.gpuAllocation(target, entries, slurmHeld >= 0)
-	gc, err := collector.NewGPUCollector(g.Backend, pids, held, attribution)
-	if err != nil {
-		a.Log.Warn("GPU collector", "err", err)
+	gc := a.gpuCollector(pids, held, attribution, state)
+	if gc == nil {
 		return set
 	}
-	n := -1
+	return append(set, gc)
+}
+
+// gpuCollector makes the job's GPU collector and starts its GPU summaries;
+// nil when the allocation names devices the backend does not have.
+func (a *Agent) gpuCollector(pids collector.PIDSource, held []int, attribution string, state *monitor.NodeState) *collector.GPUCollector {
+	gc, err := collector.NewGPUCollector(a.GPU.Backend, pids, held, attribution)
+	if err != nil {
+		a.Log.Warn("GPU collector", "err", err)
+		return nil
+	}
+	n := -1 // unknown: attributed by process
 	if attribution != gpu.AttributionProcesses {
 		n = len(held)
 	}
-	state.EnableGPU(g.Backend.Name(), attribution, n, g.Threshold)
-	return append(set, gc)
+	state.EnableGPU(a.GPU.Backend.Name(), attribution, n, a.GPU.Threshold)
+	return gc
 }
 
 // runGPU adds the GPU collector to a standalone command's process tree.
@@ -99,16 +109,10 @@ func (a *Agent) runGPU(tree *collector.ProcessTree, state *monitor.NodeState) co
 		attribution = gpu.AttributionEnvironment
 		break
 	}
-	gc, err := collector.NewGPUCollector(a.GPU.Backend, tree, held, attribution)
-	if err != nil {
-		a.Log.Warn("GPU collector", "err", err)
+	gc := a.gpuCollector(tree, held, attribution, state)
+	if gc == nil {
 		return tree
 	}
-	n := -1
-	if attribution != gpu.AttributionProcesses {
-		n = len(held)
-	}
-	state.EnableGPU(a.GPU.Backend.Name(), attribution, n, a.GPU.Threshold)
 	return collector.Set{tree, gc}
 }
 

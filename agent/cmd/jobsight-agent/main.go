@@ -177,6 +177,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Log:       log,
 		CPUAtMain: cpuAtMain,
 	}
+	if cmd == "start" || cmd == "run" {
+		agent.GPU = jobagent.GPUs{Threshold: cfg.GPU.ActiveThreshold, CgroupRoot: cfg.Cgroup.Root, Version: cgroupVersion(cfg)}
+		agent.GPU.Backend, agent.GPU.Unavailable = openGPU(ctx, cfg.GPU, log)
+		if agent.GPU.Backend != nil {
+			defer agent.GPU.Backend.Close()
+		}
+	}
 	switch cmd {
 	case "start", "stop":
 		if *jobID == 0 {
@@ -186,6 +193,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		log = log.With("job_id", *jobID)
 		agent.Log = log
 		if cmd == "start" {
+			agent.GPU.JobList, agent.GPU.JobListGiven = os.LookupEnv("SLURM_JOB_GPUS")
 			var jobUID uint32
 			if *uid > 0 && *uid <= math.MaxUint32 {
 				jobUID = uint32(*uid)
@@ -245,6 +253,17 @@ func orDefaults(path string) string {
 		return "(built-in defaults)"
 	}
 	return path
+}
+
+// cgroupVersion resolves the configured cgroup layout (auto: detected).
+func cgroupVersion(cfg config.Config) collector.Version {
+	v := mustVersion(cfg.Cgroup.Version)
+	if v == collector.VersionAuto {
+		if d, err := collector.Detect(cfg.Cgroup.Root); err == nil {
+			return d
+		}
+	}
+	return v
 }
 
 func mustVersion(s string) collector.Version {
