@@ -3,6 +3,7 @@ package monitor
 import (
 	"math"
 	"slices"
+	"time"
 
 	"github.com/jobsight/jobsight/agent/aggregate"
 	"github.com/jobsight/jobsight/agent/collector"
@@ -26,6 +27,9 @@ type GPUState struct {
 	// they could).
 	Unavailable string           `json:"unavailable,omitempty"`
 	Devices     []GPUDeviceState `json:"devices,omitempty"`
+	// Timeline is the mean utilisation of the job's GPUs on this node over
+	// the job's life (at most 64 points).
+	Timeline aggregate.Timeline `json:"timeline"`
 }
 
 // GPUDeviceState is the rolling summary of one GPU.
@@ -67,9 +71,11 @@ func (n *NodeState) GPUUnavailable(why string, held int) {
 	n.GPU.Unavailable = why
 }
 
-// add folds a pass's GPU readings into the state; dt is the time the
-// pass stands for.
-func (g *GPUState) add(gs []collector.GPUSample, dt float64) {
+// add folds a pass's GPU readings into the state; t is the pass's time
+// and dt the time it stands for.
+func (g *GPUState) add(gs []collector.GPUSample, t time.Time, dt float64) {
+	var utilSum float64
+	var nUtil int
 	for k := range gs {
 		s := &gs[k]
 		d := g.device(s)
@@ -87,6 +93,8 @@ func (g *GPUState) add(gs []collector.GPUSample, dt float64) {
 		}
 		if r.Has(gpu.FieldUtilization) {
 			d.Util.Add(r.UtilizationRatio, dt)
+			utilSum += r.UtilizationRatio
+			nUtil++
 		}
 		if r.Has(gpu.FieldMemoryUsed) {
 			d.Memory.Add(float64(r.MemoryUsedBytes), dt)
@@ -106,6 +114,12 @@ func (g *GPUState) add(gs []collector.GPUSample, dt float64) {
 		if r.Has(gpu.FieldTemperature) {
 			d.TempPeak = max(d.TempPeak, r.TemperatureCelsius)
 		}
+	}
+	if nUtil > 0 {
+		if g.Timeline.Step == 0 {
+			g.Timeline = aggregate.NewTimeline(dt)
+		}
+		g.Timeline.Add(float64(t.UnixMilli())/1000, utilSum/float64(nUtil))
 	}
 }
 
@@ -197,6 +211,11 @@ func (g *GPUState) fill(doc *jobmodel.Node) {
 		sum.EnergyJoules = jobmodel.Ptr(energy)
 	}
 	sum.MemoryPeakBytes = memPeak
+	if means := g.Timeline.Means(); len(means) > 0 {
+		sum.UtilizationTimeline = means
+		sum.TimelineStepSeconds = jobmodel.Ptr(g.Timeline.Step)
+		sum.TimelineStart = jobmodel.At(time.UnixMilli(int64(g.Timeline.Start * 1000)).UTC())
+	}
 	doc.GPU = &sum
 }
 

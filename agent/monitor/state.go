@@ -115,7 +115,7 @@ func (n *NodeState) Add(s *collector.Sample) (cores float64, ok bool) {
 		n.IOWrite.Observe(s.IOWriteBytes)
 	}
 	if n.GPU != nil {
-		n.GPU.add(s.GPUs, dt)
+		n.GPU.add(s.GPUs, s.Time, dt)
 	}
 	return cores, ok
 }

@@ -168,7 +168,56 @@ func assembleGPUs(nodes []Node) (*GPUUsage, []GPUDevice) {
 	if sum.EffectiveGPUs != nil && sum.Count > 0 {
 		sum.EffectiveRatio = Ptr(float64(*sum.EffectiveGPUs) / float64(sum.Count))
 	}
+	sum.UtilizationTimeline, sum.TimelineStepSeconds, sum.TimelineStart = joinTimelines(nodes)
 	return &sum, devs
+}
+
+// joinTimelines averages the nodes' GPU utilisation timelines point by
+// point, each weighted by its node's GPU count, after bringing them to the
+// coarsest step (steps are the sampling interval times a power of two, so
+// merging whole buckets aligns them); the earliest start is kept.
+func joinTimelines(nodes []Node) ([]float64, *float64, *Time) {
+	var step float64
+	var start *Time
+	for i := range nodes {
+		g := nodes[i].GPU
+		if g == nil || len(g.UtilizationTimeline) == 0 || g.TimelineStepSeconds == nil || *g.TimelineStepSeconds <= 0 {
+			continue
+		}
+		step = max(step, *g.TimelineStepSeconds)
+		if g.TimelineStart != nil && (start == nil || g.TimelineStart.Before(start.Time)) {
+			start = g.TimelineStart
+		}
+	}
+	if step == 0 {
+		return nil, nil, nil
+	}
+	var sum, weight []float64
+	for i := range nodes {
+		g := nodes[i].GPU
+		if g == nil || len(g.UtilizationTimeline) == 0 || g.TimelineStepSeconds == nil || *g.TimelineStepSeconds <= 0 {
+			continue
+		}
+		k := max(1, int(step / *g.TimelineStepSeconds + 0.5))
+		w := float64(max(g.Count, 1))
+		for j := 0; j*k < len(g.UtilizationTimeline); j++ {
+			var s float64
+			n := 0
+			for _, v := range g.UtilizationTimeline[j*k : min(len(g.UtilizationTimeline), (j+1)*k)] {
+				s += v
+				n++
+			}
+			for len(sum) <= j {
+				sum, weight = append(sum, 0), append(weight, 0)
+			}
+			sum[j] += w * s / float64(n)
+			weight[j] += w
+		}
+	}
+	for j := range sum {
+		sum[j] /= weight[j]
+	}
+	return sum, Ptr(step), start
 }
 
 func addPtr[T number](acc, v *T) *T {

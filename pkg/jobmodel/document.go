@@ -192,6 +192,12 @@ type GPUUsage struct {
 	MemoryPeakBytes *int64 `json:"memory_peak_bytes,omitempty"`
 	// EnergyJoules is the energy the GPUs used while watched.
 	EnergyJoules *float64 `json:"energy_joules,omitempty"`
+	// UtilizationTimeline is the mean utilisation of the GPUs over the
+	// job's life, one value per TimelineStepSeconds from TimelineStart (at
+	// most 64 values; coarser steps for longer jobs).
+	UtilizationTimeline []float64 `json:"utilization_timeline,omitempty"`
+	TimelineStepSeconds *float64  `json:"timeline_step_seconds,omitempty"`
+	TimelineStart       *Time     `json:"timeline_start,omitempty"`
 }
 
 // GPUDevice is one GPU (or MIG instance, or AMD compute partition) of a job

@@ -1,0 +1,89 @@
+package aggregate
+
+// TimelineBuckets is the most buckets a Timeline keeps.
+const TimelineBuckets = 64
+
+// Timeline is a coarse, evenly spaced record of a gauge over a job's life
+// in bounded memory: at most TimelineBuckets buckets of Step seconds each,
+// starting at the first Add. When the buckets fill up, neighbours are
+// merged and Step doubles, so a 10-minute job and a 3-day job both end with
+// a timeline of 32 to 64 points. Plain data, so it round-trips through a
+// JSON checkpoint.
+type Timeline struct {
+	// Start is the time of the first Add, in Unix seconds.
+	Start float64 `json:"start"`
+	// Step is each bucket's length in seconds (0 before the first Add).
+	Step float64 `json:"step"`
+	// Sum and Count hold each bucket's total and number of values.
+	Sum   []float64 `json:"sum"`
+	Count []int64   `json:"count"`
+}
+
+// NewTimeline returns an empty timeline whose buckets start step seconds
+// long (the sampling interval is a good start).
+func NewTimeline(step float64) Timeline {
+	if !(step > 0) {
+		step = 1
+	}
+	return Timeline{Step: step}
+}
+
+// Add records value v at time t (Unix seconds). Values before Start and
+// non-finite times or values are ignored.
+func (tl *Timeline) Add(t, v float64) {
+	if !finite(v) || !finite(t) {
+		return
+	}
+	if tl.Step <= 0 {
+		tl.Step = 1
+	}
+	if len(tl.Count) == 0 && tl.Start == 0 {
+		tl.Start = t
+	}
+	if t < tl.Start {
+		return
+	}
+	i := int((t - tl.Start) / tl.Step)
+	for i >= TimelineBuckets {
+		tl.halve()
+		i = int((t - tl.Start) / tl.Step)
+	}
+	for len(tl.Count) <= i {
+		tl.Sum = append(tl.Sum, 0)
+		tl.Count = append(tl.Count, 0)
+	}
+	tl.Sum[i] += v
+	tl.Count[i]++
+}
+
+func finite(x float64) bool { return x == x && x <= 1e300 && x >= -1e300 }
+
+// halve merges neighbouring buckets and doubles Step.
+func (tl *Timeline) halve() {
+	n := (len(tl.Count) + 1) / 2
+	for i := 0; i < n; i++ {
+		s, c := tl.Sum[2*i], tl.Count[2*i]
+		if 2*i+1 < len(tl.Count) {
+			s += tl.Sum[2*i+1]
+			c += tl.Count[2*i+1]
+		}
+		tl.Sum[i], tl.Count[i] = s, c
+	}
+	tl.Sum, tl.Count = tl.Sum[:n], tl.Count[:n]
+	tl.Step *= 2
+}
+
+// Means returns each bucket's mean. A bucket without values (a gap in
+// sampling) carries the previous bucket's mean; bucket 0 always has one.
+func (tl *Timeline) Means() []float64 {
+	out := make([]float64, len(tl.Count))
+	for i := range tl.Count {
+		switch {
+		case tl.Count[i] > 0:
+			out[i] = tl.Sum[i] / float64(tl.Count[i])
+		case i > 0:
+			out[i] = out[i-1]
+		}
+	}
+	return out
+}
