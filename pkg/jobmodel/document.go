@@ -65,6 +65,9 @@ type Job struct {
 
 	Sampling       Sampling `json:"sampling"`
 	MissingMetrics []string `json:"missing_metrics,omitempty"`
+	// Analysis is the post-job analysis, set when the final document is
+	// written (pkg/analysis).
+	Analysis *Analysis `json:"analysis,omitempty"`
 	// Final is true once the job has ended and its summary is complete
 	// (or as complete as it will get: see MissingMetrics).
 	Final        bool   `json:"final"`

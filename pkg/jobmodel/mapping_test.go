@@ -26,7 +26,7 @@ func fieldPaths(prefix string, props map[string]any) []string {
 
 func TestMappingsAreStrictAndTyped(t *testing.T) {
 	t.Parallel()
-	for name, raw := range map[string][]byte{"job": JobMapping(), "node": NodeMapping()} {
+	for name, raw := range map[string][]byte{"job": JobMapping(), "node": NodeMapping(), "result": ResultMapping(), "history": HistoryMapping()} {
 		var m struct {
 			Mappings struct {
 				Dynamic    string                    `json:"dynamic"`
@@ -56,7 +56,7 @@ func TestFieldReferenceDocumentsEveryField(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := string(doc)
-	for _, typ := range []reflect.Type{reflect.TypeOf(Job{}), reflect.TypeOf(Node{})} {
+	for _, typ := range []reflect.Type{reflect.TypeOf(Job{}), reflect.TypeOf(Node{}), reflect.TypeOf(Result{}), reflect.TypeOf(History{})} {
 		for _, path := range fieldPaths("", MappingProperties(typ)) {
 			leaf := path[strings.LastIndex(path, ".")+1:]
 			if !strings.Contains(text, "`"+path+"`") && !strings.Contains(text, "`"+leaf+"`") &&

@@ -1,0 +1,195 @@
+package analysis
+
+// Cause ids (jobmodel.Cause.ID); each names a rule and its configuration
+// section (analysis.rules.<id>).
+const (
+	CauseGPUsHeldIdle          = "gpus_held_idle"
+	CauseGPUUnused             = "gpu_unused"
+	CauseParallelismMismatch   = "parallelism_mismatch"
+	CauseCPUBottleneck         = "cpu_bottleneck"
+	CauseUtilizationDrop       = "utilization_drop"
+	CauseSmallJobLargeGPU      = "small_job_large_gpu"
+	CauseMemoryResidentLowUtil = "memory_resident_low_util"
+	CauseOverScaled            = "over_scaled"
+	CauseTooManyCoresPerGPU    = "too_many_cores_per_gpu"
+	CauseTooMuchMemoryPerGPU   = "too_much_memory_per_gpu"
+	CauseCPUJobOnGPUPartition  = "cpu_job_on_gpu_partition"
+	CauseSerialJobManyCores    = "serial_job_many_cores"
+	CauseCPUOverrequest        = "cpu_overrequest"
+	CauseMemoryOverrequest     = "memory_overrequest"
+	CauseWalltimeOverrequest   = "walltime_overrequest"
+)
+
+// GPU vendors (jobmodel.Analysis.Vendor).
+const (
+	VendorNVIDIA = "nvidia"
+	VendorAMD    = "amd"
+)
+
+// CauseIDs returns every cause id, in the order the rules are evaluated.
+func CauseIDs() []string {
+	c := Default()
+	var ids []string
+	for _, rt := range c.ruleTexts() {
+		ids = append(ids, rt.id)
+	}
+	return ids
+}
+
+// text is a cause's built-in title, lesson and documentation link; the
+// AMD variants are empty where the wording does not depend on the vendor.
+type text struct {
+	title             string
+	lesson, lessonAMD string
+	docURL, docURLAMD string
+}
+
+const (
+	docSbatch   = "https://slurm.schedmd.com/sbatch.html"
+	docGres     = "https://slurm.schedmd.com/gres.html"
+	docDDP      = "https://pytorch.org/tutorials/intermediate/ddp_tutorial.html"
+	docDataLoad = "https://pytorch.org/docs/stable/data.html"
+	docTuning   = "https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html"
+	docCUDA     = "https://docs.nvidia.com/cuda/cuda-c-best-practices-guide/index.html"
+	docHIP      = "https://rocm.docs.amd.com/projects/HIP/en/latest/"
+	docMIG      = "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/"
+	docROCm     = "https://rocm.docs.amd.com/"
+)
+
+// texts are the built-in lessons: neutral, 2–3 sentences, saying what
+// usually causes the pattern and what usually helps.
+var texts = map[string]text{
+	CauseGPUsHeldIdle: {
+		title: "GPUs held with no process of the job",
+		lesson: "Some GPUs given to the job never ran any of its processes, so they stayed reserved without doing work. " +
+			"Request only the GPUs the program uses, or check that it is started once per GPU (srun, torchrun) and that CUDA_VISIBLE_DEVICES is not narrowed in the job script.",
+		lessonAMD: "Some GPUs given to the job never ran any of its processes, so they stayed reserved without doing work. " +
+			"Request only the GPUs the program uses, or check that it is started once per GPU (srun, torchrun) and that ROCR_VISIBLE_DEVICES or HIP_VISIBLE_DEVICES is not narrowed in the job script.",
+		docURL: docGres,
+	},
+	CauseGPUUnused: {
+		title: "GPUs opened but barely used",
+		lesson: "The job's processes opened the GPU but gave it almost no work, which usually means the computation ran on the CPU. " +
+			"Check that the program is built with CUDA support and moves its data and model to the GPU (in PyTorch: torch.cuda.is_available() and .to(\"cuda\")); CPU-only work usually starts sooner in a CPU partition.",
+		lessonAMD: "The job's processes opened the GPU but gave it almost no work, which usually means the computation ran on the CPU. " +
+			"Check that the program is built with ROCm/HIP support and moves its data and model to the GPU (PyTorch's ROCm build still calls the device \"cuda\"); CPU-only work usually starts sooner in a CPU partition.",
+		docURL: docCUDA, docURLAMD: docHIP,
+	},
+	CauseParallelismMismatch: {
+		title: "Only some of the GPUs did work",
+		lesson: "Only some of the job's GPUs were busy, which is typical of a program that uses one GPU unless told otherwise. " +
+			"Either request as many GPUs as the program uses, or run it data-parallel over all of them (for example PyTorch DistributedDataParallel, one process per GPU, communicating through NCCL).",
+		lessonAMD: "Only some of the job's GPUs were busy, which is typical of a program that uses one GPU unless told otherwise. " +
+			"Either request as many GPUs as the program uses, or run it data-parallel over all of them (for example PyTorch DistributedDataParallel, one process per GPU, communicating through RCCL on ROCm).",
+		docURL: docDDP,
+	},
+	CauseCPUBottleneck: {
+		title: "CPUs busy while the GPUs waited (data loading or preprocessing)",
+		lesson: "The job's CPUs were fully busy while its GPUs were often idle, which usually means data loading or preprocessing cannot keep up with the GPU. " +
+			"More data-loader workers with a matching --cpus-per-task, pinned host memory and pre-processed or cached input often help; Nsight Systems shows where the time goes.",
+		lessonAMD: "The job's CPUs were fully busy while its GPUs were often idle, which usually means data loading or preprocessing cannot keep up with the GPU. " +
+			"More data-loader workers with a matching --cpus-per-task, pinned host memory and pre-processed or cached input often help; ROCm's profilers (rocprof) show where the time goes.",
+		docURL: docDataLoad,
+	},
+	CauseUtilizationDrop: {
+		title: "GPU utilisation dropped after the start (I/O or synchronisation)",
+		lesson: "GPU utilisation fell well below its early level later in the run, which points to time spent on I/O (reading input, writing checkpoints) or waiting at synchronisation points between processes. " +
+			"Staging input on faster or node-local storage, writing checkpoints less often or asynchronously, and looking for slow ranks in NCCL collectives usually help.",
+		lessonAMD: "GPU utilisation fell well below its early level later in the run, which points to time spent on I/O (reading input, writing checkpoints) or waiting at synchronisation points between processes. " +
+			"Staging input on faster or node-local storage, writing checkpoints less often or asynchronously, and looking for slow ranks in RCCL collectives usually help.",
+		docURL: docTuning,
+	},
+	CauseSmallJobLargeGPU: {
+		title: "A smaller GPU or GPU slice would do",
+		lesson: "The job used a small part of a large GPU's memory and compute. " +
+			"A smaller GPU or a MIG slice (a fraction of an A100 or H100 with its own memory) would likely run it at a similar speed and leave the whole GPU to jobs that need it; your site's documentation says which partitions offer them.",
+		lessonAMD: "The job used a small part of a large GPU's memory and compute. " +
+			"A smaller GPU or a compute partition of an Instinct GPU (CPX mode splits it into several devices) would likely run it at a similar speed and leave the whole GPU to jobs that need it; your site's documentation says which partitions offer them.",
+		docURL: docMIG, docURLAMD: docROCm,
+	},
+	CauseMemoryResidentLowUtil: {
+		title: "GPU memory in use, GPU rarely busy",
+		lesson: "The GPU held a lot of data in its memory but was rarely computing, which is typical of interactive sessions and inference services waiting for requests. " +
+			"Batching requests, running inference as batch jobs that end when the work is done, or ending sessions when idle lets the GPU serve other work.",
+		docURL: docSbatch,
+	},
+	CauseOverScaled: {
+		title: "More GPU than the work needed",
+		lesson: "The job's GPUs were lightly used and little of their memory was filled, so the work was small for the GPUs it held. " +
+			"Fewer GPUs, a smaller GPU model or more work per GPU call (a larger batch size, fewer host-device copies) usually give the same result with a shorter wait.",
+		docURL: docTuning,
+	},
+	CauseTooManyCoresPerGPU: {
+		title: "Many CPU cores per GPU, few of them used",
+		lesson: "The job requested many CPU cores per GPU and used few of them. " +
+			"Cores held beyond what a GPU job uses can leave a node's other GPUs without cores for other jobs; request what the job needs with --cpus-per-task.",
+		docURL: docSbatch,
+	},
+	CauseTooMuchMemoryPerGPU: {
+		title: "Much host memory per GPU, little of it used",
+		lesson: "The job requested a lot of host memory per GPU and used under half of it. " +
+			"Memory held this way can keep other jobs off the node's remaining GPUs; request the peak the job needs plus some headroom with --mem.",
+		docURL: docSbatch,
+	},
+	CauseCPUJobOnGPUPartition: {
+		title: "CPU-only job on a GPU partition",
+		lesson: "The job used no GPU but ran in a partition meant for GPU jobs, where its CPUs and memory are needed by GPU jobs. " +
+			"CPU-only work usually starts sooner in a CPU partition (--partition).",
+		docURL: docSbatch,
+	},
+	CauseSerialJobManyCores: {
+		title: "Serial program on several cores",
+		lesson: "The job never used much more than one core at a time, which is how a serial (single-threaded) program behaves. " +
+			"Unless the program is set up to run in parallel (threads, MPI or multiprocessing), --cpus-per-task=1 runs it just as fast and leaves the other cores to other jobs.",
+		docURL: docSbatch,
+	},
+	CauseCPUOverrequest: {
+		title: "CPUs mostly idle",
+		lesson: "The job used a small share of the CPU time it reserved. " +
+			"Check that the program's thread or process count matches the request (for example OMP_NUM_THREADS=$SLURM_CPUS_PER_TASK), or request fewer CPUs; a short scaling test with 1, 2, 4… CPUs shows how many help.",
+		docURL: docSbatch,
+	},
+	CauseMemoryOverrequest: {
+		title: "Memory request well above use",
+		lesson: "The job used much less memory than it requested. " +
+			"Requesting the measured peak plus some headroom (--mem) shortens the wait for a node and leaves memory to other jobs.",
+		docURL: docSbatch,
+	},
+	CauseWalltimeOverrequest: {
+		title: "Time limit well above the run time",
+		lesson: "The job finished well within its time limit. " +
+			"A closer limit (--time, with a margin) lets the scheduler start the job sooner, for example in gaps before other jobs (backfill).",
+		docURL: docSbatch,
+	},
+}
+
+// lesson returns a cause's lesson and link for the job's vendor: the
+// site's text where configured, else the built-in one.
+func lesson(cfg *Config, id, vendor string) (string, string) {
+	t := texts[id]
+	rt := cfg.ruleText(id)
+	l, u := t.lesson, t.docURL
+	if vendor == VendorAMD {
+		if t.lessonAMD != "" {
+			l = t.lessonAMD
+		}
+		if t.docURLAMD != "" {
+			u = t.docURLAMD
+		}
+	}
+	if rt.Lesson != "" {
+		l = rt.Lesson
+	}
+	if rt.DocURL != "" {
+		u = rt.DocURL
+	}
+	if vendor == VendorAMD {
+		if rt.LessonAMD != "" {
+			l = rt.LessonAMD
+		}
+		if rt.DocURLAMD != "" {
+			u = rt.DocURLAMD
+		}
+	}
+	return l, u
+}
