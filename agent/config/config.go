@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/jobsight/jobsight/pkg/analysis"
 )
 
 // Config is the agent's configuration.
@@ -53,6 +55,9 @@ type Config struct {
 	Elasticsearch ElasticsearchConfig `yaml:"elasticsearch"`
 	Prometheus    PrometheusConfig    `yaml:"prometheus"`
 	GPU           GPUConfig           `yaml:"gpu"`
+	// Analysis is the post-job analysis run on the job's first node when
+	// its document is final (docs/analysis.md).
+	Analysis analysis.Config `yaml:"analysis"`
 }
 
 // GPUConfig says how the agent reads GPUs.
@@ -112,6 +117,7 @@ type ElasticsearchConfig struct {
 	CAFile       string        `yaml:"ca_file"`
 	JobIndex     string        `yaml:"job_index"`
 	NodeIndex    string        `yaml:"node_index"`
+	ResultIndex  string        `yaml:"result_index"`
 	Timeout      time.Duration `yaml:"timeout"`
 }
 
@@ -173,9 +179,10 @@ func Default() Config {
 		Slurm:                SlurmConfig{Scontrol: "scontrol", Timeout: 10 * time.Second, FinalStateWait: 2 * time.Minute},
 		Spool:                SpoolConfig{Dir: "/var/spool/jobsight", MaxBytes: 64 << 20},
 		Elasticsearch: ElasticsearchConfig{
-			JobIndex: "jobsight-jobs", NodeIndex: "jobsight-nodes", Timeout: 10 * time.Second,
+			JobIndex: "jobsight-jobs", NodeIndex: "jobsight-nodes", ResultIndex: "jobsight-results", Timeout: 10 * time.Second,
 		},
 		Prometheus: PrometheusConfig{PushInterval: 10 * time.Second, Timeout: 10 * time.Second},
+		Analysis: analysis.Default(),
 		GPU: GPUConfig{Backend: "auto", ActiveThreshold: 0.10,
 			Simulated: SimGPUConfig{Devices: 4, MemoryBytes: 80 << 30, Profile: "one-of-n", DropAfter: time.Minute}},
 	}
@@ -294,13 +301,16 @@ func (c *Config) Validate() error {
 			bad(fmt.Sprintf("elasticsearch.urls[%d]", i), "%q: want an http:// or https:// URL", u)
 		}
 	}
-	for _, ix := range [][2]string{{"elasticsearch.job_index", c.Elasticsearch.JobIndex}, {"elasticsearch.node_index", c.Elasticsearch.NodeIndex}} {
+	for _, ix := range [][2]string{{"elasticsearch.job_index", c.Elasticsearch.JobIndex}, {"elasticsearch.node_index", c.Elasticsearch.NodeIndex}, {"elasticsearch.result_index", c.Elasticsearch.ResultIndex}} {
 		if !indexName.MatchString(ix[1]) {
 			bad(ix[0], "%q: index names are lowercase letters, digits, '.', '_' or '-'", ix[1])
 		}
 	}
 	if c.Elasticsearch.JobIndex == c.Elasticsearch.NodeIndex {
 		bad("elasticsearch.node_index", "must differ from job_index (%q)", c.Elasticsearch.JobIndex)
+	}
+	if c.Elasticsearch.ResultIndex == c.Elasticsearch.JobIndex || c.Elasticsearch.ResultIndex == c.Elasticsearch.NodeIndex {
+		bad("elasticsearch.result_index", "must differ from job_index and node_index (%q)", c.Elasticsearch.ResultIndex)
 	}
 	if c.Elasticsearch.Timeout <= 0 {
 		bad("elasticsearch.timeout", "must be positive")
@@ -349,6 +359,9 @@ func (c *Config) Validate() error {
 	}
 	if c.GPU.Simulated.DropAfter <= 0 {
 		bad("gpu.simulated.drop_after", "must be positive")
+	}
+	if err := c.Analysis.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -109,6 +109,9 @@ func (o *Outputs) EnsureIndices(ctx context.Context) error {
 	if err := o.es.EnsureIndex(ctx, o.cfg.Elasticsearch.JobIndex, jobmodel.JobMapping()); err != nil {
 		return err
 	}
+	if err := o.es.EnsureIndex(ctx, o.cfg.Elasticsearch.ResultIndex, jobmodel.ResultMapping()); err != nil {
+		return err
+	}
 	if err := o.es.EnsureIndex(ctx, o.cfg.Elasticsearch.NodeIndex, jobmodel.NodeMapping()); err != nil {
 		return err
 	}
@@ -172,6 +175,20 @@ func (o *Outputs) PutJob(ctx context.Context, job jobmodel.Job) error {
 		return os.WriteFile(path, append(body, '\n'), 0o644)
 	}
 	return o.write(ctx, sink.Doc{Kind: sink.KindJobDoc, Index: o.cfg.Elasticsearch.JobIndex, ID: job.DocID, Body: body})
+}
+
+// PutResult writes a job's analysis to the results index (kept in the
+// spool like a job document when the store is down). Without Elasticsearch
+// the analysis is in the job document's file only.
+func (o *Outputs) PutResult(ctx context.Context, r jobmodel.Result) error {
+	if o.es == nil {
+		return nil
+	}
+	body, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	return o.write(ctx, sink.Doc{Kind: sink.KindJobDoc, Index: o.cfg.Elasticsearch.ResultIndex, ID: r.DocID, Body: body})
 }
 
 // Where says where a job's document went, for people.

@@ -86,7 +86,29 @@ func TestGPUJobUsingOneOfFour(t *testing.T) {
 	e := need(t)
 	t.Parallel()
 	id := e.submit(t, "-J", "gpu4", "-c", "1", "--mem=100M", "--gres=gpu:4", "--wrap", "sleep 8")
-	checkOneOfFour(t, e, e.finalJob(t, e.docID(id), jobWait))
+	job := e.finalJob(t, e.docID(id), jobWait)
+	checkOneOfFour(t, e, job)
+
+	// The analysis: a GPU job using one GPU of four.
+	a := job.Analysis
+	if a == nil {
+		t.Fatal("no analysis")
+	}
+	if a.Kind != jobmodel.KindGPU || a.Class != jobmodel.ClassInefficient || deref(a.Figures.EffectiveGPUs) != 1 {
+		t.Errorf("kind %s class %s effective %d, want gpu / inefficient (~23%% average) / 1", a.Kind, a.Class, deref(a.Figures.EffectiveGPUs))
+	}
+	ids := causeIDs(a)
+	for _, want := range []string{"parallelism_mismatch", "gpus_held_idle"} {
+		if !slices.Contains(ids, want) {
+			t.Errorf("causes %v lack %s", ids, want)
+		}
+	}
+	if g := change(a, "--gpus"); g == nil || g.From != "--gpus=4" || g.To != "--gpus=1" {
+		t.Errorf("gpu change %+v, want --gpus=4 -> --gpus=1 (changes %+v)", g, a.Recommendation.Changes)
+	}
+	if deref(a.Recommendation.GPUs) != 1 || deref(a.Savings.GPUHours) <= 0 {
+		t.Errorf("recommended gpus %d, savings %+v", deref(a.Recommendation.GPUs), a.Savings)
+	}
 }
 
 // Two jobs share the node, each holding 4 of its 8 GPUs: each sees only

@@ -62,7 +62,10 @@ func TestMain(m *testing.M) {
 			// Eight GPUs declared to Slurm, read from the simulated source.
 			Slurm: stack.SlurmOptions{ClusterName: cluster, NodeName: "e2enode", GPUs: 8},
 			Agent: &stack.AgentOptions{Binary: agent, Plugin: plugin,
-				Extra: "store_job_name: true\ngpu: {backend: simulated, simulated: {devices: 8, profile: one-of-n}}\n"},
+				// Test jobs run seconds, not the 10 minutes the analysis
+				// judges by default.
+				Extra: "store_job_name: true\ngpu: {backend: simulated, simulated: {devices: 8, profile: one-of-n}}\n" +
+					"analysis: {short_job: 5s}\n"},
 		})
 		if err != nil {
 			setupErr = err

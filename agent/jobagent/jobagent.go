@@ -18,6 +18,7 @@ import (
 	"github.com/jobsight/jobsight/agent/config"
 	"github.com/jobsight/jobsight/agent/monitor"
 	"github.com/jobsight/jobsight/agent/slurminfo"
+	"github.com/jobsight/jobsight/pkg/analysis"
 	"github.com/jobsight/jobsight/pkg/jobmodel"
 )
 
@@ -36,6 +37,8 @@ type Outputs interface {
 	ResolveDocID(ctx context.Context, base string, submit, start time.Time) string
 	// Replay sends whatever waits in the spool.
 	Replay(ctx context.Context)
+	// PutResult writes a job's analysis to the results index.
+	PutResult(ctx context.Context, r jobmodel.Result) error
 }
 
 // Slurm looks a job up in Slurm. The returned document has the job's
@@ -238,8 +241,12 @@ func (a *Agent) finalize(ctx context.Context, ck *Checkpoint, agentState string,
 		jobmodel.Assemble(&job, nodes)
 		job.Final = true
 		job.UpdatedAt = jobmodel.At(a.now())
+		res := a.analyse(&job)
 		if err := a.Outputs.PutJob(ctx, job); err != nil {
 			a.Log.Warn("writing final job document; spooled", "err", err)
+		}
+		if err := a.Outputs.PutResult(ctx, res); err != nil {
+			a.Log.Warn("writing analysis result; spooled", "err", err)
 		}
 		a.Log.Info("job finalized", "doc_id", job.DocID, "state", job.State, "missing", job.MissingMetrics)
 	}
@@ -249,6 +256,21 @@ func (a *Agent) finalize(ctx context.Context, ck *Checkpoint, agentState string,
 		a.logUsage(a.now().Sub(ck.State.Started), ck.State.Count)
 	}
 	return nil
+}
+
+// analyse runs the post-job analysis on a final job document, stores it
+// in the document and returns its results-index entry.
+func (a *Agent) analyse(job *jobmodel.Job) jobmodel.Result {
+	at := a.now()
+	var timeline []float64
+	if job.GPU != nil {
+		timeline = job.GPU.UtilizationTimeline
+	}
+	an := analysis.Analyze(analysis.Input{Job: *job, At: at, GPUTimeline: timeline}, a.Config.Analysis)
+	job.Analysis = &an
+	a.Log.Info("job analysed", "doc_id", job.DocID, "class", an.Class, "causes", len(an.Causes),
+		"analysis_seconds", a.now().Sub(at).Seconds())
+	return jobmodel.NewResult(*job, an, *jobmodel.At(at))
 }
 
 // logUsage logs what this agent process used, for operators and for

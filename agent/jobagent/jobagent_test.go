@@ -43,9 +43,10 @@ func (f *fakeSlurm) Lookup(_ context.Context, cluster string, jobID uint64, _ ui
 func (f *fakeSlurm) set(state string) { f.mu.Lock(); f.state = state; f.mu.Unlock() }
 
 type memOutputs struct {
-	mu    sync.Mutex
-	jobs  []jobmodel.Job
-	nodes []jobmodel.Node
+	mu      sync.Mutex
+	jobs    []jobmodel.Job
+	nodes   []jobmodel.Node
+	results []jobmodel.Result
 }
 
 func (m *memOutputs) PushSeries(context.Context, []monitor.Series) error { return nil }
@@ -64,6 +65,12 @@ func (m *memOutputs) PutJob(_ context.Context, j jobmodel.Job) error {
 func (m *memOutputs) NodeDocs(context.Context, string) ([]jobmodel.Node, error)          { return nil, nil }
 func (m *memOutputs) ResolveDocID(_ context.Context, base string, _, _ time.Time) string { return base }
 func (m *memOutputs) Replay(context.Context)                                             {}
+func (m *memOutputs) PutResult(_ context.Context, r jobmodel.Result) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.results = append(m.results, r)
+	return nil
+}
 func (m *memOutputs) last() (jobmodel.Job, jobmodel.Node) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -172,6 +179,11 @@ func TestStopFinalizesFromTheCheckpointOfADeadAgent(t *testing.T) {
 	}
 	if !slices.Contains(got.MissingMetrics, "samples_after_agent_loss:n1") || got.State != jobmodel.StateCompleted {
 		t.Errorf("job state %s missing %v", got.State, got.MissingMetrics)
+	}
+	// The final document carries its analysis, also in the results index.
+	if got.Analysis == nil || got.Analysis.Class == "" || len(out.results) != 1 || out.results[0].DocID != got.DocID ||
+		out.results[0].Analysis.Class != got.Analysis.Class {
+		t.Errorf("analysis %+v, results %+v", got.Analysis, out.results)
 	}
 	// A late start for the same job does nothing.
 	n := len(out.jobs)

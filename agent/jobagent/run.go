@@ -143,8 +143,12 @@ wait:
 	}
 	jobmodel.Assemble(&job, []jobmodel.Node{node})
 	job.Final, job.UpdatedAt = true, jobmodel.At(end)
+	result := a.analyse(&job)
 	if err := a.Outputs.PutJob(ctx, job); err != nil {
 		a.Log.Warn("writing job document; spooled", "err", err)
+	}
+	if err := a.Outputs.PutResult(ctx, result); err != nil {
+		a.Log.Warn("writing analysis result; spooled", "err", err)
 	}
 	a.Outputs.Replay(ctx)
 	res.Job, res.Node = job, node
@@ -307,6 +311,9 @@ func Summary(w io.Writer, args []string, r *RunResult, where string) {
 		fmt.Fprintf(w, "; not measured (no cgroup around the command): %s", strings.Join(r.Job.MissingMetrics, ", "))
 	}
 	fmt.Fprintln(w)
+	if an := r.Job.Analysis; an != nil {
+		analysisLines(w, an)
+	}
 	if where != "" {
 		fmt.Fprintf(w, "  document  %s\n", where)
 	}
@@ -316,6 +323,25 @@ func Summary(w io.Writer, args []string, r *RunResult, where string) {
 		share = fmt.Sprintf(" (%.3f%% of one core)", self.CorePercent(r.Wall))
 	}
 	fmt.Fprintf(w, "  overhead  jobsight used %.0f ms of CPU%s and %s of memory\n", float64(self.CPU.Microseconds())/1000, share, formatBytes(self.MaxRSSBytes))
+}
+
+// analysisLines prints the analysis: class, likely causes and the
+// suggested request.
+func analysisLines(w io.Writer, an *jobmodel.Analysis) {
+	line := "  class     " + an.Class
+	if an.Score != nil {
+		line += fmt.Sprintf(" (score %.0f%%)", 100**an.Score)
+	}
+	if an.Class == jobmodel.ClassShort {
+		line += ": too short to judge"
+	}
+	fmt.Fprintln(w, line)
+	for _, c := range an.Causes {
+		fmt.Fprintf(w, "  cause     %s (%.0f%%): %s\n", c.Title, 100*c.Confidence, c.Evidence)
+	}
+	for _, ch := range an.Recommendation.Changes {
+		fmt.Fprintf(w, "  suggest   %s -> %s  (%s)\n", ch.From, ch.To, ch.Reason)
+	}
 }
 
 // gpuLine summarises the command's GPUs in one line.

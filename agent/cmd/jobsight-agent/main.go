@@ -164,7 +164,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			log.Error("creating indices", "err", err)
 			return 1
 		}
-		fmt.Fprintln(stdout, "indices ready:", cfg.Elasticsearch.JobIndex, cfg.Elasticsearch.NodeIndex)
+		fmt.Fprintln(stdout, "indices ready:", cfg.Elasticsearch.JobIndex, cfg.Elasticsearch.NodeIndex, cfg.Elasticsearch.ResultIndex)
 		return 0
 	}
 

@@ -1,0 +1,257 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/emersion/go-smtp"
+)
+
+// mailbox is a real SMTP server on loopback that keeps what it receives.
+type mailbox struct {
+	mu   sync.Mutex
+	msgs []mail
+}
+
+type mail struct {
+	to   []string
+	data string
+}
+
+type mailSession struct {
+	box *mailbox
+	to  []string
+}
+
+func (s *mailSession) Mail(string, *smtp.MailOptions) error { return nil }
+func (s *mailSession) Rcpt(to string, _ *smtp.RcptOptions) error {
+	s.to = append(s.to, to)
+	return nil
+}
+func (s *mailSession) Data(r io.Reader) error {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	s.box.mu.Lock()
+	s.box.msgs = append(s.box.msgs, mail{to: s.to, data: string(b)})
+	s.box.mu.Unlock()
+	return nil
+}
+func (s *mailSession) Reset()        { s.to = nil }
+func (s *mailSession) Logout() error { return nil }
+
+func startMailbox(t *testing.T) (*mailbox, int) {
+	t.Helper()
+	box := &mailbox{}
+	srv := smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) { return &mailSession{box: box}, nil }))
+	srv.Domain = "localhost"
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return box, ln.Addr().(*net.TCPAddr).Port
+}
+
+// for returns the messages sent to addr.
+func (b *mailbox) forAddr(addr string) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []string
+	for _, m := range b.msgs {
+		for _, to := range m.to {
+			if to == addr {
+				out = append(out, m.data)
+			}
+		}
+	}
+	return out
+}
+
+// siteCmd is the built `jobsight` command with a site.yaml for the test
+// stack, in a directory every user can read (the tests run it as nobody
+// too, as a setgid installation would let them).
+type siteCmd struct {
+	bin, config string
+}
+
+func buildSite(t *testing.T, e *env, smtpPort int) siteCmd {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "jobsight-site-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "jobsight")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/jobsight")
+	build.Dir = "../.."
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building cmd/jobsight: %v\n%s", err, out)
+	}
+	pw := filepath.Join(dir, "es-password")
+	if err := os.WriteFile(pw, []byte(e.st.Elasticsearch.Password), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(dir, "state")
+	cfg := fmt.Sprintf(`cluster: %s
+elasticsearch:
+  urls: [%q]
+  username: %q
+  password_file: %s
+prometheus: {url: %q}
+state_dir: %s
+job_url: "https://grafana.example.org/d/jobsight-job?var-job={doc_id}"
+notify:
+  enabled: true
+  smtp: {host: 127.0.0.1, port: %d, tls: none}
+  from: jobsight@example.org
+  recipients: {address_template: "{user}@example.org"}
+  gpu_jobs_only: false
+  batch_window: 0s
+  spool_dir: %s
+`, e.cluster, e.st.Elasticsearch.URL, e.st.Elasticsearch.User, pw, e.st.Prometheus.URL, state, smtpPort, filepath.Join(state, "mail"))
+	if e.st.Elasticsearch.CACertFile != "" {
+		cfg = strings.Replace(cfg, "  password_file:", fmt.Sprintf("  ca_file: %s\n  password_file:", e.st.Elasticsearch.CACertFile), 1)
+	}
+	path := filepath.Join(dir, "site.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return siteCmd{bin: bin, config: path}
+}
+
+// run runs the command as uid (0: root) and returns its exit code,
+// stdout and stderr.
+func (s siteCmd) run(t *testing.T, uid uint32, args ...string) (int, string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, s.bin, append([]string{args[0], "--config", s.config}, args[1:]...)...)
+	if uid != 0 {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
+		cmd.Dir = "/"
+	}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("%s %v: %v", s.bin, args, err)
+	}
+	return code, out.String(), errb.String()
+}
+
+const nobody = 65534
+
+// The site command on jobs that really ran: reports only for their owner,
+// re-analysis, the mailed digests, history and export.
+func TestSiteCommandOnRealJobs(t *testing.T) {
+	e := need(t)
+	t.Parallel()
+	box, port := startMailbox(t)
+	site := buildSite(t, e, port)
+
+	mine := e.submit(t, "-J", "site-root", "-c", "1", "--mem=100M", "--gres=gpu:2", "--wrap", "sleep 7")
+	theirs := e.submit(t, "--uid=nobody", "-J", "site-nobody", "-c", "1", "--mem=100M", "--wrap", "sleep 6")
+	job := e.finalJob(t, e.docID(mine), jobWait)
+	e.finalJob(t, e.docID(theirs), jobWait)
+	if job.Analysis == nil {
+		t.Fatal("no analysis in the job document")
+	}
+
+	code, out, errOut := site.run(t, 0, "report", e.docID(mine))
+	if code != 0 || !strings.Contains(out, mine) || !strings.Contains(out, job.Analysis.Class) || !strings.Contains(out, "#SBATCH --gpus=1") {
+		t.Errorf("report as root: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if strings.Contains(out, "\x1b[") {
+		t.Error("colour codes in a pipe")
+	}
+	code, out, _ = site.run(t, 0, "report", "--format", "html", mine) // a bare id: the configured cluster
+	if code != 0 || !strings.Contains(out, "<svg") || strings.Contains(strings.ToLower(out), "<script") {
+		t.Errorf("HTML report: exit %d, %d bytes", code, len(out))
+	}
+
+	// Another user's job and a job that does not exist get the same answer.
+	code, out, errOut = site.run(t, nobody, "report", e.docID(mine))
+	if code != 1 || out != "" || !strings.Contains(errOut, "no job") {
+		t.Errorf("nobody reading root's job: exit %d stdout %q stderr %q", code, out, errOut)
+	}
+	_, _, errMissing := site.run(t, nobody, "report", e.cluster+":99999999")
+	if strings.ReplaceAll(errOut, e.docID(mine), "X") != strings.ReplaceAll(errMissing, e.cluster+":99999999", "X") {
+		t.Errorf("forbidden %q and missing %q answers differ", errOut, errMissing)
+	}
+	for _, hostile := range []string{`e2e:1" OR "1"="1`, `e2e:*`, "e2e:1\nx", `{"match_all":{}}`} {
+		if code, out, _ := site.run(t, nobody, "report", hostile); code != 1 || out != "" {
+			t.Errorf("hostile id %q: exit %d stdout %q", hostile, code, out)
+		}
+	}
+	code, out, errOut = site.run(t, nobody, "report", e.docID(theirs))
+	if code != 0 || !strings.Contains(out, theirs) {
+		t.Errorf("nobody reading their own job: exit %d\n%s\n%s", code, out, errOut)
+	}
+
+	// Re-analysis with the site's rules (10 min short-job limit): the
+	// jobs become short, in the job documents and the results index.
+	code, out, errOut = site.run(t, 0, "analyze", "--since", "2h")
+	if code != 0 || !strings.Contains(out, "analysed") {
+		t.Fatalf("analyze: exit %d\n%s\n%s", code, out, errOut)
+	}
+	e.poll(t, time.Minute, "re-analysed job document", func(ctx context.Context) bool {
+		j := e.finalJob(t, e.docID(mine), time.Minute)
+		return j.Analysis != nil && j.Analysis.Class == "short"
+	})
+
+	// Mail: each owner gets their job's report, once.
+	code, out, errOut = site.run(t, 0, "notify")
+	if code != 0 {
+		t.Fatalf("notify: exit %d\n%s\n%s", code, out, errOut)
+	}
+	rootMail, nobodyMail := box.forAddr("root@example.org"), box.forAddr("nobody@example.org")
+	if !anyContains(rootMail, "job "+mine) || !anyContains(nobodyMail, "job "+theirs) {
+		t.Errorf("mail to root: %d messages, to nobody: %d; root's has job %s: %v, nobody's has job %s: %v",
+			len(rootMail), len(nobodyMail), mine, anyContains(rootMail, "job "+mine), theirs, anyContains(nobodyMail, "job "+theirs))
+	}
+	if anyContains(nobodyMail, "job "+mine) {
+		t.Error("nobody was mailed root's job")
+	}
+	before := len(box.forAddr("root@example.org"))
+	if code, _, errOut := site.run(t, 0, "notify"); code != 0 || len(box.forAddr("root@example.org")) != before {
+		t.Errorf("second notify pass: exit %d, mailed root again (%d → %d): %s", code, before, len(box.forAddr("root@example.org")), errOut)
+	}
+
+	code, out, _ = site.run(t, 0, "export", "--since", "2h", "--format", "csv")
+	if code != 0 || !strings.HasPrefix(out, "cluster,job_id,") || !strings.Contains(out, ","+mine+",") {
+		t.Errorf("export: exit %d\n%.500s", code, out)
+	}
+	code, out, errOut = site.run(t, 0, "history")
+	if code != 0 || !strings.Contains(out, "entries") {
+		t.Errorf("history: exit %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+func anyContains(msgs []string, s string) bool {
+	for _, m := range msgs {
+		if strings.Contains(m, s) {
+			return true
+		}
+	}
+	return false
+}

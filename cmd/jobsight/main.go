@@ -1,0 +1,320 @@
+// Command jobsight is the site's post-job feedback tool, run on an admin or
+// login node (never on compute nodes; they only run the agent):
+//
+//	jobsight report [--format text|html|markdown|json] [--reanalyse] <cluster:jobid | jobid>
+//	jobsight analyze --since 24h | --from T --to T     re-analyse finished jobs, store the results
+//	jobsight notify [--every 5m] [--listen ADDR]       mail reports (digests) to job owners
+//	jobsight history [--end T]                         roll up per-user/per-account efficiency
+//	jobsight export --since 30d [--format csv|json]    efficiency scores and waste, for policy use
+//	jobsight setup | check-config
+//
+// Every command takes --config (default /etc/jobsight/site.yaml;
+// docs/site-config.md). `report` shows a job only to its owner, the PI of
+// its account and admins.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/sys/unix"
+
+	"github.com/jobsight/jobsight/agent/config"
+	"github.com/jobsight/jobsight/agent/sink/elasticsearch"
+	"github.com/jobsight/jobsight/internal/feedback"
+	"github.com/jobsight/jobsight/pkg/jobmodel"
+	"github.com/jobsight/jobsight/pkg/notify"
+	"github.com/jobsight/jobsight/pkg/report"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+const usage = `usage: jobsight <command> [--config FILE] [options]
+commands:
+  report JOB       a job's report (JOB: cluster:jobid, or a job id on the configured cluster)
+  analyze          re-analyse finished jobs (--since DURATION, or --from/--to RFC 3339 times)
+  notify           mail reports to job owners (--every DURATION keeps running; --listen ADDR serves /metrics)
+  history          roll up per-user and per-account efficiency (--end TIME)
+  export           efficiency scores and waste (--since DURATION or --from/--to; --format csv|json)
+  setup            create the results and history indices
+  check-config     validate the configuration`
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprintln(stderr, usage)
+		return 2
+	}
+	cmd := args[0]
+	fs := flag.NewFlagSet("jobsight "+cmd, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("config", feedback.DefaultConfigPath, "configuration file")
+	format := fs.String("format", "", "report: text, html, markdown or json; export: csv or json")
+	reanalyse := fs.Bool("reanalyse", false, "report: analyse again with the current rules")
+	since := fs.Duration("since", 0, "analyze/export: jobs that ended this long ago until now")
+	fromS := fs.String("from", "", "analyze/export: start (RFC 3339)")
+	toS := fs.String("to", "", "analyze/export: end (RFC 3339)")
+	endS := fs.String("end", "", "history: end of the period (RFC 3339; default now)")
+	every := fs.Duration("every", 0, "notify: run every interval until stopped (0: once)")
+	listen := fs.String("listen", "", "notify: serve Prometheus metrics on this address")
+	verbose := fs.Bool("v", false, "log debug messages")
+	switch cmd {
+	case "report", "analyze", "notify", "history", "export", "setup", "check-config":
+	default:
+		fmt.Fprintf(stderr, "jobsight: unknown command %q\n%s\n", cmd, usage)
+		return 2
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		return 2
+	}
+	level := slog.LevelInfo
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})).With("cmd", cmd)
+	cfg, err := feedback.LoadConfig(*cfgPath)
+	if err != nil {
+		fmt.Fprintln(stderr, "jobsight:", err)
+		return 2
+	}
+	if cmd == "check-config" {
+		fmt.Fprintf(stdout, "config %s: ok\n", *cfgPath)
+		return 0
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	reg := prometheus.NewRegistry()
+	site, err := newSite(cfg, reg, log)
+	if err != nil {
+		fmt.Fprintln(stderr, "jobsight:", err)
+		return 1
+	}
+	switch cmd {
+	case "setup":
+		err = site.Store.EnsureIndices(ctx)
+		if err == nil {
+			fmt.Fprintln(stdout, "indices ready:", cfg.Elasticsearch.ResultIndex, cfg.History.Index)
+		}
+	case "report":
+		if fs.NArg() != 1 {
+			fmt.Fprintln(stderr, "jobsight report: give one job: cluster:jobid, or a job id on the configured cluster")
+			return 2
+		}
+		err = reportCmd(ctx, site, fs.Arg(0), *format, *reanalyse, stdout)
+		if errors.Is(err, feedback.ErrForbidden) || errors.Is(err, feedback.ErrNotFound) {
+			// The same answer for another user's job and a job that does
+			// not exist: a user cannot probe for other users' jobs.
+			fmt.Fprintf(stderr, "jobsight: no job %s of yours\n", fs.Arg(0))
+			return 1
+		}
+	case "analyze":
+		var from, to time.Time
+		if from, to, err = window(*since, *fromS, *toS); err == nil {
+			var n int
+			n, err = site.Reanalyse(ctx, from, to)
+			fmt.Fprintf(stdout, "analysed %d jobs that ended between %s and %s\n", n, from.Format(time.RFC3339), to.Format(time.RFC3339))
+		}
+	case "export":
+		var from, to time.Time
+		if from, to, err = window(*since, *fromS, *toS); err == nil {
+			err = exportCmd(ctx, site, from, to, *format, stdout)
+		}
+	case "history":
+		end := time.Now()
+		if *endS != "" {
+			if end, err = time.Parse(time.RFC3339, *endS); err != nil {
+				err = fmt.Errorf("--end: %w", err)
+			}
+		}
+		if err == nil {
+			var hs []jobmodel.History
+			hs, err = site.History(ctx, end)
+			flagged := 0
+			for _, h := range hs {
+				if h.Advisory {
+					flagged++
+				}
+			}
+			fmt.Fprintf(stdout, "history: %d entries for the %s ending %s, %d with the advisory flag\n", len(hs), cfg.History.Period, end.UTC().Format(time.RFC3339), flagged)
+		}
+	case "notify":
+		err = notifyCmd(ctx, site, cfg, reg, *every, *listen, log, stdout)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "jobsight:", err)
+		return 1
+	}
+	return 0
+}
+
+func newSite(cfg feedback.Config, reg prometheus.Registerer, log *slog.Logger) (*feedback.Site, error) {
+	pw, err := config.ReadSecret("elasticsearch.password_file", cfg.Elasticsearch.PasswordFile)
+	if err != nil {
+		return nil, err
+	}
+	es, err := elasticsearch.New(elasticsearch.Config{URLs: cfg.Elasticsearch.URLs, Username: cfg.Elasticsearch.Username,
+		Password: pw, CACertFile: cfg.Elasticsearch.CAFile, Timeout: cfg.Elasticsearch.Timeout, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	series, err := feedback.NewSeries(cfg.Prometheus)
+	if err != nil {
+		return nil, err
+	}
+	return &feedback.Site{Cfg: cfg, Store: &feedback.Store{ES: es, Indices: cfg.Indices()}, Series: series,
+		Metrics: feedback.NewMetrics(reg), Log: log}, nil
+}
+
+// jobDocID qualifies a bare job id with the configured cluster.
+func jobDocID(cfg feedback.Config, arg string) (string, error) {
+	if strings.Contains(arg, ":") {
+		return arg, nil
+	}
+	if cfg.Cluster == "" {
+		return "", fmt.Errorf("job %q has no cluster: write cluster:jobid, or set cluster in the configuration", arg)
+	}
+	return cfg.Cluster + ":" + arg, nil
+}
+
+func reportCmd(ctx context.Context, site *feedback.Site, arg, format string, reanalyse bool, w io.Writer) error {
+	id, err := jobDocID(site.Cfg, arg)
+	if err != nil {
+		return err
+	}
+	caller, err := feedback.CurrentCaller()
+	if err != nil {
+		return err
+	}
+	job, err := site.Store.Job(ctx, id)
+	if err != nil {
+		return err
+	}
+	if err := site.Cfg.Access.Allowed(caller, job); err != nil {
+		return err
+	}
+	in := site.ReportInput(ctx, job, reanalyse)
+	switch format {
+	case "", "text":
+		_, err = io.WriteString(w, report.Text(in, isTerminal(w)))
+	case "markdown":
+		_, err = io.WriteString(w, report.Markdown(in))
+	case "html":
+		var html string
+		if html, err = report.HTML(in); err == nil {
+			_, err = io.WriteString(w, html)
+		}
+	case "json":
+		a := in.Analysis
+		if a == nil {
+			a = job.Analysis
+		}
+		err = feedback.WriteJSON(w, []jobmodel.Result{jobmodel.NewResult(job, *a, *jobmodel.At(time.Now()))})
+	default:
+		return fmt.Errorf("--format %q: want text, html, markdown or json", format)
+	}
+	return err
+}
+
+func exportCmd(ctx context.Context, site *feedback.Site, from, to time.Time, format string, w io.Writer) error {
+	rs, err := site.Store.Results(ctx, from, to)
+	if err != nil {
+		return err
+	}
+	switch format {
+	case "", "csv":
+		return feedback.WriteCSV(w, rs)
+	case "json":
+		return feedback.WriteJSON(w, rs)
+	}
+	return fmt.Errorf("--format %q: want csv or json", format)
+}
+
+func notifyCmd(ctx context.Context, site *feedback.Site, cfg feedback.Config, reg *prometheus.Registry, every time.Duration,
+	listen string, log *slog.Logger, w io.Writer) error {
+	if !cfg.Notify.Enabled {
+		return errors.New("notify.enabled is false: nothing to do")
+	}
+	n, err := notify.New(cfg.Notify, notify.Options{Registerer: reg, Logger: log})
+	if err != nil {
+		return err
+	}
+	if listen != "" {
+		srv := &http.Server{Addr: listen, Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("metrics listener", "err", err)
+			}
+		}()
+		defer srv.Close()
+	}
+	for {
+		queued, sent, err := site.Notify(ctx, n)
+		if err != nil {
+			log.Warn("notify pass", "queued", queued, "sent", sent, "err", err)
+		} else {
+			log.Info("notify pass", "queued", queued, "sent", sent, "pending", n.Pending())
+		}
+		if every <= 0 {
+			if err == nil {
+				fmt.Fprintf(w, "queued %d reports, sent %d digests, %d reports pending\n", queued, sent, n.Pending())
+			}
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(every):
+		}
+	}
+}
+
+// window turns --since or --from/--to into a time range.
+func window(since time.Duration, from, to string) (time.Time, time.Time, error) {
+	now := time.Now()
+	switch {
+	case since > 0 && (from != "" || to != ""):
+		return time.Time{}, time.Time{}, errors.New("give --since or --from/--to, not both")
+	case since > 0:
+		return now.Add(-since), now, nil
+	case from == "":
+		return time.Time{}, time.Time{}, errors.New("give --since DURATION or --from TIME [--to TIME]")
+	}
+	f, err := time.Parse(time.RFC3339, from)
+	if err != nil {
+		return time.Time{}, time.Time{}, fmt.Errorf("--from: %w", err)
+	}
+	t := now
+	if to != "" {
+		if t, err = time.Parse(time.RFC3339, to); err != nil {
+			return time.Time{}, time.Time{}, fmt.Errorf("--to: %w", err)
+		}
+	}
+	if !t.After(f) {
+		return time.Time{}, time.Time{}, errors.New("--to must be after --from")
+	}
+	return f, t, nil
+}
+
+// isTerminal reports whether w is a terminal (colour on), not a pipe.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
