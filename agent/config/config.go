@@ -182,7 +182,7 @@ func Default() Config {
 			JobIndex: "jobsight-jobs", NodeIndex: "jobsight-nodes", ResultIndex: "jobsight-results", Timeout: 10 * time.Second,
 		},
 		Prometheus: PrometheusConfig{PushInterval: 10 * time.Second, Timeout: 10 * time.Second},
-		Analysis: analysis.Default(),
+		Analysis:   analysis.Default(),
 		GPU: GPUConfig{Backend: "auto", ActiveThreshold: 0.10,
 			Simulated: SimGPUConfig{Devices: 4, MemoryBytes: 80 << 30, Profile: "one-of-n", DropAfter: time.Minute}},
 	}
