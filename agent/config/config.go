@@ -209,20 +209,30 @@ func Load(path string) (Config, error) {
 
 // Parse decodes YAML over the defaults, strictly, and validates it.
 func Parse(r io.Reader) (Config, error) {
-	data, err := io.ReadAll(io.LimitReader(r, 1<<20+1))
-	if err != nil {
+	c := Default()
+	if err := DecodeStrict(r, &c); err != nil {
 		return Config{}, err
 	}
-	if len(data) > 1<<20 {
-		return Config{}, errors.New("larger than 1 MiB")
+	return c, c.Validate()
+}
+
+// DecodeStrict decodes at most 1 MiB of YAML from r over v (which holds
+// the defaults): an unknown key is an error naming it and its section.
+// The site command's configuration is read the same way.
+func DecodeStrict(r io.Reader, v any) error {
+	data, err := io.ReadAll(io.LimitReader(r, 1<<20+1))
+	if err != nil {
+		return err
 	}
-	c := Default()
+	if len(data) > 1<<20 {
+		return errors.New("larger than 1 MiB")
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
-	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
-		return Config{}, cleanYAMLError(err)
+	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+		return cleanYAMLError(err)
 	}
-	return c, c.Validate()
+	return nil
 }
 
 // cleanYAMLError turns yaml.v3's messages about unknown fields into ones
@@ -233,7 +243,11 @@ func cleanYAMLError(err error) error {
 	msg = unknownField.ReplaceAllStringFunc(msg, func(m string) string {
 		sub := unknownField.FindStringSubmatch(m)
 		where := "at the top level"
-		if sec := strings.ToLower(strings.TrimSuffix(sub[2], "Config")); sec != "" {
+		sec := strings.ToLower(strings.TrimSuffix(sub[3], "Config"))
+		if sec == "" && sub[2] != "config" && sub[2] != "feedback" {
+			sec = sub[2] // a section with its own package: notify.Config
+		}
+		if sec != "" {
 			where = "in section " + sec
 		}
 		return fmt.Sprintf("unknown option %q %s", sub[1], where)
@@ -241,7 +255,7 @@ func cleanYAMLError(err error) error {
 	return errors.New(strings.TrimSpace(msg))
 }
 
-var unknownField = regexp.MustCompile(`field (\S+) not found in type config\.(\w+)`)
+var unknownField = regexp.MustCompile(`field (\S+) not found in type (\w+)\.(\w+)`)
 
 var (
 	clusterName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)

@@ -1,15 +1,12 @@
 package feedback
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 	"time"
-
-	"gopkg.in/yaml.v3"
 
 	"github.com/jobsight/jobsight/agent/config"
 	"github.com/jobsight/jobsight/pkg/analysis"
@@ -100,18 +97,9 @@ func LoadConfig(path string) (Config, error) {
 
 // ParseConfig decodes YAML over the defaults, strictly, and validates it.
 func ParseConfig(r io.Reader) (Config, error) {
-	data, err := io.ReadAll(io.LimitReader(r, 1<<20+1))
-	if err != nil {
-		return Config{}, err
-	}
-	if len(data) > 1<<20 {
-		return Config{}, errors.New("larger than 1 MiB")
-	}
 	c := DefaultConfig()
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
-		return Config{}, errors.New(strings.TrimPrefix(err.Error(), "yaml: unmarshal errors:\n"))
+	if err := config.DecodeStrict(r, &c); err != nil {
+		return Config{}, err
 	}
 	return c, c.Validate()
 }
