@@ -7,11 +7,11 @@ GO ?= go
 BIN ?= bin
 GOTEST_TIMEOUT ?= 20m
 
-.PHONY: all build agent agent-static spank backend frontend test gotest frontend-test bench clean
+.PHONY: all build agent agent-static site spank backend frontend test gotest frontend-test bench clean
 
 all: build
 
-build: agent spank
+build: agent spank site
 
 # The agent, with cgo: its GPU backends load NVML and AMD SMI at run time
 # (dlopen), so one binary serves GPU and CPU nodes and needs no GPU library
@@ -24,6 +24,11 @@ agent:
 agent-static:
 	@mkdir -p $(BIN)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags="-s -w" -o $(BIN)/jobsight-agent ./agent/cmd/jobsight-agent
+
+# The site command (admin or login node): reports, mail, history, export.
+site:
+	@mkdir -p $(BIN)
+	$(GO) build -trimpath -ldflags="-s -w" -o $(BIN)/jobsight ./cmd/jobsight
 
 spank:
 	@mkdir -p $(BIN)
