@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"github.com/jobsight/jobsight/agent/collector"
 	"github.com/jobsight/jobsight/agent/gpu"
@@ -120,6 +121,12 @@ func (a *Agent) runGPU(tree *collector.ProcessTree, state *monitor.NodeState) co
 // the job's devices cgroup, else (nil) the devices its processes use.
 func (a *Agent) gpuAllocation(target collector.Target, entries []string, fromSlurm bool) ([]int, string) {
 	devs := a.GPU.Backend.Devices()
+	if fromSlurm && migByIndex(devs, entries) {
+		// Slurm numbers MIG instances its own way (AutoDetect=nvml): an
+		// index in SLURM_JOB_GPUS cannot be matched to a device safely.
+		a.Log.Info("MIG instances and a numeric SLURM_JOB_GPUS: attributing GPUs by the job's processes")
+		fromSlurm = false
+	}
 	if fromSlurm {
 		held, err := gpu.Resolve(devs, entries)
 		if err != nil {
@@ -131,6 +138,24 @@ func (a *Agent) gpuAllocation(target collector.Target, entries []string, fromSlu
 		return held, gpu.AttributionCgroup
 	}
 	return nil, gpu.AttributionProcesses
+}
+
+// migByIndex reports whether the node has MIG instances and Slurm's list
+// names devices by index.
+func migByIndex(devs []gpu.Device, entries []string) bool {
+	mig := false
+	for _, d := range devs {
+		mig = mig || d.Parent >= 0
+	}
+	if !mig {
+		return false
+	}
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // cgroupGPUs reads the job's v1 devices.list (Slurm's ConstrainDevices).
