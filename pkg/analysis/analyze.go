@@ -86,6 +86,7 @@ func Analyze(in Input, cfg Config) jobmodel.Analysis {
 			c.Lesson, c.DocURL = lesson(&cfg, c.ID, f.vendor)
 			c.Confidence = round2(clamp01(c.Confidence))
 		}
+		causes = append(causes, runCustom(f)...)
 		sort.SliceStable(causes, func(i, j int) bool {
 			if causes[i].Confidence != causes[j].Confidence {
 				return causes[i].Confidence > causes[j].Confidence

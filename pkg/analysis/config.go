@@ -28,6 +28,8 @@ type Config struct {
 	// Rules are the root-cause rules: each can be switched off, has its
 	// thresholds, and its lesson and documentation link.
 	Rules RulesConfig `yaml:"rules"`
+	// CustomRules are the site's own rules (custom.go).
+	CustomRules []CustomRule `yaml:"custom_rules"`
 }
 
 // ClassConfig holds the lower bounds of the efficient, acceptable and
@@ -353,6 +355,7 @@ func (c *Config) Validate() error {
 	if c.ShortJob < 0 || c.ShortJob > 24*time.Hour {
 		bad("short_job", "%s is outside 0..24h", c.ShortJob)
 	}
+	validateCustom(c.CustomRules, bad)
 	if !(c.EffectiveGPUThreshold > 0 && c.EffectiveGPUThreshold < 1) {
 		bad("effective_gpu_threshold", "%v: want a utilisation ratio between 0 and 1 (e.g. 0.1)", c.EffectiveGPUThreshold)
 	}
