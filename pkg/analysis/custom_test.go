@@ -14,7 +14,7 @@ func TestCustomRules(t *testing.T) {
 	cfg := Default()
 	cfg.CustomRules = []CustomRule{
 		{ID: "big_gpu_waste", Title: "Many GPU-hours wasted", Kind: jobmodel.KindGPU, Confidence: 0.8,
-			When: []Condition{{Figure: "gpus", Op: ">=", Value: 4}, {Figure: "gpu_utilization", Op: "<", Value: 0.3}},
+			When:   []Condition{{Figure: "gpus", Op: ">=", Value: 4}, {Figure: "gpu_utilization", Op: "<", Value: 0.3}},
 			Lesson: "Ask for the GPUs your program uses.", DocURL: "https://hpc.example.org/gpus"},
 		{ID: "cpu_only", Title: "never for GPU jobs", Kind: jobmodel.KindCPU, Confidence: 0.5,
 			When: []Condition{{Figure: "cpus", Op: ">", Value: 0}}},
