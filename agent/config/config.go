@@ -262,6 +262,13 @@ var (
 	indexName   = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,199}$`)
 )
 
+// ValidIndexName reports whether name is a usable Elasticsearch index name
+// (lowercase letters, digits, '.', '_' or '-'; no wildcard).
+func ValidIndexName(name string) bool { return indexName.MatchString(name) }
+
+// ValidClusterName reports whether name is a usable cluster name.
+func ValidClusterName(name string) bool { return clusterName.MatchString(name) }
+
 // Validate checks every option; each problem found is named by its option.
 func (c *Config) Validate() error {
 	var errs []error

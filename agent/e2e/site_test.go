@@ -237,6 +237,8 @@ func TestSiteCommandOnRealJobs(t *testing.T) {
 		t.Errorf("second notify pass: exit %d, mailed root again (%d → %d): %s", code, before, len(box.forAddr("root@example.org")), errOut)
 	}
 
+	checkSetgid(t, e, site, mine, theirs)
+
 	code, out, _ = site.run(t, 0, "export", "--since", "2h", "--format", "csv")
 	if code != 0 || !strings.HasPrefix(out, "cluster,job_id,") || !strings.Contains(out, ","+mine+",") {
 		t.Errorf("export: exit %d\n%.500s", code, out)
@@ -244,6 +246,96 @@ func TestSiteCommandOnRealJobs(t *testing.T) {
 	code, out, errOut = site.run(t, 0, "history")
 	if code != 0 || !strings.Contains(out, "entries") {
 		t.Errorf("history: exit %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+// checkSetgid installs the command as a site would for its users: setgid
+// to a group (adm) that alone can read the configuration and the
+// password, built to read only that configuration. Run as nobody, it shows
+// nobody's job and nothing else: no other user's job, no other
+// configuration, no other command.
+func checkSetgid(t *testing.T, e *env, site siteCmd, mine, theirs string) {
+	t.Helper()
+	const adm = 4 // Debian's adm group
+	dir, err := os.MkdirTemp("", "jobsight-setgid-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	_ = os.Chmod(dir, 0o755)
+	cfg := filepath.Join(dir, "site.yaml")
+	pw := filepath.Join(dir, "es-password")
+	b, err := os.ReadFile(site.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = []byte(strings.Replace(string(b), filepath.Join(filepath.Dir(site.config), "es-password"), pw, 1))
+	bin := filepath.Join(dir, "jobsight")
+	build := exec.Command("go", "build", "-ldflags", "-X main.installedConfig="+cfg, "-o", bin, "./cmd/jobsight")
+	build.Dir = "../.."
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building: %v\n%s", err, out)
+	}
+	for _, f := range []struct {
+		path string
+		data []byte
+		mode os.FileMode
+	}{{cfg, b, 0o640}, {pw, []byte(e.st.Elasticsearch.Password), 0o640}} {
+		if err := os.WriteFile(f.path, f.data, f.mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(f.path, 0, adm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chown(bin, 0, adm); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(bin, 0o755|os.ModeSetgid); err != nil {
+		t.Fatal(err)
+	}
+	sg := siteCmd{bin: bin, config: cfg}
+	run := func(args ...string) (int, string, string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, sg.bin, args...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+		cmd.Dir = "/"
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9"}
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return code, out.String(), errb.String()
+	}
+	if code, _, errOut := run("check-config"); code != 0 {
+		// The directory is on a nosuid mount: setgid does not take effect.
+		t.Skipf("setgid has no effect here (%s); skipping the setgid checks", strings.TrimSpace(errOut))
+	}
+	// The proxy variables were scrubbed: the store is reached directly.
+	if code, out, errOut := run("report", e.docID(theirs)); code != 0 || !strings.Contains(out, theirs) {
+		t.Errorf("setgid report of nobody's own job: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if code, out, errOut := run("report", e.docID(mine)); code != 1 || out != "" || !strings.Contains(errOut, "no job") {
+		t.Errorf("setgid report of root's job: exit %d stdout %q stderr %q", code, out, errOut)
+	}
+	evil := filepath.Join(dir, "evil.yaml")
+	// A caller's own configuration naming themselves admin, with the real
+	// store and the installation's password file.
+	evilCfg := strings.Replace(string(b), "state_dir:", "access: {admins: [nobody]}\nstate_dir:", 1)
+	_ = os.WriteFile(evil, []byte(evilCfg), 0o644)
+	for _, args := range [][]string{{"report", "--config", evil, e.docID(mine)}, {"check-config", "--config", pw},
+		{"export", "--since", "1h"}, {"analyze", "--since", "1h"}, {"history"}, {"notify"}} {
+		code, out, errOut := run(args...)
+		if code == 0 || strings.Contains(out+errOut, e.st.Elasticsearch.Password) || strings.Contains(out, mine) {
+			t.Errorf("setgid %v as nobody: exit %d\n%s\n%s", args, code, out, errOut)
+		}
 	}
 }
 

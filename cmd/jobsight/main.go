@@ -39,6 +39,11 @@ import (
 	"github.com/jobsight/jobsight/pkg/report"
 )
 
+// installedConfig is the configuration file of this installation, and the
+// only one a setgid run reads; a site (or a test) may build with
+// -ldflags "-X main.installedConfig=/path/site.yaml".
+var installedConfig = feedback.DefaultConfigPath
+
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
@@ -61,7 +66,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	cmd := args[0]
 	fs := flag.NewFlagSet("jobsight "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	cfgPath := fs.String("config", feedback.DefaultConfigPath, "configuration file")
+	cfgPath := fs.String("config", installedConfig, "configuration file")
 	format := fs.String("format", "", "report: text, html, markdown or json; export: csv or json")
 	reanalyse := fs.Bool("reanalyse", false, "report: analyse again with the current rules")
 	since := fs.Duration("since", 0, "analyze/export: jobs that ended this long ago until now")
@@ -79,6 +84,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
+	}
+	if privileged() {
+		if err := restrict(cmd, fs); err != nil {
+			fmt.Fprintln(stderr, "jobsight:", err)
+			return 2
+		}
 	}
 	level := slog.LevelInfo
 	if *verbose {
@@ -175,7 +186,7 @@ func newSite(cfg feedback.Config, reg prometheus.Registerer, log *slog.Logger) (
 	if err != nil {
 		return nil, err
 	}
-	return &feedback.Site{Cfg: cfg, Store: &feedback.Store{ES: es, Indices: cfg.Indices()}, Series: series,
+	return &feedback.Site{Cfg: cfg, Store: &feedback.Store{ES: es, Indices: cfg.Indices(), Cluster: cfg.Cluster}, Series: series,
 		Metrics: feedback.NewMetrics(reg), Log: log}, nil
 }
 
@@ -280,6 +291,33 @@ func notifyCmd(ctx context.Context, site *feedback.Site, cfg feedback.Config, re
 		case <-time.After(every):
 		}
 	}
+}
+
+// privileged reports whether the command runs with more rights than its
+// caller: installed setgid (or setuid) so that users can read their own
+// reports through a configuration they cannot read themselves.
+func privileged() bool { return os.Getegid() != os.Getgid() || os.Geteuid() != os.Getuid() }
+
+// restrict is what a privileged run allows: only `report` (which checks
+// that the job is the caller's) and `check-config`, only with the
+// installed configuration (a caller's own file could make them an admin or
+// send the stored password to a server of theirs), and without the
+// environment variables that redirect TLS trust or connections.
+func restrict(cmd string, fs *flag.FlagSet) error {
+	if cmd != "report" && cmd != "check-config" {
+		return fmt.Errorf("%s: only `jobsight report` may be run through the setgid installation; admins run %s with their own access to the configuration", cmd, cmd)
+	}
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "config" && f.Value.String() != installedConfig {
+			err = fmt.Errorf("--config: the setgid installation reads only %s", installedConfig)
+		}
+	})
+	for _, k := range []string{"SSL_CERT_FILE", "SSL_CERT_DIR", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
+		"http_proxy", "https_proxy", "no_proxy", "all_proxy", "LOCALDOMAIN", "RES_OPTIONS", "HOSTALIASES"} {
+		os.Unsetenv(k)
+	}
+	return err
 }
 
 // window turns --since or --from/--to into a time range.

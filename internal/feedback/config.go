@@ -110,8 +110,23 @@ func (c *Config) Validate() error {
 	bad := func(option, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{option}, args...)...))
 	}
+	if c.Cluster != "" && !config.ValidClusterName(c.Cluster) {
+		bad("cluster", "%q: use 1-64 letters, digits, '.', '_' or '-'", c.Cluster)
+	}
 	if len(c.Elasticsearch.URLs) == 0 {
 		bad("elasticsearch.urls", "at least one URL is needed")
+	}
+	indices := [][2]string{{"elasticsearch.job_index", c.Elasticsearch.JobIndex}, {"elasticsearch.result_index", c.Elasticsearch.ResultIndex},
+		{"history.index", c.History.Index}}
+	for i, ix := range indices {
+		if !config.ValidIndexName(ix[1]) {
+			bad(ix[0], "%q: index names are lowercase letters, digits, '.', '_' or '-'", ix[1])
+		}
+		for _, other := range indices[:i] {
+			if ix[1] == other[1] {
+				bad(ix[0], "must differ from %s (%q): one would overwrite the other's documents", other[0], ix[1])
+			}
+		}
 	}
 	for i, u := range c.Elasticsearch.URLs {
 		if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
@@ -132,9 +147,6 @@ func (c *Config) Validate() error {
 	}
 	if c.History.Period < time.Hour || c.History.Period > 366*24*time.Hour {
 		bad("history.period", "%s is outside 1h..366d", c.History.Period)
-	}
-	if c.History.Index == "" {
-		bad("history.index", "must not be empty")
 	}
 	if u := c.JobURL; u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
 		bad("job_url", "%q: want an http:// or https:// URL template", u)

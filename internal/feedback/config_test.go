@@ -22,6 +22,9 @@ func TestSiteConfigErrorsNameTheOption(t *testing.T) {
 		{"elasticsearch: {urls: [http://es]}\nanalysis: {short_job: -1s}", "analysis.short_job"},
 		{"elasticsearch: {urls: [http://es]}\nnotify: {enabled: true}", "notify.smtp.host"},
 		{"elasticsearch: {urls: [http://es]}\nnotfy: {}", "notfy"},
+		{"elasticsearch: {urls: [http://es], result_index: jobsight-jobs}", "elasticsearch.result_index"},
+		{"elasticsearch: {urls: [http://es]}\nhistory: {index: 'Bad Index*'}", "history.index"},
+		{"elasticsearch: {urls: [http://es]}\ncluster: 'a b'", "cluster"},
 	} {
 		_, err := ParseConfig(strings.NewReader(tc.yaml))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

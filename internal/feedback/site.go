@@ -123,6 +123,9 @@ func (s *Site) Reanalyse(ctx context.Context, from, to time.Time) (int, error) {
 // History rolls up the period ending at end (and compares it with the
 // period before) and stores the entries.
 func (s *Site) History(ctx context.Context, end time.Time) ([]jobmodel.History, error) {
+	if s.Cfg.Cluster == "" {
+		return nil, errors.New("cluster: history is per cluster; set cluster in the configuration")
+	}
 	p := s.Cfg.History.Period
 	cur, err := s.Store.Results(ctx, end.Add(-p), end)
 	if err != nil {

@@ -23,6 +23,9 @@ type Indices struct {
 type Store struct {
 	ES      *elasticsearch.Client
 	Indices Indices
+	// Cluster, when set, limits range queries to one cluster's jobs (an
+	// index may hold several clusters').
+	Cluster string
 }
 
 // MaxRange is the most jobs one range query returns; a larger range is
@@ -89,10 +92,18 @@ func (s *Store) Results(ctx context.Context, from, to time.Time) ([]jobmodel.Res
 func (s *Store) rangeSearch(ctx context.Context, index, field string, from, to time.Time, filters []any, each func(json.RawMessage) error) error {
 	filters = append(filters, map[string]any{"range": map[string]any{field: map[string]any{
 		"gte": from.UTC().Format(time.RFC3339Nano), "lt": to.UTC().Format(time.RFC3339Nano)}}})
+	if s.Cluster != "" {
+		filters = append(filters, map[string]any{"term": map[string]any{"cluster": s.Cluster}})
+	}
+	// size stays within Elasticsearch's default index.max_result_window
+	// (10,000); the exact total tells a range that is too large from one
+	// that fits (a number for track_total_hits would be cheaper on
+	// Elasticsearch, but not every compatible server takes one).
 	q, err := json.Marshal(map[string]any{
-		"size":  MaxRange + 1,
-		"query": map[string]any{"bool": map[string]any{"filter": filters}},
-		"sort":  []any{map[string]any{field: "asc"}},
+		"size":             MaxRange,
+		"track_total_hits": true,
+		"query":            map[string]any{"bool": map[string]any{"filter": filters}},
+		"sort":             []any{map[string]any{field: "asc"}},
 	})
 	if err != nil {
 		return err
@@ -103,6 +114,9 @@ func (s *Store) rangeSearch(ctx context.Context, index, field string, from, to t
 	}
 	var ans struct {
 		Hits struct {
+			Total struct {
+				Value int `json:"value"`
+			} `json:"total"`
 			Hits []struct {
 				ID     string          `json:"_id"`
 				Source json.RawMessage `json:"_source"`
@@ -112,7 +126,7 @@ func (s *Store) rangeSearch(ctx context.Context, index, field string, from, to t
 	if err := json.Unmarshal(raw, &ans); err != nil {
 		return fmt.Errorf("searching %s: %w", index, err)
 	}
-	if len(ans.Hits.Hits) > MaxRange {
+	if ans.Hits.Total.Value > MaxRange || len(ans.Hits.Hits) > MaxRange {
 		return fmt.Errorf("more than %d documents in %s have %s between %s and %s: ask for a shorter range", MaxRange, index, field,
 			from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339))
 	}
