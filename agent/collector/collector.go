@@ -98,6 +98,10 @@ type GPUSample struct {
 	// attributed the device only because its processes run there).
 	Held    bool
 	Reading gpu.Reading
+	// ProcessesKnown: the device's processes could be listed this pass;
+	// when false, JobProcesses, JobMemory* and OtherProcesses are unknown
+	// (not zero).
+	ProcessesKnown bool
 	// JobProcesses is the number of the job's processes on the device.
 	JobProcesses uint32
 	// JobMemoryBytes is the device memory those processes hold, valid when

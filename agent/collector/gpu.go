@@ -103,8 +103,15 @@ func (c *GPUCollector) read(s *Sample, i int, held, keep bool) error {
 	d := c.devices[i]
 	var err error
 	c.procs, err = c.backend.Processes(d.Index, c.procs[:0])
-	if err != nil {
+	known := err == nil
+	switch {
+	case errors.Is(err, gpu.ErrNoProcessList):
+		err = nil // not a failure: the device's processes are unknown
+	case err != nil:
 		err = fmt.Errorf("gpu %d processes: %w", d.Index, err)
+	}
+	if !known {
+		c.procs = c.procs[:0]
 	}
 	var mine, others uint32
 	var mem uint64
@@ -124,8 +131,8 @@ func (c *GPUCollector) read(s *Sample, i int, held, keep bool) error {
 	if !keep && !c.seen[i] {
 		return err
 	}
-	s.GPUs = append(s.GPUs, GPUSample{Device: d, Held: held, JobProcesses: mine, OtherProcesses: others,
-		JobMemoryBytes: mem, JobMemoryKnown: memKnown && mine > 0})
+	s.GPUs = append(s.GPUs, GPUSample{Device: d, Held: held, ProcessesKnown: known, JobProcesses: mine, OtherProcesses: others,
+		JobMemoryBytes: mem, JobMemoryKnown: known && memKnown && mine > 0})
 	g := &s.GPUs[len(s.GPUs)-1]
 	g.Reading.Reset()
 	if rerr := c.backend.Read(d.Index, &g.Reading); rerr != nil {

@@ -53,7 +53,7 @@ func checkOneOfFour(t *testing.T, e *env, job jobmodel.Job) {
 			t.Errorf("gpu %d: node %q held %v simulated %v uuid %q", d.Index, d.Node, d.Held, d.Simulated, d.UUID)
 		}
 		if d.HeldIdle {
-			if deref(d.UtilizationPeak) != 0 || deref(d.ProcessSeconds) != 0 {
+			if d.UtilizationPeak == nil || *d.UtilizationPeak != 0 || d.ProcessSeconds == nil || *d.ProcessSeconds != 0 {
 				t.Errorf("held-and-idle gpu %d: peak %v process_seconds %v", d.Index, deref(d.UtilizationPeak), deref(d.ProcessSeconds))
 			}
 			continue

@@ -87,19 +87,29 @@ func isUUID(e string) bool {
 	return true
 }
 
-// Resolve maps a parsed list onto device indices: a number is a whole GPU's
-// Index, a UUID any device's (a MIG instance's included). An entry that
+// Resolve maps a parsed list onto device indices. A UUID names any device
+// (a MIG instance's included). A number n names the n-th whole GPU in
+// Slurm's order: Slurm numbers a node's GPUs by their sorted device files
+// (/dev/nvidia<minor>, /dev/dri/renderD<minor>), so the whole GPUs are
+// ordered by Minor when every one is known, else by Index. An entry that
 // names no device is an error; the indices found so far are still
 // returned, sorted.
 func Resolve(devices []Device, entries []string) ([]int, error) {
+	order := slurmOrder(devices)
 	var held []int
 	var unknown []string
 	for _, e := range entries {
 		found := -1
-		for _, d := range devices {
-			if isIndex(e) && d.Parent < 0 && strconv.Itoa(d.Index) == e || d.UUID != "" && strings.EqualFold(d.UUID, e) {
-				found = d.Index
-				break
+		if n, err := strconv.Atoi(e); err == nil && isIndex(e) {
+			if n < len(order) {
+				found = order[n]
+			}
+		} else {
+			for _, d := range devices {
+				if d.UUID != "" && strings.EqualFold(d.UUID, e) {
+					found = d.Index
+					break
+				}
 			}
 		}
 		if found < 0 {
@@ -115,6 +125,29 @@ func Resolve(devices []Device, entries []string) ([]int, error) {
 		return held, fmt.Errorf("GPUs %s are not devices of this node (%d known)", clip(strings.Join(unknown, ",")), len(devices))
 	}
 	return held, nil
+}
+
+// slurmOrder returns the Index of the whole GPUs in Slurm's order.
+func slurmOrder(devices []Device) []int {
+	var whole []Device
+	byMinor := true
+	for _, d := range devices {
+		if d.Parent < 0 {
+			whole = append(whole, d)
+			byMinor = byMinor && d.Minor >= 0
+		}
+	}
+	slices.SortStableFunc(whole, func(a, b Device) int {
+		if byMinor && a.Minor != b.Minor {
+			return a.Minor - b.Minor
+		}
+		return a.Index - b.Index
+	})
+	order := make([]int, len(whole))
+	for i, d := range whole {
+		order[i] = d.Index
+	}
+	return order
 }
 
 // CgroupDevice is one character device a cgroup may open; Minor -1 is any.

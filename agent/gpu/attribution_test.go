@@ -130,3 +130,26 @@ func FuzzParseDevicesList(f *testing.F) {
 		}
 	})
 }
+
+// Slurm's index n is the n-th GPU by device file (minor number), which
+// need not be NVML's enumeration order.
+func TestResolveUsesSlurmsDeviceFileOrder(t *testing.T) {
+	t.Parallel()
+	devs := []Device{
+		{Index: 0, Minor: 2, UUID: "GPU-a", Parent: -1},
+		{Index: 1, Minor: 0, UUID: "GPU-b", Parent: -1},
+		{Index: 2, Minor: 1, UUID: "GPU-c", Parent: -1},
+	}
+	held, err := Resolve(devs, []string{"0"}) // /dev/nvidia0 = NVML index 1
+	if err != nil || !reflect.DeepEqual(held, []int{1}) {
+		t.Errorf("index 0 → %v, %v; want [1]", held, err)
+	}
+	held, _ = Resolve(devs, []string{"2", "1"})
+	if !reflect.DeepEqual(held, []int{0, 2}) {
+		t.Errorf("indices 2,1 → %v; want [0 2]", held)
+	}
+	devs[0].Minor = -1 // one minor unknown: enumeration order
+	if held, _ := Resolve(devs, []string{"0"}); !reflect.DeepEqual(held, []int{0}) {
+		t.Errorf("without minors: %v; want [0]", held)
+	}
+}

@@ -22,6 +22,11 @@ import (
 // answer. Opening the GPU collector treats it as "no GPUs", not a failure.
 var ErrUnavailable = errors.New("gpu backend unavailable")
 
+// ErrNoProcessList says that a device's processes cannot be listed (the
+// driver does not support it or refuses): which processes use the device is
+// unknown, which is not the same as none.
+var ErrNoProcessList = errors.New("the device's processes cannot be listed")
+
 // Vendor names the maker of a device.
 type Vendor string
 
@@ -34,10 +39,11 @@ const (
 // Device is one GPU as the job sees it: a whole GPU, a MIG instance of an
 // NVIDIA GPU, or a compute partition (GCD, CPX/DPX/QPX/TPX) of an AMD GPU.
 type Device struct {
-	// Index is the device's position in the backend's enumeration, which
-	// is also Slurm's and CUDA's/ROCm's index for whole GPUs (the driver's
-	// minor number order). MIG instances and partitions have their own
-	// Index after the whole GPUs; Parent names the GPU they belong to.
+	// Index is the device's position in the backend's enumeration (NVML's
+	// index for NVIDIA, amd-smi's for AMD). Slurm numbers GPUs by their
+	// device files instead, so Resolve maps Slurm's indices through Minor.
+	// MIG instances and partitions have their own Index after the whole
+	// GPUs; Parent names the GPU they belong to.
 	Index int
 	// Minor is the device node's minor number (/dev/nvidia<minor>,
 	// /dev/dri/renderD<minor>), for matching the job cgroup's device list;
@@ -162,7 +168,8 @@ type Backend interface {
 	// is not an error; an error means the device could not be read at all.
 	Read(index int, r *Reading) error
 	// Processes appends the processes running on the device to buf and
-	// returns it.
+	// returns it; an error wrapping ErrNoProcessList when the device's
+	// processes cannot be listed.
 	Processes(index int, buf []Process) ([]Process, error)
 	// Close releases the library (NVML Shutdown, amdsmi_shut_down).
 	Close() error

@@ -65,6 +65,9 @@ func (a *Agent) addGPU(set collector.Set, target collector.Target, state *monito
 		return set
 	}
 	held, attribution := a.gpuAllocation(target, entries, slurmHeld >= 0)
+	if attribution != gpu.AttributionProcesses && len(held) == 0 {
+		return set // the allocation is known and holds no GPU
+	}
 	gc := a.gpuCollector(pids, held, attribution, state)
 	if gc == nil {
 		return set
@@ -105,10 +108,15 @@ func (a *Agent) runGPU(tree *collector.ProcessTree, state *monitor.NodeState) co
 			held, err = gpu.Resolve(a.GPU.Backend.Devices(), entries)
 		}
 		if err != nil {
-			a.Log.Warn("GPU list of the command", "variable", name, "err", err)
+			a.Log.Warn("GPU list of the command; attributing GPUs by its processes", "variable", name, "err", err)
+			held = nil
+			break
 		}
 		attribution = gpu.AttributionEnvironment
 		break
+	}
+	if attribution != gpu.AttributionProcesses && len(held) == 0 {
+		return tree // the command may use no GPU
 	}
 	gc := a.gpuCollector(tree, held, attribution, state)
 	if gc == nil {
@@ -130,7 +138,9 @@ func (a *Agent) gpuAllocation(target collector.Target, entries []string, fromSlu
 	if fromSlurm {
 		held, err := gpu.Resolve(devs, entries)
 		if err != nil {
-			a.Log.Warn("SLURM_JOB_GPUS names devices this node does not have", "err", err)
+			// Unknown, not a smaller allocation: attribute by process.
+			a.Log.Warn("SLURM_JOB_GPUS names devices this node does not have; attributing GPUs by the job's processes", "err", err)
+			return nil, gpu.AttributionProcesses
 		}
 		return held, gpu.AttributionSlurm
 	}

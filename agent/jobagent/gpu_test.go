@@ -50,6 +50,9 @@ func TestGPUAttributionPaths(t *testing.T) {
 		{"hostile list: by process", sim, "0;reboot", true, true, nil, gpu.AttributionProcesses, -1, false},
 		{"MIG node, numeric list: by process", migNode{sim}, "0", true, true, nil, gpu.AttributionProcesses, -1, false},
 		{"MIG node, UUID list", migNode{sim}, "MIG-aaaa-1", true, true, []int{4}, gpu.AttributionSlurm, 1, false},
+		{"Slurm: no GPU (NoDevFiles)", sim, "NoDevFiles", true, false, nil, "", 0, false},
+		{"Slurm: empty list", sim, "", true, false, nil, "", 0, false},
+		{"Slurm names a GPU the node lacks: by process", sim, "1,9", true, true, nil, gpu.AttributionProcesses, -1, false},
 		{"GPUs held, no backend", nil, "0,1", true, false, nil, "", 2, true},
 		{"no GPUs, no backend", nil, "", false, false, nil, "", 0, false},
 	} {

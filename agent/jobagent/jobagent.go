@@ -262,11 +262,7 @@ func (a *Agent) finalize(ctx context.Context, ck *Checkpoint, agentState string,
 // in the document and returns its results-index entry.
 func (a *Agent) analyse(job *jobmodel.Job) jobmodel.Result {
 	at := a.now()
-	var timeline []float64
-	if job.GPU != nil {
-		timeline = job.GPU.UtilizationTimeline
-	}
-	an := analysis.Analyze(analysis.Input{Job: *job, At: at, GPUTimeline: timeline}, a.Config.Analysis)
+	an := analysis.AnalyzeJob(*job, at, a.Config.Analysis)
 	job.Analysis = &an
 	a.Log.Info("job analysed", "doc_id", job.DocID, "class", an.Class, "causes", len(an.Causes),
 		"analysis_seconds", a.now().Sub(at).Seconds())

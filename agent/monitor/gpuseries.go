@@ -12,23 +12,25 @@ type GPUMetric struct {
 	Name string
 	Type string
 	Help string
-	need gpu.Field // 0: always present
-	get  func(*collector.GPUSample) float64
+	need gpu.Field // the reading's fields the value needs
+	// procs: the value needs the device's process list.
+	procs bool
+	get   func(*collector.GPUSample) float64
 }
 
 // GPUMetrics are the per-GPU series, in base units; docs/metrics.md
 // documents them and a test runs promtool over them.
 var GPUMetrics = []GPUMetric{
 	{"jobsight_job_gpu_utilization_ratio", "gauge", "Fraction of time the GPU was busy over the driver's last sample period (0-1).",
-		gpu.FieldUtilization, func(g *collector.GPUSample) float64 { return g.Reading.UtilizationRatio }},
+		gpu.FieldUtilization, false, func(g *collector.GPUSample) float64 { return g.Reading.UtilizationRatio }},
 	{"jobsight_job_gpu_memory_used_bytes", "gauge", "GPU memory in use on the device.",
-		gpu.FieldMemoryUsed, func(g *collector.GPUSample) float64 { return float64(g.Reading.MemoryUsedBytes) }},
+		gpu.FieldMemoryUsed, false, func(g *collector.GPUSample) float64 { return float64(g.Reading.MemoryUsedBytes) }},
 	{"jobsight_job_gpu_memory_total_bytes", "gauge", "GPU memory of the device.",
-		gpu.FieldMemoryTotal, func(g *collector.GPUSample) float64 { return float64(g.Reading.MemoryTotalBytes) }},
+		gpu.FieldMemoryTotal, false, func(g *collector.GPUSample) float64 { return float64(g.Reading.MemoryTotalBytes) }},
 	{"jobsight_job_gpu_energy_joules_total", "counter", "The device's energy counter (since driver load); rate() gives its power.",
-		gpu.FieldEnergy, func(g *collector.GPUSample) float64 { return g.Reading.EnergyJoules }},
+		gpu.FieldEnergy, false, func(g *collector.GPUSample) float64 { return g.Reading.EnergyJoules }},
 	{"jobsight_job_gpu_processes", "gauge", "Processes of the job on the GPU (0 on a held GPU: held and idle).",
-		0, func(g *collector.GPUSample) float64 { return float64(g.JobProcesses) }},
+		0, true, func(g *collector.GPUSample) float64 { return float64(g.JobProcesses) }},
 }
 
 // gpuBuffer holds the points of one GPU since the last push.
@@ -48,7 +50,7 @@ func (b *Buffer) addGPUs(s *collector.Sample) {
 		gb := b.gpu(g.Device)
 		for i := range GPUMetrics {
 			m := &GPUMetrics[i]
-			if m.need == 0 || g.Reading.Has(m.need) {
+			if g.Reading.Has(m.need) && (!m.procs || g.ProcessesKnown) {
 				gb.points[i] = append(gb.points[i], Point{TimestampMs: ts, Value: m.get(g)})
 			}
 		}

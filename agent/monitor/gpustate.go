@@ -43,6 +43,9 @@ type GPUDeviceState struct {
 	// with the job's processes on it.
 	Seconds        float64           `json:"seconds"`
 	ProcessSeconds float64           `json:"process_seconds"`
+	// ProcessKnownSeconds is the watched time in which the device's
+	// processes could be listed.
+	ProcessKnownSeconds float64 `json:"process_known_seconds"`
 	Util           aggregate.Series  `json:"utilization"`
 	Memory         aggregate.Series  `json:"memory"`
 	Power          aggregate.Series  `json:"power"`
@@ -84,7 +87,10 @@ func (g *GPUState) add(gs []collector.GPUSample, t time.Time, dt float64) {
 		d.Seen |= read
 		d.Samples++
 		d.Seconds += dt
-		if s.JobProcesses > 0 {
+		if s.ProcessesKnown {
+			d.ProcessKnownSeconds += dt
+		}
+		if s.ProcessesKnown && s.JobProcesses > 0 {
 			d.ProcessSeconds += dt
 			if s.JobMemoryKnown {
 				d.JobMemoryKnown = true
@@ -224,8 +230,13 @@ func (d *GPUDeviceState) document() jobmodel.GPUDevice {
 	e := jobmodel.GPUDevice{
 		Index: int64(d.Device.Index), UUID: d.Device.UUID, Model: d.Device.Model, Vendor: string(d.Device.Vendor),
 		PCIBusID: d.Device.PCIBusID, Partition: d.Device.Partition, Simulated: d.Device.Simulated,
-		Held: d.Held, HeldIdle: d.Held && d.ProcessSeconds == 0 && d.Samples > 0,
-		ProcessSeconds: jobmodel.Ptr(d.ProcessSeconds),
+		Held: d.Held,
+	}
+	// Held and idle needs the device's processes to have been listed: an
+	// unlisted process is unknown, not absent.
+	if d.ProcessKnownSeconds > 0 {
+		e.ProcessSeconds = jobmodel.Ptr(d.ProcessSeconds)
+		e.HeldIdle = d.Held && d.ProcessSeconds == 0
 	}
 	if d.Device.Parent >= 0 {
 		e.ParentIndex = jobmodel.Ptr(int64(d.Device.Parent))
@@ -256,6 +267,9 @@ func (d *GPUDeviceState) document() jobmodel.GPUDevice {
 	}
 	if d.Samples > 0 {
 		e.MissingMetrics = (gpu.AllFields &^ d.Seen).Names()
+		if d.ProcessKnownSeconds == 0 {
+			e.MissingMetrics = append(e.MissingMetrics, "gpu_processes")
+		}
 	}
 	return e
 }

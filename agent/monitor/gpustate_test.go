@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
@@ -153,5 +154,56 @@ func TestGPUStateCheckpointRoundTrip(t *testing.T) {
 	j2, _ := json.Marshal(d2)
 	if string(j1) != string(j2) {
 		t.Errorf("checkpoint changed the document:\n%s\n%s", j1, j2)
+	}
+}
+
+// noProcs is a node whose driver cannot list processes.
+type noProcs struct{ *gpu.Simulated }
+
+func (n noProcs) Processes(int, []gpu.Process) ([]gpu.Process, error) {
+	return nil, gpu.ErrNoProcessList
+}
+
+// A GPU whose processes cannot be listed is not "held and idle": which
+// processes used it is unknown, and the documents and series say so.
+func TestGPUProcessesUnknownAreAbsent(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	sim, _ := gpu.NewSimulated(gpu.SimConfig{Devices: 2, Profile: gpu.ProfileIdle, Now: func() time.Time { return now }})
+	gc, err := collector.NewGPUCollector(noProcs{sim}, pidList{1}, []int{0, 1}, gpu.AttributionSlurm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := NewNodeState(now, time.Second, 0.05)
+	st.EnableGPU("nvml", gpu.AttributionSlurm, 2, 0.1)
+	buf := NewBuffer(4)
+	var s collector.Sample
+	for i := 0; i < 3; i++ {
+		s.Reset(now)
+		s.Missing &^= collector.MetricProcesses
+		if err := gc.Collect(&s); err != nil {
+			t.Fatalf("an unlistable process list is not a collector error: %v", err)
+		}
+		st.Add(&s)
+		buf.Add(&s)
+		now = now.Add(time.Second)
+	}
+	var doc jobmodel.Node
+	st.Fill(&doc, now)
+	if doc.GPU == nil || len(doc.GPUs) != 2 {
+		t.Fatalf("gpu %+v", doc.GPU)
+	}
+	for _, g := range doc.GPUs {
+		if g.HeldIdle || g.ProcessSeconds != nil || !slices.Contains(g.MissingMetrics, "gpu_processes") {
+			t.Errorf("gpu %d: held_idle %v process_seconds %v missing %v", g.Index, g.HeldIdle, g.ProcessSeconds, g.MissingMetrics)
+		}
+	}
+	if *doc.GPU.HeldIdle != 0 || !slices.Contains(doc.MissingMetrics, "gpu_processes") {
+		t.Errorf("summary held_idle %v, missing %v", *doc.GPU.HeldIdle, doc.MissingMetrics)
+	}
+	for _, s := range buf.gpuSeries(nil, nil) {
+		if s.Name == "jobsight_job_gpu_processes" {
+			t.Errorf("processes series written while the processes are unknown: %+v", s)
+		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/jobsight/jobsight/pkg/jobmodel"
 )
 
@@ -23,7 +25,9 @@ type Caller struct {
 	Groups []string
 }
 
-// CurrentCaller looks up the user who ran the command.
+// CurrentCaller looks up the user who ran the command: the real uid, and
+// the process's real and supplementary groups (never the effective group a
+// setgid installation adds, which every caller has).
 func CurrentCaller() (Caller, error) {
 	uid := os.Getuid()
 	c := Caller{UID: uint32(uid)}
@@ -32,12 +36,16 @@ func CurrentCaller() (Caller, error) {
 		return c, fmt.Errorf("looking up uid %d: %w", uid, err)
 	}
 	c.User = u.Username
-	gids, err := u.GroupIds()
+	gids, err := unix.Getgroups()
 	if err != nil {
 		return c, nil // no groups: only the admin-group rule is lost
 	}
+	gids = append(gids, os.Getgid())
 	for _, gid := range gids {
-		if g, err := user.LookupGroupId(gid); err == nil {
+		if gid == os.Getegid() && gid != os.Getgid() {
+			continue
+		}
+		if g, err := user.LookupGroupId(strconv.Itoa(gid)); err == nil && !slices.Contains(c.Groups, g.Name) {
 			c.Groups = append(c.Groups, g.Name)
 		}
 	}

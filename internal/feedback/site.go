@@ -64,11 +64,7 @@ func (s *Site) now() time.Time {
 
 // Analyse runs the site's analysis rules on a final job document.
 func (s *Site) Analyse(job jobmodel.Job) jobmodel.Analysis {
-	var timeline []float64
-	if job.GPU != nil {
-		timeline = job.GPU.UtilizationTimeline
-	}
-	return analysis.Analyze(analysis.Input{Job: job, At: s.now(), GPUTimeline: timeline}, s.Cfg.Analysis)
+	return analysis.AnalyzeJob(job, s.now(), s.Cfg.Analysis)
 }
 
 // ReportInput assembles what a job's report is rendered from: its stored

@@ -44,6 +44,16 @@ type Input struct {
 	GPUTimeline []float64
 }
 
+// AnalyzeJob analyses a final job document as stored: its GPU timeline
+// (gpu.utilization_timeline) is the one the utilization_drop rule reads.
+func AnalyzeJob(job jobmodel.Job, at time.Time, cfg Config) jobmodel.Analysis {
+	var timeline []float64
+	if job.GPU != nil {
+		timeline = job.GPU.UtilizationTimeline
+	}
+	return Analyze(Input{Job: job, At: at, GPUTimeline: timeline}, cfg)
+}
+
 // Analyze analyses one job. It never fails: what cannot be computed is
 // left absent and named in MissingMetrics. cfg should be valid
 // (Config.Validate); Analyze does not panic on an invalid one, but its

@@ -179,7 +179,7 @@ type GPUUsage struct {
 	// UtilizationAvg is the mean over the GPUs of their average utilisation.
 	UtilizationAvg *float64 `json:"utilization_avg,omitempty"`
 	// EffectiveGPUs is the number of GPUs whose average utilisation is
-	// above the agent's gpu.effective_threshold; EffectiveRatio is that
+	// above the agent's gpu.active_threshold; EffectiveRatio is that
 	// over Count.
 	EffectiveGPUs  *int64   `json:"effective_gpus,omitempty"`
 	EffectiveRatio *float64 `json:"effective_ratio,omitempty"`

@@ -258,7 +258,17 @@ func (n *Notifier) Flush(ctx context.Context, now time.Time) (int, error) {
 		}
 		msg, err := composeMessage(n.from, d.to, d.reports, now)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("notify: mail to user %q: %w", d.user, err))
+			// It would fail the same way at every flush: set it aside.
+			n.met.failures.WithLabelValues(reasonPermanent).Inc()
+			moved := 0
+			for _, f := range d.files {
+				if qerr := n.spool.quarantine(f); qerr == nil {
+					moved++
+				}
+			}
+			gone += moved
+			errs = append(errs, fmt.Errorf("notify: mail to user %q cannot be composed, %s moved to %s: %w",
+				d.user, plural(moved, "report"), filepath.Join(n.cfg.SpoolDir, failedDir), err))
 			continue
 		}
 		stage, err := sess.send(n.from.Address, d.to.Address, msg)

@@ -347,8 +347,8 @@ func (b *LibBackend) Processes(index int, buf []gpu.Process) ([]gpu.Process, err
 	case procHandles:
 		return b.processHandles(index, h, buf)
 	}
-	return buf, fmt.Errorf("amd: list processes of GPU %d: amdsmi_proc_info_t layout unknown for library %s: %w",
-		index, b.version, errNotSupported)
+	return buf, fmt.Errorf("amd: list processes of GPU %d: amdsmi_proc_info_t layout unknown for library %s: %w: %w",
+		index, b.version, errNotSupported, gpu.ErrNoProcessList)
 }
 
 // The process list buffer starts with room for procListStart entries and

@@ -216,14 +216,14 @@ func (b *Backend) Read(index int, r *gpu.Reading) error {
 // (GetComputeRunningProcesses; for a MIG device, those in that MIG
 // device) to buf. A process whose memory NVML does not know has
 // MemoryKnown false. When the device does not list processes
-// (NOT_SUPPORTED, NO_PERMISSION, …) buf is returned unchanged.
+// (NOT_SUPPORTED, NO_PERMISSION, …) the error wraps gpu.ErrNoProcessList.
 func (b *Backend) Processes(index int, buf []gpu.Process) ([]gpu.Process, error) {
 	h, err := b.handle(index)
 	if err != nil {
 		return buf, err
 	}
 	if h.noProcesses {
-		return buf, nil
+		return buf, fmt.Errorf("nvidia: %s: %w", h.label, gpu.ErrNoProcessList)
 	}
 	infos, ret := h.dev.GetComputeRunningProcesses()
 	if ret != nvml.SUCCESS {
@@ -232,7 +232,7 @@ func (b *Backend) Processes(index int, buf []gpu.Process) ([]gpu.Process, error)
 			return buf, fmt.Errorf("nvidia: %s: GetComputeRunningProcesses: %w", h.label, ret)
 		}
 		h.noProcesses = permanent
-		return buf, nil
+		return buf, fmt.Errorf("nvidia: %s: GetComputeRunningProcesses: %w: %w", h.label, ret, gpu.ErrNoProcessList)
 	}
 	for _, p := range infos {
 		known := p.UsedGpuMemory != valueNotAvailable

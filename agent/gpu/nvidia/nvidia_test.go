@@ -479,8 +479,8 @@ func TestProcessesNotSupported(t *testing.T) {
 	buf := []gpu.Process{{PID: 7}}
 	for range 2 {
 		got, err := b.Processes(1, buf)
-		if err != nil || !reflect.DeepEqual(got, buf) {
-			t.Errorf("Processes = %+v, %v; want buf unchanged, nil", got, err)
+		if !errors.Is(err, gpu.ErrNoProcessList) || !reflect.DeepEqual(got, buf) {
+			t.Errorf("Processes = %+v, %v; want buf unchanged, gpu.ErrNoProcessList", got, err)
 		}
 	}
 	if n := len(mocks[1].GetComputeRunningProcessesCalls()); n != 1 {
