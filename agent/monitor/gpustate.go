@@ -41,19 +41,19 @@ type GPUDeviceState struct {
 	Samples int64     `json:"samples"`
 	// Seconds is the time the GPU was watched, ProcessSeconds the part
 	// with the job's processes on it.
-	Seconds        float64           `json:"seconds"`
-	ProcessSeconds float64           `json:"process_seconds"`
+	Seconds        float64 `json:"seconds"`
+	ProcessSeconds float64 `json:"process_seconds"`
 	// ProcessKnownSeconds is the watched time in which the device's
 	// processes could be listed.
-	ProcessKnownSeconds float64 `json:"process_known_seconds"`
-	Util           aggregate.Series  `json:"utilization"`
-	Memory         aggregate.Series  `json:"memory"`
-	Power          aggregate.Series  `json:"power"`
-	SMClock        aggregate.Series  `json:"sm_clock"`
-	EnergyMilli    aggregate.Counter `json:"energy_mj"`
-	TempPeak       float64           `json:"temperature_peak"`
-	JobMemoryPeak  uint64            `json:"job_memory_peak"`
-	JobMemoryKnown bool              `json:"job_memory_known"`
+	ProcessKnownSeconds float64           `json:"process_known_seconds"`
+	Util                aggregate.Series  `json:"utilization"`
+	Memory              aggregate.Series  `json:"memory"`
+	Power               aggregate.Series  `json:"power"`
+	SMClock             aggregate.Series  `json:"sm_clock"`
+	EnergyMilli         aggregate.Counter `json:"energy_mj"`
+	TempPeak            float64           `json:"temperature_peak"`
+	JobMemoryPeak       uint64            `json:"job_memory_peak"`
+	JobMemoryKnown      bool              `json:"job_memory_known"`
 }
 
 // EnableGPU starts GPU summaries for a job: source and attribution as the
