@@ -73,16 +73,14 @@ func (tl *Timeline) halve() {
 	tl.Step *= 2
 }
 
-// Means returns each bucket's mean. A bucket without values (a gap in
-// sampling) carries the previous bucket's mean; bucket 0 always has one.
-func (tl *Timeline) Means() []float64 {
-	out := make([]float64, len(tl.Count))
+// Means returns each bucket's mean; nil for a bucket without values (a
+// gap in sampling, e.g. while the agent was down): never an invented value.
+func (tl *Timeline) Means() []*float64 {
+	out := make([]*float64, len(tl.Count))
 	for i := range tl.Count {
-		switch {
-		case tl.Count[i] > 0:
-			out[i] = tl.Sum[i] / float64(tl.Count[i])
-		case i > 0:
-			out[i] = out[i-1]
+		if tl.Count[i] > 0 {
+			m := tl.Sum[i] / float64(tl.Count[i])
+			out[i] = &m
 		}
 	}
 	return out

@@ -67,7 +67,7 @@ func TestGPUJobFourHeldOneUsed(t *testing.T) {
 	if avg := *g.UtilizationAvg; avg < 0.2 || avg > 0.25 {
 		t.Errorf("job-wide utilisation %v, want ~0.9/4", avg)
 	}
-	if tl := g.UtilizationTimeline; len(tl) != 30 || tl[0] < 0.2 || tl[29] > 0.25 || *g.TimelineStepSeconds != 1 || !g.TimelineStart.Equal(st.FirstSample) {
+	if tl := g.UtilizationTimeline; len(tl) != 30 || tl[0] == nil || *tl[0] < 0.2 || tl[29] == nil || *tl[29] > 0.25 || *g.TimelineStepSeconds != 1 || !g.TimelineStart.Equal(st.FirstSample) {
 		t.Errorf("timeline %v step %v start %v", tl, *g.TimelineStepSeconds, g.TimelineStart)
 	}
 	if *doc.Allocated.GPUs != 4 {

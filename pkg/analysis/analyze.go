@@ -49,7 +49,13 @@ type Input struct {
 func AnalyzeJob(job jobmodel.Job, at time.Time, cfg Config) jobmodel.Analysis {
 	var timeline []float64
 	if job.GPU != nil {
-		timeline = job.GPU.UtilizationTimeline
+		// Gaps (nulls) are left out: the rule compares the start of the
+		// run with its end, and a gap has no value to compare.
+		for _, v := range job.GPU.UtilizationTimeline {
+			if v != nil {
+				timeline = append(timeline, *v)
+			}
+		}
 	}
 	return Analyze(Input{Job: job, At: at, GPUTimeline: timeline}, cfg)
 }

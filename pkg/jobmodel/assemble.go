@@ -176,7 +176,7 @@ func assembleGPUs(nodes []Node) (*GPUUsage, []GPUDevice) {
 // point, each weighted by its node's GPU count, after bringing them to the
 // coarsest step (steps are the sampling interval times a power of two, so
 // merging whole buckets aligns them); the earliest start is kept.
-func joinTimelines(nodes []Node) ([]float64, *float64, *Time) {
+func joinTimelines(nodes []Node) ([]*float64, *float64, *Time) {
 	var step float64
 	var start *Time
 	for i := range nodes {
@@ -204,20 +204,27 @@ func joinTimelines(nodes []Node) ([]float64, *float64, *Time) {
 			var s float64
 			n := 0
 			for _, v := range g.UtilizationTimeline[j*k : min(len(g.UtilizationTimeline), (j+1)*k)] {
-				s += v
-				n++
+				if v != nil {
+					s += *v
+					n++
+				}
 			}
 			for len(sum) <= j {
 				sum, weight = append(sum, 0), append(weight, 0)
 			}
-			sum[j] += w * s / float64(n)
-			weight[j] += w
+			if n > 0 {
+				sum[j] += w * s / float64(n)
+				weight[j] += w
+			}
 		}
 	}
+	out := make([]*float64, len(sum))
 	for j := range sum {
-		sum[j] /= weight[j]
+		if weight[j] > 0 {
+			out[j] = Ptr(sum[j] / weight[j])
+		}
 	}
-	return sum, Ptr(step), start
+	return out, Ptr(step), start
 }
 
 func addPtr[T number](acc, v *T) *T {

@@ -106,15 +106,22 @@ func TestAssembleJoinsGPUs(t *testing.T) {
 func TestJoinTimelinesAlignsSteps(t *testing.T) {
 	t.Parallel()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	a := Node{Node: "a", Usage: Usage{GPU: &GPUUsage{Count: 1, UtilizationTimeline: []float64{1, 1, 0, 0}, TimelineStepSeconds: Ptr(5.0), TimelineStart: At(t0)}}}
-	b := Node{Node: "b", Usage: Usage{GPU: &GPUUsage{Count: 3, UtilizationTimeline: []float64{0.2, 0.2}, TimelineStepSeconds: Ptr(10.0), TimelineStart: At(t0.Add(time.Second))}}}
+	a := Node{Node: "a", Usage: Usage{GPU: &GPUUsage{Count: 1, UtilizationTimeline: []*float64{Ptr(1.0), Ptr(1.0), Ptr(0.0), nil}, TimelineStepSeconds: Ptr(5.0), TimelineStart: At(t0)}}}
+	b := Node{Node: "b", Usage: Usage{GPU: &GPUUsage{Count: 3, UtilizationTimeline: []*float64{Ptr(0.2), Ptr(0.2)}, TimelineStepSeconds: Ptr(10.0), TimelineStart: At(t0.Add(time.Second))}}}
 	tl, step, start := joinTimelines([]Node{a, b})
-	// a at 10 s steps: [1, 0]; weighted with b (3 GPUs): [(1+0.6)/4, (0+0.6)/4].
-	if *step != 10 || !start.Equal(t0) || len(tl) != 2 || math.Abs(tl[0]-0.4) > 1e-9 || math.Abs(tl[1]-0.15) > 1e-9 {
+	// a at 10 s steps: [1, 0] (its gap left out); weighted with b (3
+	// GPUs): [(1+0.6)/4, (0+0.6)/4].
+	if *step != 10 || !start.Equal(t0) || len(tl) != 2 || math.Abs(*tl[0]-0.4) > 1e-9 || math.Abs(*tl[1]-0.15) > 1e-9 {
 		t.Errorf("timeline %v step %v start %v", tl, deref(step), start)
 	}
 	if tl, _, _ := joinTimelines([]Node{{Node: "c"}}); tl != nil {
 		t.Errorf("no GPU node gave timeline %v", tl)
+	}
+	// A gap on every node stays a gap.
+	gap := Node{Node: "g", Usage: Usage{GPU: &GPUUsage{Count: 1, UtilizationTimeline: []*float64{Ptr(0.5), nil, Ptr(0.5)},
+		TimelineStepSeconds: Ptr(5.0), TimelineStart: At(t0)}}}
+	if tl, _, _ := joinTimelines([]Node{gap}); len(tl) != 3 || tl[1] != nil {
+		t.Errorf("gap filled: %v", tl)
 	}
 }
 

@@ -198,7 +198,8 @@ type GPUUsage struct {
 	// UtilizationTimeline is the mean utilisation of the GPUs over the
 	// job's life, one value per TimelineStepSeconds from TimelineStart (at
 	// most 64 values; coarser steps for longer jobs).
-	UtilizationTimeline []float64 `json:"utilization_timeline,omitempty"`
+	// A gap in sampling (the agent down) is null, never a guessed value.
+	UtilizationTimeline []*float64 `json:"utilization_timeline,omitempty"`
 	TimelineStepSeconds *float64  `json:"timeline_step_seconds,omitempty"`
 	TimelineStart       *Time     `json:"timeline_start,omitempty"`
 }
