@@ -200,8 +200,8 @@ type GPUUsage struct {
 	// most 64 values; coarser steps for longer jobs).
 	// A gap in sampling (the agent down) is null, never a guessed value.
 	UtilizationTimeline []*float64 `json:"utilization_timeline,omitempty"`
-	TimelineStepSeconds *float64  `json:"timeline_step_seconds,omitempty"`
-	TimelineStart       *Time     `json:"timeline_start,omitempty"`
+	TimelineStepSeconds *float64   `json:"timeline_step_seconds,omitempty"`
+	TimelineStart       *Time      `json:"timeline_start,omitempty"`
 }
 
 // GPUDevice is one GPU (or MIG instance, or AMD compute partition) of a job
