@@ -5,6 +5,10 @@
 
 GO ?= go
 BIN ?= bin
+# The version written into every document (agent_version): the git
+# description of the checkout.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)
+AGENT_LDFLAGS = -s -w -X github.com/jobsight/jobsight/agent/jobagent.Version=$(VERSION)
 GOTEST_TIMEOUT ?= 20m
 
 .PHONY: all build agent agent-static site spank backend frontend test gotest frontend-test bench clean
@@ -19,11 +23,11 @@ build: agent spank site
 # support then reports itself unavailable).
 agent:
 	@mkdir -p $(BIN)
-	CGO_ENABLED=1 $(GO) build -trimpath -ldflags="-s -w" -o $(BIN)/jobsight-agent ./agent/cmd/jobsight-agent
+	CGO_ENABLED=1 $(GO) build -trimpath -ldflags="$(AGENT_LDFLAGS)" -o $(BIN)/jobsight-agent ./agent/cmd/jobsight-agent
 
 agent-static:
 	@mkdir -p $(BIN)
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags="-s -w" -o $(BIN)/jobsight-agent ./agent/cmd/jobsight-agent
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags="$(AGENT_LDFLAGS)" -o $(BIN)/jobsight-agent ./agent/cmd/jobsight-agent
 
 # The site command (admin or login node): reports, mail, history, export.
 site:

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jobsight/jobsight/internal/stack"
 	"github.com/jobsight/jobsight/pkg/jobmodel"
 )
 
@@ -27,6 +28,9 @@ func TestBusyJobIsMeasuredAgainstItsRequest(t *testing.T) {
 	}
 	if job.Cluster != cluster || job.JobID != id || strconv.FormatUint(job.SlurmJobID, 10) != id || job.Source != jobmodel.SourceSlurm {
 		t.Errorf("identity: cluster %q job_id %q slurm_job_id %d source %q", job.Cluster, job.JobID, job.SlurmJobID, job.Source)
+	}
+	if want := stack.AgentVersion(context.Background(), "../.."); job.AgentVersion != want || want == "unknown" {
+		t.Errorf("agent_version %q, want the build's %q", job.AgentVersion, want)
 	}
 	if job.User != "root" || job.Partition == "" || !slices.Equal(job.Nodes, []string{e.node}) {
 		t.Errorf("metadata: user %q partition %q nodes %v", job.User, job.Partition, job.Nodes)

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/jobsight/jobsight/agent/collector"
@@ -22,8 +23,34 @@ import (
 	"github.com/jobsight/jobsight/pkg/jobmodel"
 )
 
-// Version is the agent's version, set at build time.
+// Version is the agent's version, set at build time (make agent: the git
+// description). A plain `go build` falls back to the VCS revision Go
+// stamps into the binary; only a build without either says "dev".
 var Version = "dev"
+
+func init() {
+	if Version != "dev" {
+		return
+	}
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return
+	}
+	var rev, dirty string
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "-dirty"
+			}
+		}
+	}
+	if len(rev) >= 12 {
+		Version = rev[:12] + dirty
+	}
+}
 
 // Outputs is where documents and series go (deliver.Outputs in production).
 type Outputs interface {

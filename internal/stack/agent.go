@@ -40,8 +40,9 @@ func BuildAgent(ctx context.Context, repo, out string) (agent, plugin string, er
 	}
 	out, _ = filepath.Abs(out)
 	agent, plugin = filepath.Join(out, "jobsight-agent"), filepath.Join(out, "jobsight.so")
+	ldflags := "-s -w -X github.com/jobsight/jobsight/agent/jobagent.Version=" + AgentVersion(ctx, repo)
 	for _, c := range [][]string{
-		{"go", "build", "-trimpath", "-ldflags=-s -w", "-o", agent, "./agent/cmd/jobsight-agent"},
+		{"go", "build", "-trimpath", "-ldflags=" + ldflags, "-o", agent, "./agent/cmd/jobsight-agent"},
 		{"make", "-s", "-C", "agent/spank", "OUT=" + out},
 	} {
 		cmd := exec.CommandContext(ctx, c[0], c[1:]...)
@@ -53,6 +54,19 @@ func BuildAgent(ctx context.Context, repo, out string) (agent, plugin string, er
 		}
 	}
 	return agent, plugin, nil
+}
+
+// AgentVersion is the version BuildAgent builds into the agent, as `make
+// agent` does: the git description of the checkout at repo ("unknown"
+// outside a git checkout).
+func AgentVersion(ctx context.Context, repo string) string {
+	cmd := exec.CommandContext(ctx, "git", "describe", "--tags", "--always", "--dirty")
+	cmd.Dir = repo
+	out, err := cmd.Output()
+	if v := strings.TrimSpace(string(out)); err == nil && v != "" {
+		return v
+	}
+	return "unknown"
 }
 
 // writeAgent writes agent.yaml (pointing at es and prom) and a
