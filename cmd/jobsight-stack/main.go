@@ -34,15 +34,26 @@ func main() {
 		os.Exit(2)
 	}
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
-	dir := fs.String("dir", filepath.Join(os.TempDir(), "jobsight-stack"), "directory for all state, logs and configuration")
+	dir := fs.String("dir", "", "directory for all state, logs and configuration (up: default a new one under $TMPDIR; down: required)")
 	build := fs.Bool("build", false, "build the agent (./agent/cmd/jobsight-agent) and the SPANK plugin first")
 	noJobs := fs.Bool("no-jobs", false, "submit no sample jobs")
 	_ = fs.Parse(os.Args[2:])
 	var err error
 	switch os.Args[1] {
 	case "up":
+		if *dir == "" {
+			// A directory of its own, never a fixed path another user
+			// could have prepared.
+			if *dir, err = os.MkdirTemp("", "jobsight-stack-"); err != nil {
+				break
+			}
+		}
 		err = up(log, *dir, *build, *noJobs)
 	case "down":
+		if *dir == "" {
+			err = fmt.Errorf("down: give --dir, the directory `up` printed")
+			break
+		}
 		err = down(*dir)
 	default:
 		err = fmt.Errorf("unknown command %q: want up or down", os.Args[1])

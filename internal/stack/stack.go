@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // Options configures Up.
@@ -38,6 +39,19 @@ func Up(ctx context.Context, dir string, opts Options) (*Stack, error) {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("resolving %s: %w", dir, err)
+	}
+	// A directory someone else prepared (a symlink, or owned by another
+	// user) is refused: the stack chmods and writes below it as root.
+	if fi, err := os.Lstat(dir); err == nil {
+		st, _ := fi.Sys().(*syscall.Stat_t)
+		switch {
+		case fi.Mode()&os.ModeSymlink != 0:
+			return nil, fmt.Errorf("%s is a symbolic link: give the stack a directory of its own", dir)
+		case !fi.IsDir():
+			return nil, fmt.Errorf("%s is not a directory", dir)
+		case st != nil && int(st.Uid) != os.Geteuid():
+			return nil, fmt.Errorf("%s belongs to uid %d, not to this user: give the stack a directory of its own", dir, st.Uid)
+		}
 	}
 	// Jobs of other users (sbatch --uid) must reach their batch scripts in
 	// slurmd's spool below dir: a 0700 temporary directory would fail them.

@@ -3,6 +3,8 @@ package stack_test
 import (
 	"context"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -38,6 +40,35 @@ func TestUpStartsEverythingAndDownStopsIt(t *testing.T) {
 	for _, srv := range []*stack.Server{st.Slurm.Ctld, st.Slurm.Munge.Server, st.Prometheus} {
 		if syscall.Kill(srv.PID(), 0) == nil {
 			t.Errorf("%s (pid %d) still runs after Down", srv.Name, srv.PID())
+		}
+	}
+}
+
+// The stack refuses a directory another user could have prepared.
+func TestUpRefusesForeignDirectories(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	target := filepath.Join(base, "real")
+	if err := os.Mkdir(target, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(base, "link")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stack.Up(context.Background(), link, stack.Options{}); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Errorf("Up on a symlink: %v", err)
+	}
+	if os.Geteuid() == 0 {
+		foreign := filepath.Join(base, "foreign")
+		if err := os.Mkdir(foreign, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(foreign, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := stack.Up(context.Background(), foreign, stack.Options{}); err == nil || !strings.Contains(err.Error(), "belongs to uid 65534") {
+			t.Errorf("Up on nobody's directory: %v", err)
 		}
 	}
 }
