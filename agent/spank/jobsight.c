@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -107,11 +108,33 @@ static int job_ids(spank_t sp, char *id, size_t idlen, char *uid, size_t uidlen)
 	return 0;
 }
 
+/* close_from closes every descriptor from lo up; only async-signal-safe
+ * calls (it runs between fork and exec). close_range(2) where the kernel
+ * and headers have it (Linux 5.9+; glibc before 2.34, e.g. RHEL/Rocky 8,
+ * has no wrapper, so the raw system call is used), else a loop up to max,
+ * which the parent computed before forking. */
+static void close_from(int lo, long max)
+{
+#ifdef SYS_close_range
+	if (syscall(SYS_close_range, (unsigned int)lo, ~0U, 0) == 0)
+		return;
+#endif
+	for (long f = max - 1; f >= lo; f--)
+		close((int)f);
+}
+
 /* spawn runs argv fully detached (setsid, double fork, fds on /dev/null)
- * and waits only for the intermediate child, which exits at once. */
+ * and waits only for the intermediate child, which exits at once.
+ * Everything the children need is prepared before fork: slurmd is
+ * multithreaded, so between fork and exec only async-signal-safe calls
+ * are allowed (no malloc, no stdio). */
 static void spawn(char *const argv[])
 {
 	static const char *keep[] = { "SLURM_CONF", "SLURMD_NODENAME", "SLURM_CLUSTER_NAME", "SLURM_JOB_GPUS", "TZ", NULL };
+	static char envbuf[8][4096];
+	char *env[8];
+	int n = 0;
+	long maxfd;
 	pid_t pid;
 	int status;
 
@@ -120,14 +143,32 @@ static void spawn(char *const argv[])
 			    argv[0], strerror(errno));
 		return;
 	}
+	env[n++] = "PATH=/usr/sbin:/usr/bin:/sbin:/bin";
+	for (int i = 0; keep[i] && n < 7; i++) {
+		const char *v = getenv(keep[i]);
+		int len;
+		if (!v)
+			continue;
+		len = snprintf(envbuf[n], sizeof(envbuf[n]), "%s=%s", keep[i], v);
+		if (len < 0 || (size_t)len >= sizeof(envbuf[n])) {
+			slurm_error("jobsight: %s is too long to pass to the agent; leaving it out", keep[i]);
+			continue;
+		}
+		env[n] = envbuf[n];
+		n++;
+	}
+	env[n] = NULL;
+	maxfd = sysconf(_SC_OPEN_MAX);
+	if (maxfd < 0 || maxfd > 65536)
+		maxfd = 65536;
+
 	pid = fork();
 	if (pid < 0) {
 		slurm_error("jobsight: fork: %s", strerror(errno));
 		return;
 	}
 	if (pid == 0) {
-		char *env[8];
-		int n = 0, fd;
+		int fd;
 		sigset_t none;
 
 		setsid();
@@ -143,21 +184,7 @@ static void spawn(char *const argv[])
 			dup2(fd, 1);
 			dup2(fd, 2);
 		}
-		if (close_range(3, ~0U, 0) != 0)
-			for (long f = sysconf(_SC_OPEN_MAX) - 1; f > 2; f--)
-				close((int)f);
-		env[n++] = "PATH=/usr/sbin:/usr/bin:/sbin:/bin";
-		for (int i = 0; keep[i]; i++) {
-			const char *v = getenv(keep[i]);
-			size_t len;
-			if (!v)
-				continue;
-			len = strlen(keep[i]) + strlen(v) + 2;
-			env[n] = malloc(len);
-			if (env[n])
-				snprintf(env[n++], len, "%s=%s", keep[i], v);
-		}
-		env[n] = NULL;
+		close_from(3, maxfd);
 		execve(argv[0], argv, env);
 		_exit(127);
 	}
