@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -65,6 +66,15 @@ func TestBusyJobIsMeasuredAgainstItsRequest(t *testing.T) {
 	within(t, "prometheus memory limit", e.promMax(t, "jobsight_job_memory_limit_bytes", id), 190<<20, 210<<20)
 	if n := e.promMax(t, "jobsight_agent_samples_total", id); n < 5 {
 		t.Errorf("jobsight_agent_samples_total = %v, want >= 5", n)
+	}
+	// The job's series end with it (staleness markers): an instant query
+	// no longer sees the job, as running-job panels and hogging alerts
+	// need, although the range queries above still do.
+	for _, metric := range []string{"jobsight_job_cpu_usage_seconds_total", "jobsight_agent_samples_total"} {
+		q := fmt.Sprintf(`%s{cluster=%q,job_id=%q}`, metric, e.cluster, id)
+		if v, ok, err := stack.PromQuery(context.Background(), e.st.Prometheus.URL, q); err != nil || ok {
+			t.Errorf("instant query %s after the job ended: value %v, present %v, err %v", q, v, ok, err)
+		}
 	}
 	if e.agentRan("stop", id) {
 		t.Errorf("the epilog started `jobsight-agent stop` although the job's agent was alive to be signalled")

@@ -39,6 +39,7 @@ type gpuBuffer struct {
 	uuid      string
 	simulated bool
 	points    [][]Point // indexed like GPUMetrics
+	ever      []bool    // which have had a point
 }
 
 // addGPUs appends a pass's GPU points, one buffer per device, reused
@@ -52,6 +53,7 @@ func (b *Buffer) addGPUs(s *collector.Sample) {
 			m := &GPUMetrics[i]
 			if g.Reading.Has(m.need) && (!m.procs || g.ProcessesKnown) {
 				gb.points[i] = append(gb.points[i], Point{TimestampMs: ts, Value: m.get(g)})
+				gb.ever[i] = true
 			}
 		}
 	}
@@ -63,8 +65,18 @@ func (b *Buffer) gpu(d gpu.Device) *gpuBuffer {
 			return &b.GPUs[i]
 		}
 	}
-	b.GPUs = append(b.GPUs, gpuBuffer{index: d.Index, uuid: d.UUID, simulated: d.Simulated, points: make([][]Point, len(GPUMetrics))})
+	b.GPUs = append(b.GPUs, gpuBuffer{index: d.Index, uuid: d.UUID, simulated: d.Simulated,
+		points: make([][]Point, len(GPUMetrics)), ever: make([]bool, len(GPUMetrics))})
 	return &b.GPUs[len(b.GPUs)-1]
+}
+
+// gpuLabels are a GPU's series labels: the job's, gpu, and simulated.
+func (gb *gpuBuffer) labels(job []Label) []Label {
+	ls := append(append(make([]Label, 0, len(job)+2), job...), Label{Name: "gpu", Value: gpu.Device{Index: gb.index}.Name()})
+	if gb.simulated {
+		ls = append(ls, Label{Name: "simulated", Value: "true"})
+	}
+	return ls
 }
 
 // gpuSeries appends the buffered GPU points as series with the job's labels
@@ -72,10 +84,7 @@ func (b *Buffer) gpu(d gpu.Device) *gpuBuffer {
 func (b *Buffer) gpuSeries(out []Series, labels []Label) []Series {
 	for k := range b.GPUs {
 		gb := &b.GPUs[k]
-		ls := append(append(make([]Label, 0, len(labels)+2), labels...), Label{Name: "gpu", Value: gpu.Device{Index: gb.index}.Name()})
-		if gb.simulated {
-			ls = append(ls, Label{Name: "simulated", Value: "true"})
-		}
+		ls := gb.labels(labels)
 		for i, pts := range gb.points {
 			if len(pts) > 0 {
 				out = append(out, Series{Name: GPUMetrics[i].Name, Labels: ls, Samples: pts})

@@ -49,6 +49,9 @@ type Monitor struct {
 	// monitor fills in usage at each flush.
 	Doc jobmodel.Node
 	buf *Buffer
+	// lastPushMs is the newest timestamp pushed (the health series'), so
+	// that the staleness markers come after it.
+	lastPushMs int64
 }
 
 // New makes a monitor. state may be a restored checkpoint or nil.
@@ -87,6 +90,7 @@ func (m *Monitor) Run(ctx context.Context) StopReason {
 		case <-ctx.Done():
 			m.sample(&s)
 			m.push()
+			m.pushStale()
 			return StopRequested
 		case <-tick.C:
 		}
@@ -98,6 +102,7 @@ func (m *Monitor) Run(ctx context.Context) StopReason {
 			}
 			if m.opts.GoneAfter > 0 && now.Sub(goneSince) >= m.opts.GoneAfter {
 				m.push()
+				m.pushStale()
 				return StopJobGone
 			}
 		} else {
@@ -139,16 +144,42 @@ func (m *Monitor) push() {
 		}
 	}
 	series = m.buf.gpuSeries(series, m.opts.Labels)
-	if hs, err := m.health.Series(m.opts.Now().UnixMilli(), m.opts.Labels); err == nil {
+	ts := max(m.opts.Now().UnixMilli(), m.lastPushMs+1)
+	if hs, err := m.health.Series(ts, m.opts.Labels); err == nil {
 		series = append(series, hs...)
+	}
+	m.lastPushMs = ts
+	m.send(series, "pushing series; spooled")
+	m.buf.Reset()
+}
+
+// pushStale ends every series of the job with a staleness marker, so that
+// the job leaves instant queries (running jobs, hogging alerts) when it
+// ends rather than five minutes later.
+func (m *Monitor) pushStale() {
+	ts := max(m.opts.Now().UnixMilli(), m.lastPushMs+1)
+	series := m.buf.staleSeries(m.opts.Labels, ts)
+	if hs, err := m.health.Series(ts, m.opts.Labels); err == nil {
+		for i := range hs {
+			hs[i].Samples = []Point{{TimestampMs: ts, Value: StaleNaN}}
+		}
+		series = append(series, hs...)
+	}
+	m.lastPushMs = ts
+	m.send(series, "ending the job's series; spooled")
+}
+
+// send pushes series, counting and logging a failure (the sink spools).
+func (m *Monitor) send(series []Series, what string) {
+	if len(series) == 0 {
+		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := m.sink.PushSeries(ctx, series); err != nil {
 		m.health.SinkFailures.WithLabelValues("prometheus").Inc()
-		m.log.Warn("pushing series; spooled", "err", err)
+		m.log.Warn(what, "err", err)
 	}
-	m.buf.Reset()
 }
 
 // flush pushes what is buffered, writes the node document (running says

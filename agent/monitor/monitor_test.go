@@ -166,6 +166,22 @@ func TestRunStopsWhenTheJobIsGoneAndPushesLabelledSeries(t *testing.T) {
 			t.Errorf("series %s was not pushed (have %v)", name, found)
 		}
 	}
+	// Every series ends with a staleness marker, after its last sample.
+	last := map[string]Point{}
+	for _, s := range sink.series {
+		key := s.Name + fmt.Sprint(s.Labels)
+		for _, p := range s.Samples {
+			if prev, ok := last[key]; ok && p.TimestampMs <= prev.TimestampMs {
+				t.Errorf("%s: sample at %d after one at %d", key, p.TimestampMs, prev.TimestampMs)
+			}
+			last[key] = p
+		}
+	}
+	for key, p := range last {
+		if math.Float64bits(p.Value) != math.Float64bits(StaleNaN) {
+			t.Errorf("series %s ends with %v, not a staleness marker", key, p.Value)
+		}
+	}
 }
 
 func BenchmarkNodeStateAdd(b *testing.B) {

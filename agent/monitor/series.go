@@ -3,6 +3,7 @@ package monitor
 import (
 	"github.com/jobsight/jobsight/agent/collector"
 	"github.com/jobsight/jobsight/agent/sink/promremote"
+	"math"
 )
 
 // JobMetric is one Prometheus series the agent writes for a job, labelled
@@ -47,11 +48,14 @@ type Point = promremote.Sample
 type Buffer struct {
 	Points [][]Point // indexed like JobMetrics
 	GPUs   []gpuBuffer
+	// ever says which job metrics have had a point, for the staleness
+	// markers at the job's end.
+	ever []bool
 }
 
 // NewBuffer makes a buffer sized for n samples per push.
 func NewBuffer(n int) *Buffer {
-	b := &Buffer{Points: make([][]Point, len(JobMetrics))}
+	b := &Buffer{Points: make([][]Point, len(JobMetrics)), ever: make([]bool, len(JobMetrics))}
 	for i := range b.Points {
 		b.Points[i] = make([]Point, 0, n)
 	}
@@ -65,6 +69,7 @@ func (b *Buffer) Add(s *collector.Sample) {
 		m := &JobMetrics[i]
 		if s.Has(m.need) {
 			b.Points[i] = append(b.Points[i], Point{TimestampMs: ts, Value: m.get(s)})
+			b.ever[i] = true
 		}
 	}
 	b.addGPUs(s)
@@ -94,4 +99,31 @@ func (b *Buffer) Reset() {
 			g.points[i] = g.points[i][:0]
 		}
 	}
+}
+
+// StaleNaN is Prometheus' staleness marker: a sample with this value ends
+// a series at once, so instant queries (running jobs, hogging alerts) stop
+// seeing a job when it ends instead of five minutes later.
+var StaleNaN = math.Float64frombits(0x7ff0000000000002)
+
+// staleSeries returns a staleness marker at tsMs for every job and GPU
+// series that has had a point, with the job's labels.
+func (b *Buffer) staleSeries(labels []Label, tsMs int64) []Series {
+	var out []Series
+	mark := []Point{{TimestampMs: tsMs, Value: StaleNaN}}
+	for i, ever := range b.ever {
+		if ever {
+			out = append(out, Series{Name: JobMetrics[i].Name, Labels: labels, Samples: mark})
+		}
+	}
+	for k := range b.GPUs {
+		gb := &b.GPUs[k]
+		ls := gb.labels(labels)
+		for i, ever := range gb.ever {
+			if ever {
+				out = append(out, Series{Name: GPUMetrics[i].Name, Labels: ls, Samples: mark})
+			}
+		}
+	}
+	return out
 }
