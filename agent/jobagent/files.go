@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/jobsight/jobsight/agent/monitor"
+	"github.com/jobsight/jobsight/agent/privdir"
 	"github.com/jobsight/jobsight/pkg/jobmodel"
 )
 
@@ -36,10 +37,10 @@ func (f files) done() string       { return f.base + ".done" }
 // live process holds it. The lock is released when the process exits, so a
 // killed agent never blocks its successor.
 func (f files) tryLock() (release func(), ok bool, err error) {
-	if err := os.MkdirAll(filepath.Dir(f.base), 0o755); err != nil {
-		return nil, false, fmt.Errorf("creating state directory: %w", err)
+	if err := ensureStateDirs(filepath.Dir(filepath.Dir(f.base))); err != nil {
+		return nil, false, err
 	}
-	fd, err := os.OpenFile(f.lock(), os.O_CREATE|os.O_RDWR, 0o644)
+	fd, err := os.OpenFile(f.lock(), os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, false, fmt.Errorf("opening lock: %w", err)
 	}
@@ -128,9 +129,20 @@ func (f files) isDone(submit time.Time) bool {
 	return err == nil && v == submit.Unix()
 }
 
+// ensureStateDirs makes state_dir and its jobs directory private (0700,
+// ours, not a symbolic link): checkpoints name users, accounts and usage.
+func ensureStateDirs(stateDir string) error {
+	for _, d := range []string{stateDir, filepath.Join(stateDir, "jobs")} {
+		if err := privdir.Ensure(d); err != nil {
+			return fmt.Errorf("state_dir: %w", err)
+		}
+	}
+	return nil
+}
+
 func writeAtomic(path string, data []byte) error {
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	if err := os.Rename(tmp, path); err != nil {

@@ -217,7 +217,7 @@ func (a *Agent) Stop(ctx context.Context, jobID uint64) error {
 	started := a.now()
 	defer func() { a.logUsage(a.now().Sub(started), 0) }()
 	f := jobFiles(a.Config.StateDir, a.Config.Cluster, jobID)
-	if err := os.MkdirAll(a.Config.StateDir+"/jobs", 0o755); err != nil {
+	if err := ensureStateDirs(a.Config.StateDir); err != nil {
 		return err
 	}
 	_ = writeAtomic(f.stopped(), []byte("stop\n"))

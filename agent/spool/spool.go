@@ -31,6 +31,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/jobsight/jobsight/agent/privdir"
 	"github.com/jobsight/jobsight/agent/sink"
 )
 
@@ -138,8 +139,8 @@ func Open(dir string, opts Options) (*Spool, error) {
 	if dir == "" {
 		return nil, errors.New("spool: empty directory name")
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("spool: creating %s: %w", dir, err)
+	if err := privdir.Ensure(dir); err != nil {
+		return nil, fmt.Errorf("spool: %w", err)
 	}
 	s := &Spool{
 		dir:      dir,
