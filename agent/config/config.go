@@ -96,7 +96,8 @@ type CgroupConfig struct {
 
 // SlurmConfig says how the agent asks Slurm about the job.
 type SlurmConfig struct {
-	Scontrol string        `yaml:"scontrol"` // path of scontrol
+	Scontrol string        `yaml:"scontrol"` // path of scontrol (the cluster name only)
+	Squeue   string        `yaml:"squeue"`   // path of squeue (job metadata, as JSON)
 	Timeout  time.Duration `yaml:"timeout"`  // per scontrol call
 	// FinalStateWait is how long the agent waits after the job ends for
 	// Slurm to report the final state and for the other nodes' documents.
@@ -176,7 +177,7 @@ func Default() Config {
 		OutputDir:            ".",
 		Cgroup:               CgroupConfig{Root: "/sys/fs/cgroup", Version: "auto", Wait: 60 * time.Second},
 		ProcRoot:             "/proc",
-		Slurm:                SlurmConfig{Scontrol: "scontrol", Timeout: 10 * time.Second, FinalStateWait: 2 * time.Minute},
+		Slurm:                SlurmConfig{Scontrol: "scontrol", Squeue: "squeue", Timeout: 10 * time.Second, FinalStateWait: 2 * time.Minute},
 		Spool:                SpoolConfig{Dir: "/var/spool/jobsight", MaxBytes: 64 << 20},
 		Elasticsearch: ElasticsearchConfig{
 			JobIndex: "jobsight-jobs", NodeIndex: "jobsight-nodes", ResultIndex: "jobsight-results", Timeout: 10 * time.Second,
@@ -304,6 +305,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Cgroup.Wait < 0 || c.Cgroup.Wait > 10*time.Minute {
 		bad("cgroup.wait", "%s is outside 0..10m", c.Cgroup.Wait)
+	}
+	if c.Slurm.Squeue == "" {
+		bad("slurm.squeue", "must not be empty")
 	}
 	if c.Slurm.Scontrol == "" {
 		bad("slurm.scontrol", "must not be empty")

@@ -90,6 +90,9 @@ type Agent struct {
 	GPU GPUs
 	// EndPoll overrides DefaultEndPoll.
 	EndPoll time.Duration
+	// FinalPoll is the first wait between final-state lookups (default
+	// 1 s; doubled after each, up to 30 s).
+	FinalPoll time.Duration
 	// CPUAtMain is the process's CPU time when main began (exec and
 	// runtime start-up); the resource-use log line splits the agent's cost
 	// by phase from it.
@@ -312,9 +315,12 @@ func (a *Agent) logUsage(wall time.Duration, samples int64) {
 
 // finalJob waits (up to slurm.final_state_wait) for Slurm to report the
 // job's final state, keeping the start-time metadata where the final lookup
-// has less.
+// has less. It asks again after 1, 2, 4 … 30 s: a job is usually final by
+// the first or second call, and a large job's many ends must not hammer
+// slurmctld.
 func (a *Agent) finalJob(ctx context.Context, job jobmodel.Job) jobmodel.Job {
 	deadline := a.now().Add(a.Config.Slurm.FinalStateWait)
+	wait := cmp.Or(a.FinalPoll, time.Second)
 	for {
 		got, err := a.Slurm.Lookup(ctx, job.Cluster, job.SlurmJobID, uidOf(job))
 		if err == nil && terminal(got.State) {
@@ -335,8 +341,9 @@ func (a *Agent) finalJob(ctx context.Context, job jobmodel.Job) jobmodel.Job {
 		}
 		select {
 		case <-ctx.Done():
-		case <-time.After(time.Second):
+		case <-time.After(wait):
 		}
+		wait = min(2*wait, 30*time.Second)
 	}
 }
 

@@ -15,8 +15,10 @@ import (
 	"github.com/jobsight/jobsight/pkg/jobmodel"
 )
 
-// SlurmLookup asks scontrol about a job and turns the answer into a job
-// document with metadata, request, state and times (no usage yet).
+// SlurmLookup asks Slurm about a job, through `squeue --json` (every field
+// a JSON value of its own: nothing a job name holds can pass for another
+// field), and turns the answer into a job document with metadata,
+// request, state and times (no usage yet).
 type SlurmLookup struct {
 	Options      slurminfo.Options
 	StoreJobName bool
@@ -26,7 +28,7 @@ type SlurmLookup struct {
 // plugin got it from slurmd; it is trusted over scontrol's text (a job name
 // can imitate scontrol's "UserId=" field).
 func (l SlurmLookup) Lookup(ctx context.Context, cluster string, jobID uint64, uid uint32) (jobmodel.Job, error) {
-	info, err := slurminfo.Lookup(ctx, strconv.FormatUint(jobID, 10), l.Options)
+	info, err := slurminfo.LookupJSON(ctx, strconv.FormatUint(jobID, 10), l.Options)
 	if err != nil {
 		return jobmodel.Job{}, err
 	}
@@ -65,10 +67,15 @@ func FromSlurm(cluster string, info *slurminfo.Job, uid uint32, storeName bool) 
 	if storeName {
 		job.Name = info.JobName
 	}
-	job.UID, job.GID = jobmodel.Ptr(uint32(info.UID)), jobmodel.Ptr(uint32(info.GID))
-	if uid != 0 && uint32(info.UID) != uid {
-		// scontrol's text disagrees with slurmd: trust slurmd's uid and the
-		// local passwd database for the name.
+	if info.UID >= 0 {
+		job.UID = jobmodel.Ptr(uint32(info.UID))
+	}
+	if info.GID >= 0 {
+		job.GID = jobmodel.Ptr(uint32(info.GID))
+	}
+	if uid != 0 && (info.UID < 0 || uint32(info.UID) != uid) {
+		// Slurm's answer lacks the uid or disagrees with slurmd's: trust
+		// slurmd's uid and the local passwd database for the name.
 		job.UID, job.GID, job.User = jobmodel.Ptr(uid), nil, ""
 		if u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10)); err == nil {
 			job.User = u.Username

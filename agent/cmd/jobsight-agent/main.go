@@ -294,7 +294,7 @@ func clusterName(ctx context.Context, cfg config.Config) string {
 }
 
 func slurmOpts(cfg config.Config) slurminfo.Options {
-	return slurminfo.Options{Scontrol: cfg.Slurm.Scontrol, Timeout: cfg.Slurm.Timeout}
+	return slurminfo.Options{Scontrol: cfg.Slurm.Scontrol, Squeue: cfg.Slurm.Squeue, Timeout: cfg.Slurm.Timeout}
 }
 
 // startCPUProfile profiles this agent process at 5 kHz (its whole life is
