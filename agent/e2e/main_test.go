@@ -57,6 +57,15 @@ func TestMain(m *testing.M) {
 			setupErr = err
 			return m.Run()
 		}
+		// The agents run squeue through a wrapper that logs which job
+		// asked, so tests can count the calls each job costs slurmctld.
+		wrapper := filepath.Join(dir, "bin", "squeue-counting")
+		script := fmt.Sprintf("#!/bin/sh\njob=$(tr '\\0' ' ' < /proc/$PPID/cmdline | sed -n 's/.*--job-id \\([0-9]*\\).*/\\1/p')\necho \"job $job\" >> %s\nexec squeue \"$@\"\n",
+			filepath.Join(dir, "squeue-calls.log"))
+		if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+			setupErr = err
+			return m.Run()
+		}
 		st, err := stack.Up(ctx, dir, stack.Options{
 			// A NodeName that is not the host name, as on many clusters.
 			// Eight GPUs declared to Slurm, read from the simulated source.
@@ -65,7 +74,7 @@ func TestMain(m *testing.M) {
 				// Test jobs run seconds, not the 10 minutes the analysis
 				// judges by default.
 				Extra: "store_job_name: true\ngpu: {backend: simulated, simulated: {devices: 8, profile: one-of-n}}\n" +
-					"analysis: {short_job: 5s}\n"},
+					"analysis: {short_job: 5s}\n", Squeue: wrapper},
 		})
 		if err != nil {
 			setupErr = err

@@ -19,6 +19,9 @@ type AgentOptions struct {
 	// Interval, FlushInterval and PushInterval are the agent's; defaults
 	// 1s, 5s and 2s (fast, for tests and demos).
 	Interval, FlushInterval, PushInterval time.Duration
+	// Squeue is the squeue the agents run (a wrapper, in tests); default
+	// squeue from PATH.
+	Squeue string
 	// Extra is YAML appended to the generated agent.yaml.
 	Extra string
 }
@@ -89,7 +92,11 @@ func writeAgent(dir string, o AgentOptions, es *ESServer, prom *Server) (*Agent,
 	fmt.Fprintf(&b, "# Written by internal/stack for this stack only.\n")
 	fmt.Fprintf(&b, "interval: %s\nflush_interval: %s\n", orDur(o.Interval, time.Second), orDur(o.FlushInterval, 5*time.Second))
 	fmt.Fprintf(&b, "state_dir: %s\nlog_file: %s\nlog_level: debug\noutput_dir: %s\n", a.StateDir, a.Log, filepath.Join(dir, "documents"))
-	fmt.Fprintf(&b, "slurm: {final_state_wait: 60s}\ncgroup: {wait: 30s}\n")
+	squeue := ""
+	if o.Squeue != "" {
+		squeue = fmt.Sprintf(", squeue: %q", o.Squeue)
+	}
+	fmt.Fprintf(&b, "slurm: {final_state_wait: 60s%s}\ncgroup: {wait: 30s}\n", squeue)
 	fmt.Fprintf(&b, "spool: {dir: %s}\n", a.SpoolDir)
 	if es != nil {
 		pw := filepath.Join(dir, "es-password")
