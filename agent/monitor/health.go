@@ -15,10 +15,15 @@ type Health struct {
 	Samples         prometheus.Counter
 	SampleSeconds   prometheus.Counter
 	CollectorErrors *prometheus.CounterVec
-	SinkFailures    *prometheus.CounterVec
-	SpoolBytes      prometheus.Gauge
-	SpoolItems      prometheus.Gauge
-	SpoolDropped    *prometheus.CounterVec
+	// CollectorSuccess (1 or 0) and CollectorDuration are each
+	// collector's last pass: which source fails on which node, and which
+	// is slow.
+	CollectorSuccess  *prometheus.GaugeVec
+	CollectorDuration *prometheus.GaugeVec
+	SinkFailures      *prometheus.CounterVec
+	SpoolBytes        prometheus.Gauge
+	SpoolItems        prometheus.Gauge
+	SpoolDropped      *prometheus.CounterVec
 }
 
 // NewHealth registers the agent's health metrics in a registry of its own.
@@ -32,6 +37,12 @@ func NewHealth() *Health {
 		CollectorErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "jobsight_agent_collector_errors_total", Help: "Sampling passes in which a collector failed to read something."},
 			[]string{"collector"}),
+		CollectorSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "jobsight_agent_collector_success", Help: "Whether the collector's last pass read everything it reads (1) or not (0)."},
+			[]string{"collector"}),
+		CollectorDuration: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "jobsight_agent_collector_duration_seconds", Help: "Wall time of the collector's last pass."},
+			[]string{"collector"}),
 		SinkFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "jobsight_agent_sink_failures_total", Help: "Writes a sink did not take (the data went to the spool)."},
 			[]string{"sink"}),
@@ -43,7 +54,8 @@ func NewHealth() *Health {
 			Name: "jobsight_agent_spool_dropped_total", Help: "Spooled items dropped because the spool was full, by kind."},
 			[]string{"kind"}),
 	}
-	h.Registry.MustRegister(h.Samples, h.SampleSeconds, h.CollectorErrors, h.SinkFailures, h.SpoolBytes, h.SpoolItems, h.SpoolDropped)
+	h.Registry.MustRegister(h.Samples, h.SampleSeconds, h.CollectorErrors, h.CollectorSuccess, h.CollectorDuration,
+		h.SinkFailures, h.SpoolBytes, h.SpoolItems, h.SpoolDropped)
 	for _, s := range []string{"elasticsearch", "prometheus"} {
 		h.SinkFailures.WithLabelValues(s)
 	}

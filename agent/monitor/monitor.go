@@ -7,6 +7,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/jobsight/jobsight/agent/collector"
 	"github.com/jobsight/jobsight/pkg/jobmodel"
 )
@@ -51,7 +53,8 @@ type Monitor struct {
 	buf *Buffer
 	// lastPushMs is the newest timestamp pushed (the health series'), so
 	// that the staleness markers come after it.
-	lastPushMs int64
+	lastPushMs   int64
+	perCollector map[string]collectorMetrics
 }
 
 // New makes a monitor. state may be a restored checkpoint or nil.
@@ -123,16 +126,55 @@ func (m *Monitor) Run(ctx context.Context) StopReason {
 func (m *Monitor) sample(s *collector.Sample) error {
 	start := m.opts.Now()
 	s.Reset(start)
-	err := m.source.Collect(s)
+	var err error
+	if set, ok := m.source.(collector.Set); ok {
+		// Each collector on its own, so errors and time are its own.
+		var errs []error
+		for _, c := range set {
+			t0 := m.opts.Now()
+			cerr := c.Collect(s)
+			m.collected(c.Name(), m.opts.Now().Sub(t0), cerr)
+			if cerr != nil {
+				errs = append(errs, cerr)
+			}
+		}
+		err = errors.Join(errs...)
+	} else {
+		err = m.source.Collect(s)
+		m.collected(m.source.Name(), m.opts.Now().Sub(start), err)
+	}
 	m.health.Samples.Inc()
 	m.health.SampleSeconds.Add(m.opts.Now().Sub(start).Seconds())
-	if err != nil {
-		m.health.CollectorErrors.WithLabelValues(m.source.Name()).Inc()
-		m.log.Debug("sampling", "err", err)
-	}
 	m.State.Add(s)
 	m.buf.Add(s)
 	return err
+}
+
+// collectorMetrics are one collector's health series, looked up once.
+type collectorMetrics struct {
+	errors            prometheus.Counter
+	success, duration prometheus.Gauge
+}
+
+// collected records one collector's pass in the health metrics.
+func (m *Monitor) collected(name string, took time.Duration, err error) {
+	cm, ok := m.perCollector[name]
+	if !ok {
+		cm = collectorMetrics{errors: m.health.CollectorErrors.WithLabelValues(name),
+			success: m.health.CollectorSuccess.WithLabelValues(name), duration: m.health.CollectorDuration.WithLabelValues(name)}
+		if m.perCollector == nil {
+			m.perCollector = map[string]collectorMetrics{}
+		}
+		m.perCollector[name] = cm
+	}
+	cm.duration.Set(took.Seconds())
+	if err != nil {
+		cm.errors.Inc()
+		cm.success.Set(0)
+		m.log.Debug("sampling", "collector", name, "err", err)
+		return
+	}
+	cm.success.Set(1)
 }
 
 // push sends buffered points and the health metrics to Prometheus.

@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -193,5 +194,59 @@ func BenchmarkNodeStateAdd(b *testing.B) {
 		s.Time = t0.Add(time.Duration(i) * time.Second)
 		s.CPUUsageNanos += 1e9
 		n.Add(&s)
+	}
+}
+
+// failing is a collector that always fails to read.
+type failing struct{}
+
+func (failing) Name() string { return "proc" }
+func (failing) Close() error { return nil }
+func (failing) Collect(*collector.Sample) error {
+	return errors.New("reading /proc/42/stat: permission denied")
+}
+
+// Each collector of a job's set has its own health: errors are counted
+// under the collector that failed, with its success and duration gauges.
+func TestHealthPerCollector(t *testing.T) {
+	t.Parallel()
+	src := &scripted{}
+	for i := 0; i < 3; i++ {
+		src.readings = append(src.readings, reading(float64(i), 1<<20, 1<<19, 3))
+	}
+	h := NewHealth()
+	clock := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	m := New(Options{Interval: time.Second, FlushInterval: time.Hour, PushInterval: time.Hour, Now: clock.Now},
+		collector.Set{src, failing{}}, &memSink{}, h, jobmodel.Node{}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	var s collector.Sample
+	for i := 0; i < 3; i++ {
+		_ = m.sample(&s)
+	}
+	got := map[string]float64{}
+	series, err := h.Series(0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range series {
+		key := s.Name
+		for _, l := range s.Labels {
+			key += "," + l.Name + "=" + l.Value
+		}
+		got[key] = s.Samples[0].Value
+	}
+	for key, want := range map[string]float64{
+		"jobsight_agent_collector_errors_total,collector=proc": 3,
+		"jobsight_agent_collector_success,collector=proc":      0,
+		"jobsight_agent_collector_success,collector=scripted":  1,
+	} {
+		if v, ok := got[key]; !ok || v != want {
+			t.Errorf("%s = %v (present %v), want %v", key, v, ok, want)
+		}
+	}
+	if _, ok := got["jobsight_agent_collector_errors_total,collector=job"]; ok {
+		t.Error(`errors still counted under collector="job"`)
+	}
+	if _, ok := got["jobsight_agent_collector_duration_seconds,collector=scripted"]; !ok {
+		t.Errorf("no duration gauge: %v", got)
 	}
 }
