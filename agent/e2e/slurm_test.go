@@ -145,6 +145,25 @@ func TestJobOverItsMemoryLimit(t *testing.T) {
 	within(t, "memory.peak_bytes", float64(deref(job.Memory.PeakBytes)), 40<<20, 70<<20)
 }
 
+// A job that asks for far more than its limit at once is killed between
+// two samples: its peak is still the limit it reached, and the document
+// says it came from the limit (never a plainly too low peak).
+func TestFastOOMPeakIsTheLimit(t *testing.T) {
+	e := need(t)
+	t.Parallel()
+	id := e.submit(t, "-J", "fastoom", "--mem=64M", "--wrap", `perl -e '$a = "a" x (512*1024*1024)'`)
+	job := e.finalJob(t, e.docID(id), jobWait)
+	if job.State != jobmodel.StateOutOfMemory {
+		t.Fatalf("state %s, want OUT_OF_MEMORY", job.State)
+	}
+	if job.Memory == nil || job.Memory.PeakBytes == nil {
+		t.Fatalf("memory %+v, missing %v", job.Memory, job.MissingMetrics)
+	}
+	if *job.Memory.PeakBytes < 60<<20 {
+		t.Errorf("peak %d below the 64 MiB limit the job was killed at (memory %+v)", *job.Memory.PeakBytes, *job.Memory)
+	}
+}
+
 func TestArrayTasksHaveTheirOwnDocuments(t *testing.T) {
 	e := need(t)
 	t.Parallel()

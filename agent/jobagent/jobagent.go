@@ -269,6 +269,7 @@ func (a *Agent) finalize(ctx context.Context, ck *Checkpoint, agentState string,
 		job := a.finalJob(ctx, ck.Job)
 		nodes := a.nodeDocs(ctx, job, node)
 		jobmodel.Assemble(&job, nodes)
+		jobmodel.PeakAtLimitIfOOM(&job, nodes)
 		job.Final = true
 		job.UpdatedAt = jobmodel.At(a.now())
 		res := a.analyse(&job)

@@ -54,6 +54,8 @@ type squeueJob struct {
 	TRESAlloc     string   `json:"tres_alloc_str"`
 	TRESReq       string   `json:"tres_req_str"`
 	TRESPerNode   string   `json:"tres_per_node"`
+	TRESPerJob    string   `json:"tres_per_job"`
+	TRESPerTask   string   `json:"tres_per_task"`
 	Cluster       string   `json:"cluster"`
 	GresDetail    []string `json:"gres_detail"`
 }
@@ -216,7 +218,21 @@ func fromSqueue(r *squeueJob) (*Job, error) {
 		j.TRES = t
 	}
 	// Without AccountingStorageTRES=gres/gpu the TRES lack GPUs: take them
-	// from the allocated gres ("gpu:2(IDX:0-1)", "gpu:a100:2(IDX:0-1)").
+	// from the request ("gres:gpu:4" per job, per node or per task), else
+	// from the allocated gres ("gpu:2(IDX:0-1)", "gpu:a100:2(IDX:0-1)"),
+	// which a job lacks once it has ended.
+	if j.TRES.GPUs == 0 {
+		for _, per := range []struct {
+			spec string
+			mul  int
+		}{{r.TRESPerJob, 1}, {r.TRESPerNode, max(r.NodeCount, 1)}, {r.TRESPerTask, max(r.Tasks, 1)}} {
+			n, err := gpusIn(per.spec)
+			if err != nil {
+				return nil, err
+			}
+			j.TRES.GPUs += n * per.mul
+		}
+	}
 	if j.TRES.GPUs == 0 {
 		for _, g := range r.GresDetail {
 			name, _, _ := strings.Cut(g, "(")
@@ -232,6 +248,26 @@ func fromSqueue(r *squeueJob) (*Job, error) {
 		}
 	}
 	return j, nil
+}
+
+// gpusIn counts the GPUs in a TRES request list ("gres:gpu:4",
+// "gres:gpu:a100:2,gres:shard:1", "gres/gpu=4").
+func gpusIn(spec string) (int, error) {
+	total := 0
+	for _, item := range strings.Split(spec, ",") {
+		item = strings.TrimSpace(item)
+		item = strings.Replace(strings.Replace(item, "gres/", "gres:", 1), "=", ":", 1)
+		parts := strings.Split(item, ":")
+		if len(parts) < 3 || parts[0] != "gres" || parts[1] != "gpu" {
+			continue
+		}
+		n, err := strconv.Atoi(parts[len(parts)-1])
+		if err != nil || n < 0 || n > 1<<16 {
+			return 0, fmt.Errorf("gpu request %q: count is not a number", clip(item))
+		}
+		total += n
+	}
+	return total, nil
 }
 
 // baseState is a job state without flags ("CANCELLED by 0", or

@@ -76,6 +76,18 @@ func TestSqueueJSONEndedJobs(t *testing.T) {
 			t.Errorf("job %d: start %v end %v", tc.id, j.StartTime, j.EndTime)
 		}
 	}
+	// An ended job has no allocated gres left: its GPUs come from the request.
+	if j := jobs[754236]; j == nil || j.TRES.GPUs != 2 {
+		t.Errorf("ended GPU job: %+v", j)
+	}
+	for spec, want := range map[string]int{"gres:gpu:4": 4, "gres:gpu:a100:2,gres:shard:1": 2, "gres/gpu=3": 3, "": 0, "gres:mps:100": 0} {
+		if got, err := gpusIn(spec); err != nil || got != want {
+			t.Errorf("gpusIn(%q) = %d, %v; want %d", spec, got, err, want)
+		}
+	}
+	if _, err := gpusIn("gres:gpu:x"); err == nil {
+		t.Error("gpusIn accepted a non-number")
+	}
 	// Heterogeneous components keep their het ids.
 	if j := jobs[754240]; j == nil || j.HetJobID != 754239 || j.HetJobOffset != 1 {
 		t.Errorf("het component: %+v", j)

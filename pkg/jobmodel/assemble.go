@@ -116,6 +116,37 @@ func Assemble(job *Job, nodes []Node) {
 	}
 }
 
+// PeakAtLimitIfOOM makes the memory peak of a job killed for memory at least
+// the limit of its fullest node: the job reached it, although a kill
+// between two samples can leave every sampled value (and, once Slurm has
+// removed the cgroup, the kernel's high-water mark) below it. The document
+// says so (memory.peak_from_limit); a plainly too low peak is never kept.
+func PeakAtLimitIfOOM(job *Job, nodes []Node) {
+	if job.State != StateOutOfMemory {
+		return
+	}
+	limit := maxI(nodes, func(n *Node) *int64 { return memField(n, func(m *MemoryUsage) *int64 { return m.LimitBytes }) })
+	if limit == nil {
+		// Killed before the agent read its cgroup: the request per node
+		// is the limit Slurm set.
+		limit = job.Requested.MemoryPerNodeBytes
+	}
+	if limit == nil {
+		return
+	}
+	if job.Memory == nil {
+		job.Memory = &MemoryUsage{}
+	}
+	m := job.Memory
+	if m.MaxNodePeakBytes == nil || *m.MaxNodePeakBytes < *limit {
+		m.MaxNodePeakBytes = Ptr(*limit)
+		m.PeakFromLimit = true
+		if m.PeakBytes == nil || *m.PeakBytes < *limit {
+			m.PeakBytes = Ptr(*limit)
+		}
+	}
+}
+
 // assembleGPUs joins the nodes' GPUs: every per-GPU entry, named by its
 // node, and a summary whose counts and energy are sums and whose
 // utilisation is the mean over all the job's GPUs.

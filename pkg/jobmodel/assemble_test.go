@@ -132,3 +132,29 @@ func deref[T any](p *T) T {
 	}
 	return zero
 }
+
+func TestPeakAtLimitIfOOM(t *testing.T) {
+	t.Parallel()
+	n := node("n1", 1, 1, 74<<20, 100<<20) // sampled 74 MiB of a 100 MiB limit
+	job := Job{State: StateOutOfMemory, Nodes: []string{"n1"}}
+	Assemble(&job, []Node{n})
+	PeakAtLimitIfOOM(&job, []Node{n})
+	if *job.Memory.PeakBytes != 100<<20 || *job.Memory.MaxNodePeakBytes != 100<<20 || !job.Memory.PeakFromLimit {
+		t.Errorf("OOM job memory %+v", *job.Memory)
+	}
+	// A job not killed for memory keeps its sampled peak.
+	ok := Job{State: StateCompleted, Nodes: []string{"n1"}}
+	Assemble(&ok, []Node{n})
+	PeakAtLimitIfOOM(&ok, []Node{n})
+	if *ok.Memory.PeakBytes != 74<<20 || ok.Memory.PeakFromLimit {
+		t.Errorf("completed job memory %+v", *ok.Memory)
+	}
+	// An OOM job whose sample caught the limit says nothing more.
+	full := node("n1", 1, 1, 100<<20, 100<<20)
+	oom := Job{State: StateOutOfMemory, Nodes: []string{"n1"}}
+	Assemble(&oom, []Node{full})
+	PeakAtLimitIfOOM(&oom, []Node{full})
+	if oom.Memory.PeakFromLimit {
+		t.Error("peak_from_limit set although the sampled peak reached the limit")
+	}
+}

@@ -276,6 +276,11 @@ type MemoryUsage struct {
 	MaxNodePeakBytes *int64 `json:"max_node_peak_bytes,omitempty"`
 	// Efficiency is peak RSS / limit on the fullest node, 0–1.
 	Efficiency *float64 `json:"efficiency,omitempty"`
+	// PeakFromLimit is true when the job was killed for memory but the
+	// sampled peak stayed below its limit (the kill came between two
+	// samples and Slurm removed the cgroup with its high-water mark): the
+	// limit, which the job reached, is then its peak.
+	PeakFromLimit bool `json:"peak_from_limit,omitempty"`
 }
 
 // IOUsage is storage I/O by the job's processes.
