@@ -69,7 +69,8 @@ func TestMain(m *testing.M) {
 		st, err := stack.Up(ctx, dir, stack.Options{
 			// A NodeName that is not the host name, as on many clusters.
 			// Eight GPUs declared to Slurm, read from the simulated source.
-			Slurm: stack.SlurmOptions{ClusterName: cluster, NodeName: "e2enode", GPUs: 8},
+			// Two more nodes on this host (partition "multi") for multi-node jobs.
+			Slurm: stack.SlurmOptions{ClusterName: cluster, NodeName: "e2enode", GPUs: 8, ExtraNodes: []string{"e2enode2", "e2enode3"}},
 			Agent: &stack.AgentOptions{Binary: agent, Plugin: plugin,
 				// Test jobs run seconds, not the 10 minutes the analysis
 				// judges by default.

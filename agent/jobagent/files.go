@@ -23,8 +23,12 @@ import (
 // its pid, its checkpoint, and markers for "stop was asked" and "done".
 type files struct{ base string }
 
-func jobFiles(stateDir, cluster string, jobID uint64) files {
-	return files{filepath.Join(stateDir, "jobs", fmt.Sprintf("%s_%d", cluster, jobID))}
+// jobFiles are the files of job jobID on node: named
+// "<cluster>_<jobid>@<node>", so that several slurmd on one host (test
+// clusters, or Slurm's multiple-slurmd mode) keep apart. The SPANK plugin
+// finds the pid file by the same name.
+func jobFiles(stateDir, cluster, node string, jobID uint64) files {
+	return files{filepath.Join(stateDir, "jobs", fmt.Sprintf("%s_%d@%s", cluster, jobID, node))}
 }
 
 func (f files) lock() string       { return f.base + ".lock" }

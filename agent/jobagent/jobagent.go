@@ -112,7 +112,7 @@ func (a *Agent) now() time.Time {
 // SIGTERM from `stop`, or the job's cgroup vanishes), then finalizes it.
 // If another agent already watches the job, Start returns at once.
 func (a *Agent) Start(ctx context.Context, jobID uint64, uid uint32) error {
-	f := jobFiles(a.Config.StateDir, a.Config.Cluster, jobID)
+	f := jobFiles(a.Config.StateDir, a.Config.Cluster, a.Config.Node, jobID)
 	cleanOld(a.Config.StateDir)
 	release, ok, err := f.tryLock()
 	if err != nil {
@@ -219,7 +219,7 @@ func (a *Agent) waitForEnd(ctx context.Context, job jobmodel.Job) {
 func (a *Agent) Stop(ctx context.Context, jobID uint64) error {
 	started := a.now()
 	defer func() { a.logUsage(a.now().Sub(started), 0) }()
-	f := jobFiles(a.Config.StateDir, a.Config.Cluster, jobID)
+	f := jobFiles(a.Config.StateDir, a.Config.Cluster, a.Config.Node, jobID)
 	if err := ensureStateDirs(a.Config.StateDir); err != nil {
 		return err
 	}

@@ -160,7 +160,7 @@ func TestStopFinalizesFromTheCheckpointOfADeadAgent(t *testing.T) {
 			Missing: collector.AllMetrics &^ collector.MetricCPU}
 		state.Add(&s)
 	}
-	f := jobFiles(a.Config.StateDir, "c", 9)
+	f := jobFiles(a.Config.StateDir, "c", "n1", 9)
 	if err := os.MkdirAll(a.Config.StateDir+"/jobs", 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@
  * slurm_spank_job_prolog (slurmd context, as root, outside the job's cgroup)
  * spawns "AGENT start --config CONFIG --job-id ID --uid UID" fully detached;
  * slurm_spank_job_epilog sends SIGTERM to the job's running agent (found by
- * the pid file it keeps in STATE_DIR/jobs/CLUSTER_ID.pid, and checked by its
+ * the pid file it keeps in STATE_DIR/jobs/CLUSTER_ID@NODE.pid, and checked by its
  * process name), or, when none runs, spawns "AGENT stop --config CONFIG
  * --job-id ID", which finalizes the job from the dead agent's checkpoint.
  * Users opt out with --jobsight=off. The job always wins: every hook
@@ -237,12 +237,21 @@ static int read_line(const char *path, char *buf, size_t len)
 static int signal_agent(const char *id)
 {
 	const char *cluster = getenv("SLURM_CLUSTER_NAME");
-	char path[4096], line[64];
+	const char *node = getenv("SLURMD_NODENAME");
+	char path[4096], line[64], host[256];
 	long pid;
 
 	if (!cluster || !*cluster)
 		return -1;
-	snprintf(path, sizeof(path), "%s/jobs/%s_%s.pid", state_dir, cluster, id);
+	if (!node || !*node) {
+		/* As the agent names its node without SLURMD_NODENAME. */
+		if (gethostname(host, sizeof(host)) != 0)
+			return -1;
+		host[sizeof(host) - 1] = '\0';
+		host[strcspn(host, ".")] = '\0';
+		node = host;
+	}
+	snprintf(path, sizeof(path), "%s/jobs/%s_%s@%s.pid", state_dir, cluster, id, node);
 	if (read_line(path, line, sizeof(line)) != 0)
 		return -1;
 	pid = strtol(line, NULL, 10);
