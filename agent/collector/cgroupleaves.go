@@ -205,8 +205,14 @@ func (ls *leafSet) list() (dirs, leaves, users []string, err error) {
 		dirs = append(dirs, step)
 		switch ls.layout {
 		case layoutSlurmV1:
-			leaves = append(leaves, step)
+			// A step's own cgroup.procs holds its slurmstepd once the
+			// step has task cgroups (the job's processes are in those);
+			// only a step without tasks (the extern step, or one being set
+			// up) has the job's processes at its own level.
 			tasks, _ := subdirs(step, "task_")
+			if len(tasks) == 0 {
+				leaves = append(leaves, step)
+			}
 			leaves = append(leaves, tasks...)
 		case layoutSlurmV2:
 			user := filepath.Join(step, "user")
