@@ -55,6 +55,8 @@ type Monitor struct {
 	// that the staleness markers come after it.
 	lastPushMs   int64
 	perCollector map[string]collectorMetrics
+	// snd delivers from its own goroutine while Run runs.
+	snd *sender
 }
 
 // New makes a monitor. state may be a restored checkpoint or nil.
@@ -81,7 +83,19 @@ const (
 // Run samples until ctx ends or the job is gone, then takes a last sample
 // and pushes the series. It returns why it stopped; the caller writes the
 // final node document.
+//
+// Series and node documents go out from a goroutine of their own, so a
+// slow or hung store never holds sampling up; Run returns once everything
+// it produced has been handed to the sink (delivered or spooled).
 func (m *Monitor) Run(ctx context.Context) StopReason {
+	m.snd = newSender(m.sink, m.health, m.log)
+	reason := m.run(ctx)
+	m.snd.close()
+	m.snd = nil
+	return reason
+}
+
+func (m *Monitor) run(ctx context.Context) StopReason {
 	tick := time.NewTicker(m.opts.Interval)
 	defer tick.Stop()
 	var s collector.Sample
@@ -211,9 +225,14 @@ func (m *Monitor) pushStale() {
 	m.send(series, "ending the job's series; spooled")
 }
 
-// send pushes series, counting and logging a failure (the sink spools).
+// send pushes series, counting and logging a failure (the sink spools):
+// through the sender while Run runs.
 func (m *Monitor) send(series []Series, what string) {
 	if len(series) == 0 {
+		return
+	}
+	if m.snd != nil {
+		m.snd.addSeries(series)
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -229,11 +248,15 @@ func (m *Monitor) send(series []Series, what string) {
 func (m *Monitor) flush(running bool) {
 	m.push()
 	doc := m.NodeDoc(running)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := m.sink.PutNode(ctx, doc); err != nil {
-		m.health.SinkFailures.WithLabelValues("elasticsearch").Inc()
-		m.log.Warn("writing node document; spooled", "err", err)
+	if m.snd != nil {
+		m.snd.addNode(doc)
+	} else {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if err := m.sink.PutNode(ctx, doc); err != nil {
+			m.health.SinkFailures.WithLabelValues("elasticsearch").Inc()
+			m.log.Warn("writing node document; spooled", "err", err)
+		}
+		cancel()
 	}
 	if m.opts.Checkpoint != nil {
 		if err := m.opts.Checkpoint(m.State, m.Doc); err != nil {

@@ -250,3 +250,64 @@ func TestHealthPerCollector(t *testing.T) {
 		t.Errorf("no duration gauge: %v", got)
 	}
 }
+
+// slowSink answers every write after a delay, like a store in trouble.
+type slowSink struct {
+	memSink
+	delay time.Duration
+}
+
+func (s *slowSink) PushSeries(ctx context.Context, series []Series) error {
+	time.Sleep(s.delay)
+	return s.memSink.PushSeries(ctx, series)
+}
+
+func (s *slowSink) PutNode(ctx context.Context, n jobmodel.Node) error {
+	time.Sleep(s.delay)
+	return s.memSink.PutNode(ctx, n)
+}
+
+// Sampling keeps its interval while the store takes its time, and every
+// sample still arrives, in order.
+func TestSamplingNeverWaitsForTheStore(t *testing.T) {
+	t.Parallel()
+	src := &scripted{}
+	for i := 0; i < 1000; i++ {
+		src.readings = append(src.readings, reading(float64(i), 1<<20+uint64(i), 1<<19, 3))
+	}
+	sink := &slowSink{delay: 300 * time.Millisecond}
+	m := New(Options{Interval: 10 * time.Millisecond, FlushInterval: 50 * time.Millisecond, PushInterval: 10 * time.Millisecond,
+		Labels: []Label{{Name: "job_id", Value: "1"}}},
+		src, sink, NewHealth(), jobmodel.Node{DocID: "c:1/n"}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	start := time.Now()
+	m.Run(ctx)
+	took := time.Since(start)
+	// About 100 passes in a second at 10 ms; a sampler waiting on a 300 ms
+	// store would manage a handful.
+	if m.State.Count < 50 {
+		t.Errorf("%d samples in %s with a store answering in 300 ms, want about 100", m.State.Count, took)
+	}
+	var got []Point
+	for _, s := range sink.series {
+		if s.Name == "jobsight_job_memory_used_bytes" {
+			for _, p := range s.Samples {
+				if math.Float64bits(p.Value) != math.Float64bits(StaleNaN) {
+					got = append(got, p)
+				}
+			}
+		}
+	}
+	if int64(len(got)) != m.State.Count {
+		t.Errorf("%d memory points delivered, %d samples taken", len(got), m.State.Count)
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i].TimestampMs < got[i-1].TimestampMs || got[i].Value <= got[i-1].Value {
+			t.Fatalf("point %d out of order: %+v after %+v", i, got[i], got[i-1])
+		}
+	}
+	if p, _ := m.State.Used.Max(); p != float64(1<<20+m.State.Count-1) {
+		t.Errorf("memory peak %v, want the last sample's %d", p, 1<<20+m.State.Count-1)
+	}
+}
