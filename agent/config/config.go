@@ -108,6 +108,10 @@ type SlurmConfig struct {
 type SpoolConfig struct {
 	Dir      string   `yaml:"dir"`
 	MaxBytes ByteSize `yaml:"max_bytes"`
+	// Linger is how long an agent whose job has ended keeps delivering
+	// what waits in the spool (a store that was down) before it exits,
+	// so final documents arrive even if no other job starts on the node.
+	Linger time.Duration `yaml:"linger"`
 }
 
 // ElasticsearchConfig is the job-history store. No URLs: disabled.
@@ -178,7 +182,7 @@ func Default() Config {
 		Cgroup:               CgroupConfig{Root: "/sys/fs/cgroup", Version: "auto", Wait: 60 * time.Second},
 		ProcRoot:             "/proc",
 		Slurm:                SlurmConfig{Scontrol: "scontrol", Squeue: "squeue", Timeout: 10 * time.Second, FinalStateWait: 2 * time.Minute},
-		Spool:                SpoolConfig{Dir: "/var/spool/jobsight", MaxBytes: 64 << 20},
+		Spool:                SpoolConfig{Dir: "/var/spool/jobsight", MaxBytes: 64 << 20, Linger: 15 * time.Minute},
 		Elasticsearch: ElasticsearchConfig{
 			JobIndex: "jobsight-jobs", NodeIndex: "jobsight-nodes", ResultIndex: "jobsight-results", Timeout: 10 * time.Second,
 		},
@@ -317,6 +321,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Slurm.FinalStateWait < 0 || c.Slurm.FinalStateWait > time.Hour {
 		bad("slurm.final_state_wait", "%s is outside 0..1h", c.Slurm.FinalStateWait)
+	}
+	if c.Spool.Linger < 0 || c.Spool.Linger > 24*time.Hour {
+		bad("spool.linger", "%s is outside 0..24h", c.Spool.Linger)
 	}
 	if c.Spool.MaxBytes < 1<<20 {
 		bad("spool.max_bytes", "%d bytes is below the minimum 1MiB", c.Spool.MaxBytes)

@@ -307,6 +307,15 @@ func (o *Outputs) olderThanStored(ctx context.Context, d sink.Doc, mine time.Tim
 	return false, nil
 }
 
+// Pending is how many items wait in the node's spool.
+func (o *Outputs) Pending() int {
+	st, err := o.spool.Stats()
+	if err != nil {
+		return 0
+	}
+	return st.Items
+}
+
 // Replay sends what waits in the node's spool (left by this agent or by
 // earlier ones). Another agent replaying at the same time is not an error.
 func (o *Outputs) Replay(ctx context.Context) {

@@ -66,6 +66,8 @@ type Outputs interface {
 	Replay(ctx context.Context)
 	// PutResult writes a job's analysis to the results index.
 	PutResult(ctx context.Context, r jobmodel.Result) error
+	// Pending is how many items wait in the node's spool.
+	Pending() int
 }
 
 // Slurm looks a job up in Slurm. The returned document has the job's
@@ -93,6 +95,9 @@ type Agent struct {
 	// FinalPoll is the first wait between final-state lookups (default
 	// 1 s; doubled after each, up to 30 s).
 	FinalPoll time.Duration
+	// LingerPoll is the first wait between spool replays after the job
+	// (default 5 s; doubled after each, up to 30 s).
+	LingerPoll time.Duration
 	// CPUAtMain is the process's CPU time when main began (exec and
 	// runtime start-up); the resource-use log line splits the agent's cost
 	// by phase from it.
@@ -283,6 +288,7 @@ func (a *Agent) finalize(ctx context.Context, ck *Checkpoint, agentState string,
 	}
 	a.Outputs.Replay(ctx)
 	f.markDone(timeOf(ck.Job.SubmitTime))
+	a.linger(ctx)
 	if agentState != jobmodel.AgentLost { // stop logs its own use
 		a.logUsage(a.now().Sub(ck.State.Started), ck.State.Count)
 	}
@@ -298,6 +304,32 @@ func (a *Agent) analyse(job *jobmodel.Job) jobmodel.Result {
 	a.Log.Info("job analysed", "doc_id", job.DocID, "class", an.Class, "causes", len(an.Causes),
 		"analysis_seconds", a.now().Sub(at).Seconds())
 	return jobmodel.NewResult(*job, an, *jobmodel.At(at))
+}
+
+// linger keeps delivering what waits in the spool for up to spool.linger
+// after the job's final documents (retrying after 5, 10, 20, 30, 30 … s),
+// so they arrive when a store comes back even if no other job ever
+// starts on this node; what is still there after that waits for the next
+// agent.
+func (a *Agent) linger(ctx context.Context) {
+	if a.Config.Spool.Linger <= 0 || a.Outputs.Pending() == 0 {
+		return
+	}
+	deadline := a.now().Add(a.Config.Spool.Linger)
+	wait := cmp.Or(a.LingerPoll, 5*time.Second)
+	a.Log.Info("delivering what waits in the spool before exiting", "items", a.Outputs.Pending(), "for_at_most", a.Config.Spool.Linger)
+	for a.Outputs.Pending() > 0 && a.now().Before(deadline) && ctx.Err() == nil {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		a.Outputs.Replay(ctx)
+		wait = min(2*wait, 30*time.Second)
+	}
+	if n := a.Outputs.Pending(); n > 0 {
+		a.Log.Warn("exiting with items still in the spool; the next agent on the node delivers them", "items", n)
+	}
 }
 
 // logUsage logs what this agent process used, for operators and for

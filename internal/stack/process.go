@@ -29,6 +29,10 @@ type Server struct {
 
 	cmd  *exec.Cmd
 	done chan error
+	// how it was started, for Restart
+	env  []string
+	bin  string
+	args []string
 }
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
@@ -62,9 +66,25 @@ func startProcess(name, dir string, env []string, bin string, args ...string) (*
 		return nil, fmt.Errorf("starting %s (%s): %w", name, bin, err)
 	}
 	_ = os.WriteFile(filepath.Join(dir, name+".pid"), []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644)
-	s := &Server{Name: name, Dir: dir, Log: logPath, cmd: cmd, done: make(chan error, 1)}
+	s := &Server{Name: name, Dir: dir, Log: logPath, cmd: cmd, done: make(chan error, 1), env: env, bin: bin, args: args}
 	go func() { s.done <- cmd.Wait(); logf.Close() }()
 	return s, nil
+}
+
+// Restart starts a stopped server again the way it was started (same
+// port, same state), waiting until its URL answers when it has one: tests
+// take a store down and bring it back.
+func (s *Server) Restart(ctx context.Context) error {
+	_ = s.Stop()
+	n, err := startProcess(s.Name, s.Dir, s.env, s.bin, s.args...)
+	if err != nil {
+		return err
+	}
+	s.cmd, s.done = n.cmd, n.done
+	if s.URL != "" {
+		return s.waitHTTP(ctx, s.URL+"/")
+	}
+	return nil
 }
 
 // PID returns the server's process id.
