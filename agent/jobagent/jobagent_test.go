@@ -65,7 +65,7 @@ func (m *memOutputs) PutJob(_ context.Context, j jobmodel.Job) error {
 func (m *memOutputs) NodeDocs(context.Context, string) ([]jobmodel.Node, error)          { return nil, nil }
 func (m *memOutputs) ResolveDocID(_ context.Context, base string, _, _ time.Time) string { return base }
 func (m *memOutputs) Replay(context.Context)                                             {}
-func (m *memOutputs) Pending() int { return 0 }
+func (m *memOutputs) Pending() int                                                       { return 0 }
 func (m *memOutputs) PutResult(_ context.Context, r jobmodel.Result) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
