@@ -48,6 +48,9 @@ type Outputs struct {
 	indicesOK   bool
 	resolved    map[string]string // job document id as Slurm gives it -> id in the store
 	lastDropped map[sink.DocKind]uint64
+	// lastRejected and lastCorrupt are the spool's set-aside counts the
+	// health metrics have seen.
+	lastRejected, lastCorrupt uint64
 }
 
 // New builds the outputs the config asks for. Credentials are read from
@@ -414,6 +417,14 @@ func (o *Outputs) setSpoolMetrics(st spool.Stats) {
 			o.health.SpoolDropped.WithLabelValues(kind.String()).Add(float64(d))
 			o.lastDropped[kind] = n
 		}
+	}
+	if d := st.Rejected - o.lastRejected; d > 0 {
+		o.health.SpoolSetAside.WithLabelValues("rejected").Add(float64(d))
+		o.lastRejected = st.Rejected
+	}
+	if d := st.Corrupt - o.lastCorrupt; d > 0 {
+		o.health.SpoolSetAside.WithLabelValues("corrupt").Add(float64(d))
+		o.lastCorrupt = st.Corrupt
 	}
 }
 

@@ -24,6 +24,9 @@ type Health struct {
 	SpoolBytes        prometheus.Gauge
 	SpoolItems        prometheus.Gauge
 	SpoolDropped      *prometheus.CounterVec
+	// SpoolSetAside counts spooled items moved to rejected/ (a store
+	// refused them for good) or corrupt/ (unreadable), by reason.
+	SpoolSetAside *prometheus.CounterVec
 }
 
 // NewHealth registers the agent's health metrics in a registry of its own.
@@ -54,8 +57,11 @@ func NewHealth() *Health {
 			Name: "jobsight_agent_spool_dropped_total", Help: "Spooled items dropped because the spool was full, by kind."},
 			[]string{"kind"}),
 	}
+	h.SpoolSetAside = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "jobsight_agent_spool_set_aside_total", Help: "Spooled items moved to rejected/ (refused for good) or corrupt/ (unreadable), by reason."},
+		[]string{"reason"})
 	h.Registry.MustRegister(h.Samples, h.SampleSeconds, h.CollectorErrors, h.CollectorSuccess, h.CollectorDuration,
-		h.SinkFailures, h.SpoolBytes, h.SpoolItems, h.SpoolDropped)
+		h.SinkFailures, h.SpoolBytes, h.SpoolItems, h.SpoolDropped, h.SpoolSetAside)
 	for _, s := range []string{"elasticsearch", "prometheus"} {
 		h.SinkFailures.WithLabelValues(s)
 	}

@@ -22,6 +22,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -110,6 +111,7 @@ type Stats struct {
 	Replaced uint64                  // node documents replaced by a newer version
 	Corrupt  uint64                  // unreadable files moved to corrupt/
 	Rejected uint64                  // items moved to rejected/ by Replay
+	Pruned   uint64                  // set-aside files removed to keep rejected/ and corrupt/ bounded
 	Replayed uint64                  // items delivered by Replay
 }
 
@@ -124,13 +126,16 @@ type Spool struct {
 	seq      atomic.Uint64
 	replayMu sync.Mutex // one replay per process; the flock covers processes
 
-	mu         sync.Mutex // guards the counters below
-	dropped    map[sink.DocKind]uint64
-	replaced   uint64
-	corrupt    uint64
-	rejected   uint64
-	replayed   uint64
-	overBudget bool
+	mu       sync.Mutex // guards the counters below
+	dropped  map[sink.DocKind]uint64
+	replaced uint64
+	corrupt  uint64
+	rejected uint64
+	// asidePruned counts set-aside files removed to keep rejected/ and
+	// corrupt/ bounded.
+	asidePruned uint64
+	replayed    uint64
+	overBudget  bool
 }
 
 // Open opens (creating it if needed) the spool in dir and removes the
@@ -426,8 +431,47 @@ func (s *Spool) read(name string) (Item, error) {
 	return it, nil
 }
 
+// MaxAsideFiles and MaxAsideBytes bound each of rejected/ and corrupt/:
+// they keep the newest files for a human to look at, never growing without
+// end (a store that refuses everything would otherwise fill the disk).
+const (
+	MaxAsideFiles = 1000
+	MaxAsideBytes = 16 << 20
+)
+
+// pruneAside removes the oldest files of dir beyond MaxAsideFiles or
+// MaxAsideBytes.
+func (s *Spool) pruneAside(dir string) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	type file struct {
+		name string
+		mod  time.Time
+		size int64
+	}
+	var files []file
+	var total int64
+	for _, e := range ents {
+		if info, err := e.Info(); err == nil && info.Mode().IsRegular() {
+			files = append(files, file{e.Name(), info.ModTime(), info.Size()})
+			total += info.Size()
+		}
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].mod.Before(files[j].mod) })
+	for i := 0; i < len(files) && (len(files)-i > MaxAsideFiles || total > MaxAsideBytes); i++ {
+		if err := os.Remove(filepath.Join(dir, files[i].name)); err == nil {
+			total -= files[i].size
+			s.mu.Lock()
+			s.asidePruned++
+			s.mu.Unlock()
+		}
+	}
+}
+
 // setAside moves a file into the subdirectory sub (corrupt/ or rejected/)
-// and counts it.
+// and counts it; the subdirectory keeps only its newest files.
 func (s *Spool) setAside(name, sub, why string) {
 	dst := filepath.Join(s.dir, sub)
 	if err := os.MkdirAll(dst, 0o700); err != nil {
@@ -448,6 +492,7 @@ func (s *Spool) setAside(name, sub, why string) {
 	}
 	s.mu.Unlock()
 	s.log.Warn("moved a spool file aside", "file", name, "to", sub, "reason", why)
+	s.pruneAside(dst)
 }
 
 // Replay calls fn with every spooled item, oldest first, and removes an
@@ -523,7 +568,7 @@ func (s *Spool) Stats() (Stats, error) {
 	for k, v := range s.dropped {
 		st.Dropped[k] = v
 	}
-	st.Replaced, st.Corrupt, st.Rejected, st.Replayed = s.replaced, s.corrupt, s.rejected, s.replayed
+	st.Replaced, st.Corrupt, st.Rejected, st.Replayed, st.Pruned = s.replaced, s.corrupt, s.rejected, s.replayed, s.asidePruned
 	st.OverBudget = st.Bytes > s.maxBytes && st.ItemsByKind[sink.KindSamples] == 0 && st.ItemsByKind[sink.KindNodeDoc] == 0
 	return st, nil
 }

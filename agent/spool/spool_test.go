@@ -394,3 +394,23 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// rejected/ keeps only the newest MaxAsideFiles files: a store refusing
+// everything for days does not fill the disk.
+func TestSetAsideIsBounded(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := openTest(t, dir, 0)
+	n := MaxAsideFiles + 25
+	for i := 0; i < n; i++ {
+		must(t, s.EnqueueSamples("prom", []byte(fmt.Sprintf("batch %d", i))))
+	}
+	must(t, s.Replay(context.Background(), func(context.Context, Item) error {
+		return fmt.Errorf("out of order: %w", ErrReject)
+	}))
+	rejected, _ := filepath.Glob(filepath.Join(dir, "rejected", "*"))
+	st, _ := s.Stats()
+	if len(rejected) != MaxAsideFiles || st.Rejected != uint64(n) || st.Pruned != 25 {
+		t.Errorf("rejected/ holds %d files (stats %+v), want the newest %d of %d", len(rejected), st, MaxAsideFiles, n)
+	}
+}
