@@ -51,6 +51,7 @@ type Outputs struct {
 	// lastRejected and lastCorrupt are the spool's set-aside counts the
 	// health metrics have seen.
 	lastRejected, lastCorrupt uint64
+	refusedLogged             map[string]bool
 }
 
 // New builds the outputs the config asks for. Credentials are read from
@@ -141,6 +142,7 @@ func (o *Outputs) PushSeries(ctx context.Context, series []monitor.Series) error
 	if err == nil || errors.Is(err, promremote.ErrPermanent) {
 		return err // Prometheus refused these samples for good (e.g. out of order)
 	}
+	o.noteRefusal("prometheus", err)
 	if serr := o.spool.EnqueueSamples(targetProm, payload); serr != nil {
 		return errors.Join(err, serr)
 	}
@@ -220,6 +222,7 @@ func (o *Outputs) write(ctx context.Context, d sink.Doc) error {
 		o.replaySoon(ctx)
 		return nil
 	}
+	o.noteRefusal("elasticsearch", err)
 	if serr := o.spool.EnqueueDoc(targetES, d); serr != nil {
 		return errors.Join(err, fmt.Errorf("spooling %s: %w", d.ID, serr))
 	}
@@ -319,6 +322,29 @@ func (o *Outputs) Pending() int {
 	return st.Items
 }
 
+// noteRefusal counts a store's refusal of the agent's credentials and says
+// so once per store and process, at error level, with what to fix: it is
+// a configuration problem, not an outage, and the data waits in the spool
+// (within spool.max_bytes) until it is fixed.
+func (o *Outputs) noteRefusal(store string, err error) {
+	if !errors.Is(err, sink.ErrAccessDenied) {
+		return
+	}
+	if o.health != nil {
+		o.health.SinkRefused.WithLabelValues(store).Inc()
+	}
+	o.mu.Lock()
+	first := !o.refusedLogged[store]
+	if o.refusedLogged == nil {
+		o.refusedLogged = map[string]bool{}
+	}
+	o.refusedLogged[store] = true
+	o.mu.Unlock()
+	if first {
+		o.log.Error(store+" refuses the agent's credentials: check "+store+".username and password_file (or the token); the data waits in the spool", "err", err)
+	}
+}
+
 // Replay sends what waits in the node's spool (left by this agent or by
 // earlier ones). Another agent replaying at the same time is not an error.
 func (o *Outputs) Replay(ctx context.Context) {
@@ -338,7 +364,9 @@ func (o *Outputs) Replay(ctx context.Context) {
 				return spool.ErrKeep
 			}
 			err = o.storeIfNewer(ctx, it.Doc())
-			if err != nil && !errors.Is(err, elasticsearch.ErrUnavailable) {
+			if errors.Is(err, sink.ErrAccessDenied) {
+				o.noteRefusal("elasticsearch", err) // not the document's fault: keep it
+			} else if err != nil && !errors.Is(err, elasticsearch.ErrUnavailable) {
 				return fmt.Errorf("%w: %v", spool.ErrReject, err)
 			}
 		case targetProm:
@@ -349,6 +377,7 @@ func (o *Outputs) Replay(ctx context.Context) {
 			if errors.Is(err, promremote.ErrPermanent) {
 				return fmt.Errorf("%w: %v", spool.ErrReject, err)
 			}
+			o.noteRefusal("prometheus", err)
 		default:
 			return fmt.Errorf("%w: unknown target %q", spool.ErrReject, it.Target)
 		}

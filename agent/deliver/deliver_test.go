@@ -436,3 +436,49 @@ func TestReplayNeverOverwritesANewerDocument(t *testing.T) {
 		t.Errorf("stored job is final=%v state=%s: an older spooled version overwrote the newer one", got.Final, got.State)
 	}
 }
+
+// Wrong credentials are a configuration to fix, not bad documents: the
+// documents wait in the spool (never set aside in rejected/), the refusal
+// is counted, and they arrive once the credentials are right.
+func TestWrongCredentialsKeepDocumentsInTheSpool(t *testing.T) {
+	st := need(t)
+	if st.Elasticsearch.User == "" {
+		t.Skip("the Elasticsearch under test has no authentication")
+	}
+	spoolDir := t.TempDir()
+	cluster := testCluster("creds")
+	cfg := testConfig(t, st.Elasticsearch.URL, st.Prometheus.URL, spoolDir)
+	wrong := filepath.Join(t.TempDir(), "wrong")
+	if err := os.WriteFile(wrong, []byte("not-the-password"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	good := cfg.Elasticsearch.PasswordFile
+	cfg.Elasticsearch.PasswordFile = wrong
+	bad := newOutputs(t, cfg)
+	job, _ := sampleJob(cluster, 9, time.Now().Add(-time.Minute))
+	ctx := context.Background()
+	if err := bad.PutJob(ctx, job); err == nil {
+		t.Fatal("PutJob with a wrong password reported success")
+	}
+	bad.Replay(ctx)
+	if n := bad.Pending(); n != 1 {
+		t.Errorf("spool holds %d items after a refused replay, want the job document", n)
+	}
+	if rejected, _ := filepath.Glob(filepath.Join(spoolDir, "rejected", "*")); len(rejected) != 0 {
+		t.Errorf("refused for its credentials, the document was set aside: %v", rejected)
+	}
+	var m dto.Metric
+	_ = bad.health.SinkRefused.WithLabelValues("elasticsearch").Write(&m)
+	if m.GetCounter().GetValue() < 1 {
+		t.Error("the refusal was not counted")
+	}
+	cfg.Elasticsearch.PasswordFile = good
+	fixed := newOutputs(t, cfg)
+	fixed.Replay(ctx)
+	if n := fixed.Pending(); n != 0 {
+		t.Errorf("%d items left after the credentials were fixed", n)
+	}
+	if got := getJob(t, fixed, job.DocID); got.DocID != job.DocID {
+		t.Errorf("job document not delivered: %+v", got)
+	}
+}

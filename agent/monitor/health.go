@@ -27,6 +27,10 @@ type Health struct {
 	// SpoolSetAside counts spooled items moved to rejected/ (a store
 	// refused them for good) or corrupt/ (unreadable), by reason.
 	SpoolSetAside *prometheus.CounterVec
+	// SinkRefused counts writes a store refused for the agent's
+	// credentials (401/403), by sink: a configuration to fix; the data
+	// waits in the spool.
+	SinkRefused *prometheus.CounterVec
 }
 
 // NewHealth registers the agent's health metrics in a registry of its own.
@@ -60,8 +64,11 @@ func NewHealth() *Health {
 	h.SpoolSetAside = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "jobsight_agent_spool_set_aside_total", Help: "Spooled items moved to rejected/ (refused for good) or corrupt/ (unreadable), by reason."},
 		[]string{"reason"})
+	h.SinkRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "jobsight_agent_sink_refused_total", Help: "Writes a store refused for the agent's credentials (401/403); the data waits in the spool."},
+		[]string{"sink"})
 	h.Registry.MustRegister(h.Samples, h.SampleSeconds, h.CollectorErrors, h.CollectorSuccess, h.CollectorDuration,
-		h.SinkFailures, h.SpoolBytes, h.SpoolItems, h.SpoolDropped, h.SpoolSetAside)
+		h.SinkFailures, h.SpoolBytes, h.SpoolItems, h.SpoolDropped, h.SpoolSetAside, h.SinkRefused)
 	for _, s := range []string{"elasticsearch", "prometheus"} {
 		h.SinkFailures.WithLabelValues(s)
 	}

@@ -3,7 +3,10 @@
 // (elasticsearch, promremote) and the on-disk spool in agent/spool.
 package sink
 
-import "strconv"
+import (
+	"errors"
+	"strconv"
+)
 
 // DocKind tells the spool which documents to keep longest: when the spool is
 // full, raw samples are dropped first and job documents last.
@@ -38,3 +41,8 @@ type Doc struct {
 	ID    string
 	Body  []byte
 }
+
+// ErrAccessDenied matches (with errors.Is) a store's refusal of the
+// agent's credentials (HTTP 401 or 403): a configuration to fix, not a
+// document to set aside; what it refuses stays in the spool.
+var ErrAccessDenied = errors.New("the store refuses the agent's credentials")

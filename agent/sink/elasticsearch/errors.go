@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/jobsight/jobsight/agent/sink"
 )
 
 // ErrUnavailable matches (with errors.Is) every error that may succeed when
@@ -65,6 +67,8 @@ func (e *Error) Is(target error) bool {
 		return e.Retryable()
 	case ErrNotFound:
 		return e.Status == http.StatusNotFound
+	case sink.ErrAccessDenied:
+		return e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden
 	}
 	return false
 }

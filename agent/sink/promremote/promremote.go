@@ -22,6 +22,8 @@ import (
 
 	"github.com/prometheus/client_golang/exp/api/remote"
 	"github.com/prometheus/prometheus/prompb"
+
+	"github.com/jobsight/jobsight/agent/sink"
 )
 
 // DefaultTimeout bounds one Write, retries included, when Config.Timeout is
@@ -108,9 +110,16 @@ func (e *WriteError) Is(target error) bool {
 	case ErrRetryable:
 		return e.Retryable()
 	case ErrPermanent:
-		return !e.Retryable()
+		return !e.Retryable() && !e.accessDenied()
+	case sink.ErrAccessDenied:
+		return e.accessDenied()
 	}
 	return false
+}
+
+// accessDenied: 401 or 403, the credentials are refused (not the batch).
+func (e *WriteError) accessDenied() bool {
+	return e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden
 }
 
 // Retryable reports whether the batch may succeed later unchanged.
