@@ -124,6 +124,9 @@ func (c *Client) Info(ctx context.Context) (ServerInfo, error) {
 	defer cancel()
 	res, err := c.es.Info(c.es.Info.WithContext(ctx))
 	if err != nil {
+		if strings.Contains(err.Error(), "unknown product") {
+			err = fmt.Errorf("%w: %v", ErrUnsupportedServer, err)
+		}
 		return ServerInfo{}, &Error{Op: "info", Err: err}
 	}
 	defer res.Body.Close()

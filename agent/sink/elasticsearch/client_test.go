@@ -463,3 +463,23 @@ func TestNewValidatesConfig(t *testing.T) {
 		t.Error("New with a missing CA file: no error")
 	}
 }
+
+// A server that is not Elasticsearch (no X-Elastic-Product header, as
+// OpenSearch and Elasticsearch before 7.14 answer) is refused with an
+// error that says so, and is not taken for an outage to retry forever.
+func TestUnsupportedServerIsAClearPermanentError(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"name":"n","cluster_name":"c","version":{"distribution":"opensearch","number":"2.11.0"},"tagline":"The OpenSearch Project"}`))
+	}))
+	defer srv.Close()
+	c, err := New(Config{URLs: []string{srv.URL}, MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.EnsureIndex(context.Background(), "jobsight-jobs", []byte(`{"properties":{}}`))
+	if !errors.Is(err, ErrUnsupportedServer) || errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "OpenSearch") {
+		t.Errorf("error %v: want ErrUnsupportedServer, not retryable, naming OpenSearch", err)
+	}
+}

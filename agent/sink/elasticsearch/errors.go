@@ -14,6 +14,11 @@ import (
 // 429 or 5xx. The caller spools what failed this way.
 var ErrUnavailable = errors.New("elasticsearch unavailable")
 
+// ErrUnsupportedServer says that the server failed the client library's
+// product check: it is not Elasticsearch 7.14 or later (OpenSearch, older
+// Elasticsearch). Retrying cannot help; the agent says so at setup.
+var ErrUnsupportedServer = errors.New("the server is not Elasticsearch 7.14 or later (OpenSearch and older Elasticsearch fail the client's product check and are not supported)")
+
 // ErrNotFound matches (with errors.Is) a 404 answer, e.g. a missing index.
 var ErrNotFound = errors.New("not found")
 
@@ -75,5 +80,8 @@ func (e *Error) Is(target error) bool {
 
 // Retryable reports whether the operation may succeed later unchanged.
 func (e *Error) Retryable() bool {
+	if errors.Is(e.Err, ErrUnsupportedServer) {
+		return false
+	}
 	return e.Status == 0 || e.Status == http.StatusTooManyRequests || e.Status >= 500
 }
