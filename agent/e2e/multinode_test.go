@@ -103,7 +103,7 @@ func TestMultiNodeJobWithOneAgentKilled(t *testing.T) {
 	var pid int
 	e.poll(t, time.Minute, "the second node's agent", func(context.Context) bool {
 		for _, node := range allNodes[1:] {
-			b, err := os.ReadFile(filepath.Join(e.st.Agent.StateDir, "jobs", cluster+"_"+id+"@"+node+".pid"))
+			b, err := os.ReadFile(filepath.Join(e.st.Agent.StateDir, "jobs", id+"@"+node+".pid"))
 			if err == nil {
 				if p, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
 					victim, pid = node, p

@@ -213,7 +213,7 @@ func TestAgentKilledMidJobStillFinalizesTheJob(t *testing.T) {
 	e := need(t)
 	t.Parallel()
 	id := e.submit(t, "-J", "victim", "--wrap", "sleep 20")
-	pidFile := filepath.Join(e.st.Agent.StateDir, "jobs", cluster+"_"+id+"@"+e.node+".pid")
+	pidFile := filepath.Join(e.st.Agent.StateDir, "jobs", id+"@"+e.node+".pid")
 	var pid int
 	e.poll(t, jobWait, "agent pid file "+pidFile, func(context.Context) bool {
 		b, err := os.ReadFile(pidFile)

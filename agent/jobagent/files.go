@@ -21,18 +21,28 @@ import (
 // files are one job's state files on this node, under state_dir/jobs:
 // a lock held by the agent watching the job (exactly one per job per node),
 // its pid, its checkpoint, and markers for "stop was asked" and "done".
-type files struct{ base string }
+type files struct {
+	base    string
+	pidFile string
+}
 
 // jobFiles are the files of job jobID on node: named
 // "<cluster>_<jobid>@<node>", so that several slurmd on one host (test
 // clusters, or Slurm's multiple-slurmd mode) keep apart. The SPANK plugin
 // finds the pid file by the same name.
+//
+// The pid file is "<jobid>@<node>.pid", without the cluster: the SPANK
+// epilog finds it by what slurmd tells it (the job id and SLURMD_NODENAME),
+// so the agent's cluster name (from its configuration, the prolog or
+// scontrol) can never make it miss the running agent and start another.
 func jobFiles(stateDir, cluster, node string, jobID uint64) files {
-	return files{filepath.Join(stateDir, "jobs", fmt.Sprintf("%s_%d@%s", cluster, jobID, node))}
+	dir := filepath.Join(stateDir, "jobs")
+	return files{base: filepath.Join(dir, fmt.Sprintf("%s_%d@%s", cluster, jobID, node)),
+		pidFile: filepath.Join(dir, fmt.Sprintf("%d@%s.pid", jobID, node))}
 }
 
 func (f files) lock() string       { return f.base + ".lock" }
-func (f files) pid() string        { return f.base + ".pid" }
+func (f files) pid() string        { return f.pidFile }
 func (f files) checkpoint() string { return f.base + ".checkpoint.json" }
 func (f files) stopped() string    { return f.base + ".stop" }
 func (f files) done() string       { return f.base + ".done" }

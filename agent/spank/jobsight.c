@@ -7,7 +7,7 @@
  * slurm_spank_job_prolog (slurmd context, as root, outside the job's cgroup)
  * spawns "AGENT start --config CONFIG --job-id ID --uid UID" fully detached;
  * slurm_spank_job_epilog sends SIGTERM to the job's running agent (found by
- * the pid file it keeps in STATE_DIR/jobs/CLUSTER_ID@NODE.pid, and checked by its
+ * the pid file it keeps in STATE_DIR/jobs/ID@NODE.pid, and checked by its
  * process name), or, when none runs, spawns "AGENT stop --config CONFIG
  * --job-id ID", which finalizes the job from the dead agent's checkpoint.
  * Users opt out with --jobsight=off. The job always wins: every hook
@@ -232,17 +232,45 @@ static int read_line(const char *path, char *buf, size_t len)
 	return 0;
 }
 
+/* is_agent_of reports whether process pid is a jobsight-agent watching
+ * job id: its name, and "--job-id ID" on its command line (the agent's own,
+ * which the plugin started), so a reused pid is never signalled. */
+static int is_agent_of(long pid, const char *id)
+{
+	char path[64], line[64], args[4096];
+	ssize_t n;
+	int fd, prev_is_flag = 0;
+
+	snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
+	if (read_line(path, line, sizeof(line)) != 0 || strcmp(line, "jobsight-agent") != 0)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%ld/cmdline", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, args, sizeof(args) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	args[n] = '\0';
+	for (char *a = args; a < args + n; a += strlen(a) + 1) {
+		if (prev_is_flag && strcmp(a, id) == 0)
+			return 1;
+		prev_is_flag = strcmp(a, "--job-id") == 0;
+	}
+	return 0;
+}
+
 /* signal_agent sends SIGTERM to the job's running agent; 0 when it did.
- * Saves starting a second agent process at the end of every job. */
+ * Saves starting a second agent process at the end of every job. The pid
+ * file is named by the job id and node only (no cluster name), as slurmd
+ * gives them to both hooks. */
 static int signal_agent(const char *id)
 {
-	const char *cluster = getenv("SLURM_CLUSTER_NAME");
 	const char *node = getenv("SLURMD_NODENAME");
 	char path[4096], line[64], host[256];
 	long pid;
 
-	if (!cluster || !*cluster)
-		return -1;
 	if (!node || !*node) {
 		/* As the agent names its node without SLURMD_NODENAME. */
 		if (gethostname(host, sizeof(host)) != 0)
@@ -251,14 +279,11 @@ static int signal_agent(const char *id)
 		host[strcspn(host, ".")] = '\0';
 		node = host;
 	}
-	snprintf(path, sizeof(path), "%s/jobs/%s_%s@%s.pid", state_dir, cluster, id, node);
+	snprintf(path, sizeof(path), "%s/jobs/%s@%s.pid", state_dir, id, node);
 	if (read_line(path, line, sizeof(line)) != 0)
 		return -1;
 	pid = strtol(line, NULL, 10);
-	if (pid <= 1)
-		return -1;
-	snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
-	if (read_line(path, line, sizeof(line)) != 0 || strcmp(line, "jobsight-agent") != 0)
+	if (pid <= 1 || !is_agent_of(pid, id))
 		return -1; /* gone, or the pid was reused */
 	return kill((pid_t)pid, SIGTERM);
 }
