@@ -136,17 +136,25 @@ notify:
 	return siteCmd{bin: bin, config: path}
 }
 
-// run runs the command as uid (0: root) and returns its exit code,
-// stdout and stderr.
+// run runs the command with the test's configuration as uid (0: root)
+// and returns its exit code, stdout and stderr.
 func (s siteCmd) run(t *testing.T, uid uint32, args ...string) (int, string, string) {
+	t.Helper()
+	return runAs(t, uid, nil, s.bin, append([]string{args[0], "--config", s.config}, args[1:]...)...)
+}
+
+// runAs runs bin as uid (0: root; env nil: this process's environment)
+// and returns its exit code, stdout and stderr.
+func runAs(t *testing.T, uid uint32, env []string, bin string, args ...string) (int, string, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, s.bin, append([]string{args[0], "--config", s.config}, args[1:]...)...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	if uid != 0 {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
 		cmd.Dir = "/"
 	}
+	cmd.Env = env
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -154,7 +162,7 @@ func (s siteCmd) run(t *testing.T, uid uint32, args ...string) (int, string, str
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
 	} else if err != nil {
-		t.Fatalf("%s %v: %v", s.bin, args, err)
+		t.Fatalf("%s %v: %v", bin, args, err)
 	}
 	return code, out.String(), errb.String()
 }
@@ -294,25 +302,12 @@ func checkSetgid(t *testing.T, e *env, site siteCmd, mine, theirs string) {
 	if err := os.Chmod(bin, 0o755|os.ModeSetgid); err != nil {
 		t.Fatal(err)
 	}
-	sg := siteCmd{bin: bin, config: cfg}
+	// The caller's environment tries to redirect connections: the
+	// setgid run drops it.
+	env := []string{"PATH=/usr/bin:/bin", "HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9"}
 	run := func(args ...string) (int, string, string) {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, sg.bin, args...)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
-		cmd.Dir = "/"
-		cmd.Env = []string{"PATH=/usr/bin:/bin", "HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9"}
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return code, out.String(), errb.String()
+		return runAs(t, nobody, env, bin, args...)
 	}
 	if code, _, errOut := run("check-config"); code != 0 {
 		// The directory is on a nosuid mount: setgid does not take effect.
