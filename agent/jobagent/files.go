@@ -28,8 +28,7 @@ type files struct {
 
 // jobFiles are the files of job jobID on node: named
 // "<cluster>_<jobid>@<node>", so that several slurmd on one host (test
-// clusters, or Slurm's multiple-slurmd mode) keep apart. The SPANK plugin
-// finds the pid file by the same name.
+// clusters, or Slurm's multiple-slurmd mode) keep apart.
 //
 // The pid file is "<jobid>@<node>.pid", without the cluster: the SPANK
 // epilog finds it by what slurmd tells it (the job id and SLURMD_NODENAME),

@@ -277,13 +277,7 @@ func (a *Agent) finalize(ctx context.Context, ck *Checkpoint, agentState string,
 		jobmodel.PeakAtLimitIfOOM(&job, nodes)
 		job.Final = true
 		job.UpdatedAt = jobmodel.At(a.now())
-		res := a.analyse(&job)
-		if err := a.Outputs.PutJob(ctx, job); err != nil {
-			a.Log.Warn("writing final job document; spooled", "err", err)
-		}
-		if err := a.Outputs.PutResult(ctx, res); err != nil {
-			a.Log.Warn("writing analysis result; spooled", "err", err)
-		}
+		a.writeFinal(ctx, &job)
 		a.Log.Info("job finalized", "doc_id", job.DocID, "state", job.State, "missing", job.MissingMetrics)
 	}
 	a.Outputs.Replay(ctx)
@@ -295,15 +289,21 @@ func (a *Agent) finalize(ctx context.Context, ck *Checkpoint, agentState string,
 	return nil
 }
 
-// analyse runs the post-job analysis on a final job document, stores it
-// in the document and returns its results-index entry.
-func (a *Agent) analyse(job *jobmodel.Job) jobmodel.Result {
+// writeFinal runs the post-job analysis on a final job document, stores it
+// in the document, and writes the document and its results-index entry
+// (spooled when the store does not take them).
+func (a *Agent) writeFinal(ctx context.Context, job *jobmodel.Job) {
 	at := a.now()
 	an := analysis.AnalyzeJob(*job, at, a.Config.Analysis)
 	job.Analysis = &an
 	a.Log.Info("job analysed", "doc_id", job.DocID, "class", an.Class, "causes", len(an.Causes),
 		"analysis_seconds", a.now().Sub(at).Seconds())
-	return jobmodel.NewResult(*job, an, *jobmodel.At(at))
+	if err := a.Outputs.PutJob(ctx, *job); err != nil {
+		a.Log.Warn("writing final job document; spooled", "err", err)
+	}
+	if err := a.Outputs.PutResult(ctx, jobmodel.NewResult(*job, an, *jobmodel.At(at))); err != nil {
+		a.Log.Warn("writing analysis result; spooled", "err", err)
+	}
 }
 
 // linger keeps delivering what waits in the spool for up to spool.linger

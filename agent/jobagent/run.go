@@ -143,13 +143,7 @@ wait:
 	}
 	jobmodel.Assemble(&job, []jobmodel.Node{node})
 	job.Final, job.UpdatedAt = true, jobmodel.At(end)
-	result := a.analyse(&job)
-	if err := a.Outputs.PutJob(ctx, job); err != nil {
-		a.Log.Warn("writing job document; spooled", "err", err)
-	}
-	if err := a.Outputs.PutResult(ctx, result); err != nil {
-		a.Log.Warn("writing analysis result; spooled", "err", err)
-	}
+	a.writeFinal(ctx, &job)
 	a.Outputs.Replay(ctx)
 	res.Job, res.Node = job, node
 	return res, nil

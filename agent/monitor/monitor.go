@@ -55,7 +55,8 @@ type Monitor struct {
 	// that the staleness markers come after it.
 	lastPushMs   int64
 	perCollector map[string]collectorMetrics
-	// snd delivers from its own goroutine while Run runs.
+	// snd delivers from its own goroutine while Run runs; push and flush
+	// are only called from Run.
 	snd *sender
 }
 
@@ -205,7 +206,7 @@ func (m *Monitor) push() {
 		series = append(series, hs...)
 	}
 	m.lastPushMs = ts
-	m.send(series, "pushing series; spooled")
+	m.snd.addSeries(series)
 	m.buf.Reset()
 }
 
@@ -222,42 +223,14 @@ func (m *Monitor) pushStale() {
 		series = append(series, hs...)
 	}
 	m.lastPushMs = ts
-	m.send(series, "ending the job's series; spooled")
-}
-
-// send pushes series, counting and logging a failure (the sink spools):
-// through the sender while Run runs.
-func (m *Monitor) send(series []Series, what string) {
-	if len(series) == 0 {
-		return
-	}
-	if m.snd != nil {
-		m.snd.addSeries(series)
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := m.sink.PushSeries(ctx, series); err != nil {
-		m.health.SinkFailures.WithLabelValues("prometheus").Inc()
-		m.log.Warn(what, "err", err)
-	}
+	m.snd.addSeries(series)
 }
 
 // flush pushes what is buffered, writes the node document (running says
 // whether the job is still being watched) and checkpoints.
 func (m *Monitor) flush(running bool) {
 	m.push()
-	doc := m.NodeDoc(running)
-	if m.snd != nil {
-		m.snd.addNode(doc)
-	} else {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		if err := m.sink.PutNode(ctx, doc); err != nil {
-			m.health.SinkFailures.WithLabelValues("elasticsearch").Inc()
-			m.log.Warn("writing node document; spooled", "err", err)
-		}
-		cancel()
-	}
+	m.snd.addNode(m.NodeDoc(running))
 	if m.opts.Checkpoint != nil {
 		if err := m.opts.Checkpoint(m.State, m.Doc); err != nil {
 			m.log.Warn("writing checkpoint", "err", err)
