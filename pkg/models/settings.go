@@ -26,6 +26,8 @@ const (
 	// MaxTimeoutSeconds bounds timeoutSeconds so one slow backend cannot hold a
 	// Grafana request for longer than Grafana itself waits.
 	MaxTimeoutSeconds = 300
+	DefaultMaxJobs    = 10000
+	DefaultMaxSeries  = 20000
 )
 
 // Names of the keys in DecryptedSecureJSONData. Secrets are read from there
@@ -67,9 +69,71 @@ type Settings struct {
 	// TimeoutSeconds bounds each request to Elasticsearch or Prometheus.
 	// Default 30, at most 300.
 	TimeoutSeconds int `json:"timeoutSeconds,omitempty"`
+	// TLSCACert is a PEM CA bundle trusted for both backends in addition to
+	// the system's (for sites with a private CA).
+	TLSCACert string `json:"tlsCaCert,omitempty"`
+
+	// Access control (docs/datasource.md, "Who sees what").
+
+	// UserMapping says how a Grafana user is mapped to a Slurm user:
+	// "login" (default: the Grafana login is the Slurm user name),
+	// "email" (the whole email address), "emailLocalPart" (the part before
+	// the @). UserMap overrides it for single users (Grafana login → Slurm
+	// user).
+	UserMapping string            `json:"userMapping,omitempty"`
+	UserMap     map[string]string `json:"userMap,omitempty"`
+	// AccountPIs names, per Slurm account, the Slurm users who see all of
+	// the account's jobs (principal investigators).
+	AccountPIs map[string][]string `json:"accountPIs,omitempty"`
+	// FullAccessRoles are the Grafana org roles that see every job.
+	// Default ["Admin", "Editor"]; ["Admin"] keeps Editors to their own.
+	FullAccessRoles []string `json:"fullAccessRoles,omitempty"`
+
+	// MaxJobs caps the jobs one panel reads from the job index (Jobs rows,
+	// the jobs Reservation, Usage history and Allocation sum). Over it the
+	// result is truncated with a notice. Default 10000.
+	MaxJobs int `json:"maxJobs,omitempty"`
+	// MaxSeries caps the series one Prometheus answer may hold. Default 20000.
+	MaxSeries int `json:"maxSeries,omitempty"`
+
+	// Allocations are the allocation thresholds of the Allocation query;
+	// AllocationsURL, when set, is a JSON endpoint serving more (the
+	// cluster-state collector's constants, same shape: {"allocations":[...]}).
+	Allocations    []Allocation `json:"allocations,omitempty"`
+	AllocationsURL string       `json:"allocationsUrl,omitempty"`
+
+	// PartitionCapacity, per "cluster/partition" (or "partition"), gives the
+	// partition's CPUs and GPUs for the Hogging query's contention weight
+	// when no cluster-state series exist.
+	PartitionCapacity map[string]Capacity `json:"partitionCapacity,omitempty"`
+
+	// JobPageURL is the link target of a job in the Jobs table; "${cluster}"
+	// and "${job_id}" are replaced (URL-escaped). Default: the plugin's own
+	// HTML job page.
+	JobPageURL string `json:"jobPageUrl,omitempty"`
 
 	// Secrets come from DecryptedSecureJSONData only.
 	Secrets Secrets `json:"-"`
+}
+
+// Allocation is one allocation threshold: Amount resource-hours per
+// PeriodDays (e.g. 8,766 GPU-hours per 365 days = 1 GPU-year per year) for a
+// cluster, optionally one account.
+type Allocation struct {
+	Cluster    string  `json:"cluster"`
+	Account    string  `json:"account,omitempty"`
+	Resource   string  `json:"resource"`
+	Hours      float64 `json:"hours"`
+	PeriodDays float64 `json:"periodDays,omitempty"`
+	// Start is the start of the allocation period (RFC 3339 date);
+	// default 1 January of the current year.
+	Start string `json:"start,omitempty"`
+}
+
+// Capacity is a partition's size, for the Hogging contention fallback.
+type Capacity struct {
+	CPUs int64 `json:"cpus,omitempty"`
+	GPUs int64 `json:"gpus,omitempty"`
 }
 
 // Secrets are the decrypted secure fields of a datasource instance. They are
@@ -179,7 +243,31 @@ func (s *Settings) applyDefaults() {
 	if s.TimeoutSeconds == 0 {
 		s.TimeoutSeconds = DefaultTimeoutSeconds
 	}
+	if s.UserMapping == "" {
+		s.UserMapping = UserMappingLogin
+	}
+	if s.FullAccessRoles == nil {
+		s.FullAccessRoles = []string{"Admin", "Editor"}
+	}
+	if s.MaxJobs == 0 {
+		s.MaxJobs = DefaultMaxJobs
+	}
+	if s.MaxSeries == 0 {
+		s.MaxSeries = DefaultMaxSeries
+	}
+	for i := range s.Allocations {
+		if s.Allocations[i].PeriodDays == 0 {
+			s.Allocations[i].PeriodDays = 365
+		}
+	}
 }
+
+// User mappings (Settings.UserMapping).
+const (
+	UserMappingLogin          = "login"
+	UserMappingEmail          = "email"
+	UserMappingEmailLocalPart = "emailLocalPart"
+)
 
 // Validate checks every setting and returns all problems found, joined.
 func (s *Settings) Validate() error {
@@ -212,6 +300,38 @@ func (s *Settings) Validate() error {
 	}
 	if s.TimeoutSeconds < 1 || s.TimeoutSeconds > MaxTimeoutSeconds {
 		add("timeoutSeconds", fmt.Sprintf("must be between 1 and %d seconds, got %d", MaxTimeoutSeconds, s.TimeoutSeconds))
+	}
+	switch s.UserMapping {
+	case UserMappingLogin, UserMappingEmail, UserMappingEmailLocalPart:
+	default:
+		add("userMapping", fmt.Sprintf("must be login, email or emailLocalPart, got %q", s.UserMapping))
+	}
+	for _, r := range s.FullAccessRoles {
+		if r != "Admin" && r != "Editor" && r != "Viewer" {
+			add("fullAccessRoles", fmt.Sprintf("must list Grafana roles (Admin, Editor, Viewer), got %q", r))
+		}
+	}
+	if s.MaxJobs < 1 || s.MaxJobs > 100000 {
+		add("maxJobs", fmt.Sprintf("must be between 1 and 100000, got %d", s.MaxJobs))
+	}
+	if s.MaxSeries < 1 || s.MaxSeries > 1000000 {
+		add("maxSeries", fmt.Sprintf("must be between 1 and 1000000, got %d", s.MaxSeries))
+	}
+	for i, a := range s.Allocations {
+		if err := a.Check(); err != nil {
+			add(fmt.Sprintf("allocations[%d]", i), err.Error())
+		}
+	}
+	if s.AllocationsURL != "" {
+		if p := checkBaseURL(s.AllocationsURL, "http://collector:9310/constants"); p != "" && !strings.Contains(p, "query") {
+			add("allocationsUrl", p)
+		}
+	}
+	if s.TLSCACert != "" && !strings.Contains(s.TLSCACert, "-----BEGIN CERTIFICATE-----") {
+		add("tlsCaCert", "must be a PEM certificate bundle (-----BEGIN CERTIFICATE-----)")
+	}
+	if s.JobPageURL != "" && !strings.HasPrefix(s.JobPageURL, "/") && !strings.HasPrefix(s.JobPageURL, "http://") && !strings.HasPrefix(s.JobPageURL, "https://") {
+		add("jobPageUrl", fmt.Sprintf("must be a path (/d/...) or an http(s) URL, got %q", s.JobPageURL))
 	}
 	if strings.TrimSpace(s.ClusterFilter) != s.ClusterFilter {
 		add("clusterFilter", fmt.Sprintf("has leading or trailing spaces: %q", s.ClusterFilter))
@@ -263,4 +383,37 @@ func checkIndexName(name string) string {
 		return fmt.Sprintf("must not contain %q, got %q", string(name[i]), name)
 	}
 	return ""
+}
+
+// Check says what is wrong with an allocation, or nil.
+func (a Allocation) Check() error {
+	switch {
+	case a.Cluster == "":
+		return errors.New("cluster is required")
+	case a.Resource != "cpu" && a.Resource != "gpu":
+		return fmt.Errorf("resource must be cpu or gpu, got %q", a.Resource)
+	case a.Hours <= 0:
+		return fmt.Errorf("hours must be positive, got %g", a.Hours)
+	case a.PeriodDays < 0 || a.PeriodDays > 3660:
+		return fmt.Errorf("periodDays must be between 1 and 3660, got %g", a.PeriodDays)
+	}
+	if a.Start != "" {
+		if _, err := ParseAllocationStart(a.Start); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ParseAllocationStart parses an allocation's start (a date or an RFC 3339
+// time).
+func ParseAllocationStart(s string) (time.Time, error) {
+	if t, err := time.Parse("2006-01-02", s); err == nil {
+		return t, nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("start %q is not a date (2026-01-01) or RFC 3339 time", s)
+	}
+	return t, nil
 }

@@ -160,7 +160,7 @@ func TestModelsMatchTheSharedExamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	allFieldsSet(t, "Query", q)
-	if q.QueryType != models.QueryTypeJobTimeline || q.Cluster != "alpha" || q.JobID != "1234_7" {
+	if q.QueryType != models.QueryTypeJobTimeline || q.Cluster[0] != "alpha" || q.JobID != "1234_7" {
 		t.Errorf("query example decoded to %+v", q)
 	}
 }
