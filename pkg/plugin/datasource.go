@@ -6,9 +6,16 @@ package plugin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
+	"time"
+
+	"github.com/grafana/grafana-plugin-sdk-go/backend/resource/httpadapter"
+	"github.com/grafana/grafana-plugin-sdk-go/data"
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/backend/httpclient"
@@ -25,6 +32,7 @@ const PluginID = "jobsight-slurm-datasource"
 var (
 	_ backend.QueryDataHandler      = (*Datasource)(nil)
 	_ backend.CheckHealthHandler    = (*Datasource)(nil)
+	_ backend.CallResourceHandler   = (*Datasource)(nil)
 	_ instancemgmt.InstanceDisposer = (*Datasource)(nil)
 )
 
@@ -40,6 +48,15 @@ type Datasource struct {
 	es     *http.Client // Elasticsearch, with basic auth when configured
 	prom   *http.Client // Prometheus, with bearer token or basic auth
 	logger log.Logger
+
+	promOnce sync.Once
+	promV1   promv1.API
+	promErr  error
+
+	allocCache allocationCache
+	resources  backend.CallResourceHandler
+	// now is the clock (tests fix it).
+	now func() time.Time
 }
 
 // NewDatasource creates a Datasource from the instance settings Grafana
@@ -48,7 +65,8 @@ type Datasource struct {
 // is returned only when the HTTP clients cannot be built.
 func NewDatasource(_ context.Context, inst backend.DataSourceInstanceSettings) (instancemgmt.Instance, error) {
 	logger := log.DefaultLogger.With("component", "datasource", "datasource_uid", inst.UID)
-	ds := &Datasource{logger: logger}
+	ds := &Datasource{logger: logger, now: time.Now}
+	ds.resources = httpadapter.New(ds.routes())
 	settings, err := models.LoadSettings(inst)
 	if err != nil {
 		ds.settingsErr = err
@@ -60,7 +78,11 @@ func NewDatasource(_ context.Context, inst backend.DataSourceInstanceSettings) (
 	timeouts := httpclient.DefaultTimeoutOptions
 	timeouts.Timeout = settings.Timeout()
 
-	esOpts := httpclient.Options{Timeouts: &timeouts, Labels: map[string]string{"backend": "elasticsearch"}}
+	var tlsOpts *httpclient.TLSOptions
+	if settings.TLSCACert != "" {
+		tlsOpts = &httpclient.TLSOptions{CACertificate: settings.TLSCACert}
+	}
+	esOpts := httpclient.Options{Timeouts: &timeouts, TLS: tlsOpts, Labels: map[string]string{"backend": "elasticsearch"}}
 	if settings.ElasticsearchUser != "" {
 		esOpts.BasicAuth = &httpclient.BasicAuthOptions{User: settings.ElasticsearchUser, Password: settings.Secrets.ElasticsearchPassword}
 	}
@@ -68,7 +90,7 @@ func NewDatasource(_ context.Context, inst backend.DataSourceInstanceSettings) (
 		return nil, fmt.Errorf("creating the Elasticsearch HTTP client: %w", err)
 	}
 
-	promOpts := httpclient.Options{Timeouts: &timeouts, Labels: map[string]string{"backend": "prometheus"}}
+	promOpts := httpclient.Options{Timeouts: &timeouts, TLS: tlsOpts, Labels: map[string]string{"backend": "prometheus"}}
 	switch {
 	case settings.Secrets.PrometheusBearerToken != "":
 		promOpts.Header = http.Header{"Authorization": []string{"Bearer " + settings.Secrets.PrometheusBearerToken}}
@@ -94,45 +116,115 @@ func (d *Datasource) Dispose() {
 }
 
 // QueryData answers each query on its own: one query's failure does not
-// fail the others. No query type is implemented yet; each answers with an
-// error saying so.
+// fail the others. Every query is answered for the request's Viewer.
 func (d *Datasource) QueryData(ctx context.Context, req *backend.QueryDataRequest) (*backend.QueryDataResponse, error) {
 	resp := backend.NewQueryDataResponse()
+	var v Viewer
+	var verr error
+	if d.settingsErr == nil {
+		v, verr = viewerFor(d.settings, req.PluginContext.User, req.Headers)
+	}
 	for _, q := range req.Queries {
-		resp.Responses[q.RefID] = d.query(ctx, q)
+		if verr != nil {
+			resp.Responses[q.RefID] = backend.ErrDataResponse(backend.StatusForbidden, verr.Error())
+			continue
+		}
+		resp.Responses[q.RefID] = d.query(ctx, v, req.PluginContext, q)
 	}
 	return resp, nil
 }
 
-func (d *Datasource) query(ctx context.Context, q backend.DataQuery) backend.DataResponse {
+// queryCtx is what one query's handler works with.
+type queryCtx struct {
+	ctx      context.Context
+	st       *stats
+	v        Viewer
+	q        *models.Query
+	from, to time.Time
+	now      time.Time
+	// maxPoints bounds the points of a series (the panel's width).
+	maxPoints int
+	refID     string
+	pc        backend.PluginContext
+	// skipped counts documents that did not decode.
+	skipped int
+}
+
+func (d *Datasource) query(ctx context.Context, v Viewer, pc backend.PluginContext, dq backend.DataQuery) backend.DataResponse {
 	if d.settingsErr != nil {
 		return backend.ErrDataResponseWithSource(backend.StatusBadRequest, backend.ErrorSourceDownstream,
 			"the Jobsight datasource settings are invalid: "+oneLine(d.settingsErr))
 	}
-	model, err := models.ParseQuery(q.JSON)
+	model, err := models.ParseQuery(dq.JSON)
 	if err != nil {
-		return backend.ErrDataResponse(backend.StatusBadRequest, fmt.Sprintf("query %s: %v", q.RefID, err))
+		return backend.ErrDataResponse(backend.StatusBadRequest, fmt.Sprintf("query %s: %v", dq.RefID, err))
 	}
-	qt := model.QueryType
-	if qt == "" {
-		qt = models.QueryType(q.QueryType)
+	if model.QueryType == "" {
+		model.QueryType = models.QueryType(dq.QueryType)
 	}
-	log.DefaultLogger.FromContext(ctx).Debug("Query", "refId", q.RefID, "queryType", qt)
-	if qt == "" {
-		return backend.ErrDataResponse(backend.StatusBadRequest,
-			fmt.Sprintf("query %s: no query type selected (one of %s)", q.RefID, knownTypes()))
+	if err := model.Validate(); err != nil {
+		return backend.ErrDataResponse(backend.StatusBadRequest, fmt.Sprintf("query %s: %s", dq.RefID, oneLine(err)))
 	}
-	return backend.ErrDataResponse(backend.StatusNotImplemented,
-		fmt.Sprintf("query %s: query type %q is not implemented yet", q.RefID, qt))
+	qc := &queryCtx{ctx: ctx, st: &stats{}, v: v, q: &model, from: dq.TimeRange.From, to: dq.TimeRange.To,
+		now: d.now(), maxPoints: int(dq.MaxDataPoints), refID: dq.RefID, pc: pc}
+	if qc.to.IsZero() || qc.to.After(qc.now) {
+		qc.to = qc.now
+	}
+	if qc.from.IsZero() || !qc.from.Before(qc.to) {
+		qc.from = qc.to.Add(-24 * time.Hour)
+	}
+	log.DefaultLogger.FromContext(ctx).Debug("Query", "refId", dq.RefID, "queryType", model.QueryType, "viewer", v.Login)
+
+	var frames data.Frames
+	switch model.QueryType {
+	case models.QueryTypeJobs:
+		frames, err = d.queryJobs(qc)
+	case models.QueryTypeJobTimeline:
+		frames, err = d.queryTimeline(qc)
+	case models.QueryTypeReservation:
+		frames, err = d.queryReservation(qc)
+	case models.QueryTypeAllocation:
+		frames, err = d.queryAllocation(qc)
+	case models.QueryTypeHogging:
+		frames, err = d.queryHogging(qc)
+	case models.QueryTypeUsageHistory:
+		frames, err = d.queryUsageHistory(qc)
+	case models.QueryTypeVariable:
+		frames, err = d.queryVariable(qc)
+	}
+	if err != nil {
+		var be *backendError
+		if errors.As(err, &be) {
+			return backend.ErrDataResponseWithSource(backend.StatusBadGateway, backend.ErrorSourceDownstream, fmt.Sprintf("query %s: %s", dq.RefID, be.msg))
+		}
+		if errors.Is(err, errNotFound) {
+			return backend.ErrDataResponse(backend.StatusNotFound, fmt.Sprintf("query %s: %v", dq.RefID, err))
+		}
+		return backend.ErrDataResponse(backend.StatusBadRequest, fmt.Sprintf("query %s: %v", dq.RefID, err))
+	}
+	for _, f := range frames {
+		f.RefID = dq.RefID
+		if f.Meta == nil {
+			f.Meta = &data.FrameMeta{}
+		}
+		if f.Meta.Custom == nil {
+			f.Meta.Custom = map[string]any{}
+		}
+		if m, ok := f.Meta.Custom.(map[string]any); ok {
+			m["elasticsearchRequests"] = qc.st.es.Load()
+			m["prometheusRequests"] = qc.st.prom.Load()
+		}
+		if qc.skipped > 0 {
+			f.AppendNotices(data.Notice{Severity: data.NoticeSeverityWarning,
+				Text: fmt.Sprintf("%d job documents could not be read and were left out", qc.skipped)})
+		}
+	}
+	return backend.DataResponse{Frames: frames}
 }
 
-func knownTypes() string {
-	var names []string
-	for _, t := range models.KnownQueryTypes() {
-		names = append(names, string(t))
-	}
-	return strings.Join(names, ", ")
-}
+// errNotFound: the job asked for does not exist or is not visible to the
+// viewer (the two are not told apart, so ids cannot be probed).
+var errNotFound = errors.New("job not found")
 
 // oneLine joins a multi-line (errors.Join) message into one line.
 func oneLine(err error) string {

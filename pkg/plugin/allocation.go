@@ -1,0 +1,370 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/grafana/grafana-plugin-sdk-go/data"
+
+	"github.com/jobsight/jobsight/pkg/models"
+)
+
+// allocationsTTL is how long allocations read from allocationsUrl are
+// reused.
+const allocationsTTL = 5 * time.Minute
+
+type allocationCache struct {
+	mu      sync.Mutex
+	fetched time.Time
+	list    []models.Allocation
+	err     error
+}
+
+// allocations returns the configured allocations and those served at
+// allocationsUrl (cached for five minutes; an unreachable endpoint is an
+// error naming it, the configured ones still apply).
+func (d *Datasource) allocations(ctx context.Context, st *stats) ([]models.Allocation, error) {
+	list := append([]models.Allocation(nil), d.settings.Allocations...)
+	if d.settings.AllocationsURL == "" {
+		return list, nil
+	}
+	c := &d.allocCache
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if time.Since(c.fetched) > allocationsTTL {
+		c.list, c.err = d.fetchAllocations(ctx, st)
+		c.fetched = time.Now()
+	}
+	return append(list, c.list...), c.err
+}
+
+func (d *Datasource) fetchAllocations(ctx context.Context, st *stats) ([]models.Allocation, error) {
+	u := d.settings.AllocationsURL
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, fmt.Errorf("allocationsUrl: %w", err)
+	}
+	req.Header.Set("Accept", "application/json")
+	st.other.Add(1)
+	resp, err := d.prom.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("allocationsUrl %s is unreachable: %v", u, rootCause(err))
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return nil, fmt.Errorf("allocationsUrl %s: reading the answer: %v", u, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("allocationsUrl %s answered HTTP %d%s", u, resp.StatusCode, bodyHint(body))
+	}
+	var doc struct {
+		Allocations []models.Allocation `json:"allocations"`
+	}
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return nil, fmt.Errorf("allocationsUrl %s: not the constants JSON ({\"allocations\": [...]}): %v", u, err)
+	}
+	for i := range doc.Allocations {
+		if doc.Allocations[i].PeriodDays == 0 {
+			doc.Allocations[i].PeriodDays = 365
+		}
+		if err := doc.Allocations[i].Check(); err != nil {
+			return nil, fmt.Errorf("allocationsUrl %s: allocations[%d]: %v", u, i, err)
+		}
+	}
+	return doc.Allocations, nil
+}
+
+// periodStart is the start of the allocation period containing t.
+func periodStart(a models.Allocation, t time.Time) time.Time {
+	start := time.Date(t.UTC().Year(), 1, 1, 0, 0, 0, 0, time.UTC)
+	if a.Start != "" {
+		if s, err := models.ParseAllocationStart(a.Start); err == nil {
+			start = s
+		}
+	}
+	period := time.Duration(a.PeriodDays * 24 * float64(time.Hour))
+	for start.Add(period).Before(t) {
+		start = start.Add(period)
+	}
+	return start
+}
+
+// queryAllocation answers, for every allocation matching the query's
+// clusters, accounts and resource, the cumulative reserved and used
+// resource-hours since the allocation period's start, over the time
+// range, against the allocation (a constant threshold series) and its
+// pro-rata share of the period so far. The part of the period before the
+// range comes from one aggregation over the analysed jobs (their
+// analysis.figures); the range itself from the jobs and running series.
+// Three requests at most.
+func (d *Datasource) queryAllocation(qc *queryCtx) (data.Frames, error) {
+	res := models.ResourceGPU
+	if len(qc.q.Resources) > 0 {
+		res = qc.q.Resources[0]
+	}
+	if res == models.ResourceMemory {
+		return nil, fmt.Errorf("allocations are in CPU-hours or GPU-hours: choose resource cpu or gpu")
+	}
+	all, allocErr := d.allocations(qc.ctx, qc.st)
+	clusters := d.clusters(qc.q)
+	var allocs []models.Allocation
+	for _, a := range all {
+		if a.Resource != res || (len(clusters) > 0 && !containsAll(clusters, []string{a.Cluster})) {
+			continue
+		}
+		if len(qc.q.Account) > 0 && (a.Account == "" || !containsAll(qc.q.Account, []string{a.Account})) {
+			continue
+		}
+		// A restricted viewer sees allocations of their PI accounts only.
+		if !qc.v.Full && (a.Account == "" || !containsAll(qc.v.Accounts, []string{a.Account})) {
+			continue
+		}
+		allocs = append(allocs, a)
+	}
+	if len(allocs) == 0 {
+		msg := fmt.Sprintf("no %s allocation matches (configure allocations in the datasource, or allocationsUrl)", res)
+		if allocErr != nil {
+			msg += "; " + allocErr.Error()
+		}
+		return nil, fmt.Errorf("%s", msg)
+	}
+	sort.SliceStable(allocs, func(a, b int) bool { return allocs[a].Cluster+allocs[a].Account < allocs[b].Cluster+allocs[b].Account })
+
+	// Jobs of the range (and running ones), with figures.
+	accounts := []string{}
+	clusterSet := []string{}
+	for _, a := range allocs {
+		clusterSet = appendUnique(clusterSet, a.Cluster)
+		if a.Account != "" {
+			accounts = appendUnique(accounts, a.Account)
+		}
+	}
+	q := *qc.q
+	q.Cluster = clusterSet
+	jobs, figs, notices, err := d.scopeJobs(qc, jobScope{q: &q, v: qc.v, from: qc.from, to: qc.to})
+	if err != nil {
+		return nil, err
+	}
+	offsets, err := d.periodOffsets(qc, allocs, res, clusterSet)
+	if err != nil {
+		notices = append(notices, data.Notice{Severity: data.NoticeSeverityWarning, Text: "Usage before the time range is missing: " + err.Error()})
+	}
+	if allocErr != nil {
+		notices = append(notices, data.Notice{Severity: data.NoticeSeverityWarning, Text: allocErr.Error()})
+	}
+
+	points := qc.maxPoints
+	if points <= 0 || points > 500 {
+		points = 200
+	}
+	step := max(qc.to.Sub(qc.from)/time.Duration(points), time.Minute)
+	n := int(qc.to.Sub(qc.from)/step) + 1
+	times := make([]time.Time, n)
+	for b := range times {
+		times[b] = qc.from.Add(time.Duration(b) * step).UTC()
+	}
+	var frames data.Frames
+	for ai, a := range allocs {
+		ps := periodStart(a, qc.to)
+		reserved, used := make([]float64, n), make([]float64, n)
+		for i := range jobs {
+			j := &jobs[i]
+			if j.Cluster != a.Cluster || (a.Account != "" && j.Account != a.Account) {
+				continue
+			}
+			f := figs[i]
+			var resH, usedH *float64
+			if res == models.ResourceGPU {
+				resH, usedH = f.gpuResH, f.gpuUsedH
+			} else {
+				resH, usedH = f.cpuResH, f.cpuUsedH
+			}
+			if resH == nil || f.elapsedH == nil || *f.elapsedH <= 0 {
+				continue
+			}
+			// Each job's hours accrue over its run, clipped to the
+			// period and the range.
+			s := maxT(maxT(f.start, ps), qc.from)
+			e := f.end
+			for b := 0; b < n; b++ {
+				t := times[b]
+				if !t.After(s) {
+					continue
+				}
+				o := minT(t, e).Sub(s).Hours()
+				if o <= 0 {
+					continue
+				}
+				frac := o / *f.elapsedH
+				reserved[b] += *resH * frac
+				if usedH != nil {
+					used[b] += *usedH * frac
+				}
+			}
+		}
+		off := offsets[ai]
+		for b := range reserved {
+			reserved[b] += off.reserved
+			used[b] += off.used
+		}
+		period := time.Duration(a.PeriodDays * 24 * float64(time.Hour))
+		limit, prorata := make([]float64, n), make([]float64, n)
+		for b, t := range times {
+			limit[b] = a.Hours
+			prorata[b] = a.Hours * clamp01(float64(t.Sub(ps))/float64(period))
+		}
+		scope := a.Cluster
+		if a.Account != "" {
+			scope += "/" + a.Account
+		}
+		unit := "GPU-hours"
+		if res == models.ResourceCPU {
+			unit = "CPU-hours"
+		}
+		mk := func(kind string, vals []float64, threshold bool) *data.Frame {
+			labels := data.Labels{"cluster": a.Cluster, "resource": res, "kind": kind}
+			if a.Account != "" {
+				labels["account"] = a.Account
+			}
+			vf := data.NewField("value", labels, vals)
+			vf.Config = &data.FieldConfig{DisplayNameFromDS: scope + " " + kind + " (" + unit + ")", Unit: "none"}
+			if threshold {
+				vf.Config.Custom = map[string]any{"lineStyle": map[string]any{"fill": "dash", "dash": []int{10, 10}}}
+			}
+			f := data.NewFrame("allocation", data.NewField("time", nil, times), vf)
+			f.Meta = &data.FrameMeta{Type: data.FrameTypeTimeSeriesMulti, Custom: map[string]any{
+				"periodStart": ps.UTC().Format(time.RFC3339), "periodDays": a.PeriodDays, "hours": a.Hours}}
+			return f
+		}
+		frames = append(frames,
+			mk("reserved", reserved, false),
+			mk("used", used, false),
+			mk("allocation", limit, true),
+			mk("pro-rata allocation", prorata, true))
+	}
+	frames[0].AppendNotices(notices...)
+	return frames, nil
+}
+
+// offset is an allocation's usage in its period before the time range.
+type offset struct{ reserved, used float64 }
+
+// periodOffsets sums, per allocation, the analysed jobs that ended in the
+// allocation's period before the time range (analysis.figures: GPU-hours
+// or core-hours reserved and wasted), in one aggregation request.
+func (d *Datasource) periodOffsets(qc *queryCtx, allocs []models.Allocation, res string, clusters []string) ([]offset, error) {
+	out := make([]offset, len(allocs))
+	earliest := qc.from
+	for _, a := range allocs {
+		if ps := periodStart(a, qc.to); ps.Before(earliest) {
+			earliest = ps
+		}
+	}
+	if !earliest.Before(qc.from) {
+		return out, nil
+	}
+	hours, wasted := "analysis.figures.core_hours", "analysis.figures.core_hours_wasted"
+	if res == models.ResourceGPU {
+		hours, wasted = "analysis.figures.gpu_hours", "analysis.figures.gpu_hours_wasted"
+	}
+	filters := []any{esTerms("cluster", clusters), esTerm("final", true),
+		esRange("end_time", map[string]any{"gte": earliest.UTC().Format(time.RFC3339Nano), "lt": qc.from.UTC().Format(time.RFC3339Nano)})}
+	if vis := qc.v.esVisibility(); vis != nil {
+		filters = append(filters, vis)
+	}
+	sums := map[string]any{"hours": map[string]any{"sum": map[string]any{"field": hours}},
+		"wasted": map[string]any{"sum": map[string]any{"field": wasted}}}
+	// One bucket per day: the period start differs per allocation, so the
+	// sums are cut at each allocation's start on this side.
+	body := map[string]any{"size": 0, "query": esFilter(filters), "aggs": map[string]any{
+		"c": map[string]any{"terms": map[string]any{"field": "cluster", "size": 1000}, "aggs": map[string]any{
+			"a": map[string]any{"terms": map[string]any{"field": "account", "size": 10000}, "aggs": map[string]any{
+				"d": map[string]any{"date_histogram": map[string]any{"field": "end_time", "calendar_interval": "day", "format": "epoch_millis"}, "aggs": sums}}}}}}}
+	ans, err := d.search(qc.ctx, qc.st, d.settings.ElasticsearchJobIndex, body)
+	if err != nil {
+		return out, err
+	}
+	var agg struct {
+		Buckets []struct {
+			Key string `json:"key"`
+			A   struct {
+				Buckets []struct {
+					Key string `json:"key"`
+					D   struct {
+						Buckets []struct {
+							Key    any                      `json:"key"`
+							Hours  struct{ Value *float64 } `json:"hours"`
+							Wasted struct{ Value *float64 } `json:"wasted"`
+						} `json:"buckets"`
+					} `json:"d"`
+				} `json:"buckets"`
+			} `json:"a"`
+		} `json:"buckets"`
+	}
+	if raw, ok := ans.Aggregations["c"]; ok {
+		if err := json.Unmarshal(raw, &agg); err != nil {
+			return out, fmt.Errorf("decoding the period aggregation: %w", err)
+		}
+	}
+	for i, a := range allocs {
+		ps := periodStart(a, qc.to)
+		for _, cb := range agg.Buckets {
+			if cb.Key != a.Cluster {
+				continue
+			}
+			for _, ab := range cb.A.Buckets {
+				if a.Account != "" && ab.Key != a.Account {
+					continue
+				}
+				for _, db := range ab.D.Buckets {
+					day, ok := bucketTime(db.Key)
+					if !ok || day.Before(ps.Truncate(24*time.Hour)) {
+						continue
+					}
+					if db.Hours.Value != nil {
+						out[i].reserved += *db.Hours.Value
+						out[i].used += *db.Hours.Value
+						if db.Wasted.Value != nil {
+							out[i].used -= *db.Wasted.Value
+						}
+					}
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// bucketTime reads a date_histogram key (epoch milliseconds, as a number
+// or a string).
+func bucketTime(k any) (time.Time, bool) {
+	switch v := k.(type) {
+	case float64:
+		return time.UnixMilli(int64(v)).UTC(), true
+	case string:
+		var ms int64
+		if _, err := fmt.Sscan(v, &ms); err == nil {
+			return time.UnixMilli(ms).UTC(), true
+		}
+		if t, err := time.Parse(time.RFC3339, v); err == nil {
+			return t, true
+		}
+	}
+	return time.Time{}, false
+}
+
+func appendUnique(list []string, v string) []string {
+	for _, x := range list {
+		if x == v {
+			return list
+		}
+	}
+	return append(list, v)
+}

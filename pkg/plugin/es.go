@@ -1,0 +1,147 @@
+package plugin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// maxSearchBody bounds one search answer (10,000 compact job sources are
+// a few MiB).
+const maxSearchBody = 256 << 20
+
+// esSearch is the part of a search answer the datasource reads.
+type esSearch struct {
+	Hits struct {
+		Total struct {
+			Value int64 `json:"value"`
+		} `json:"total"`
+		Hits []struct {
+			ID     string          `json:"_id"`
+			Source json.RawMessage `json:"_source"`
+		} `json:"hits"`
+	} `json:"hits"`
+	Aggregations map[string]json.RawMessage `json:"aggregations"`
+}
+
+// termsAgg is a terms aggregation's answer.
+type termsAgg struct {
+	Buckets []struct {
+		Key      any   `json:"key"`
+		DocCount int64 `json:"doc_count"`
+	} `json:"buckets"`
+}
+
+// search runs one search on index. The body is built as Go values and
+// JSON-encoded, so no value from a query or a user is ever spliced into
+// query text. Every call is counted in stats.
+func (d *Datasource) search(ctx context.Context, st *stats, index string, body map[string]any) (*esSearch, error) {
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the Elasticsearch query: %w", err)
+	}
+	u := strings.TrimRight(d.settings.ElasticsearchURL, "/") + "/" + url.PathEscape(index) + "/_search"
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("building the Elasticsearch request: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	st.es.Add(1)
+	resp, err := d.es.Do(req)
+	if err != nil {
+		return nil, &backendError{backend: "Elasticsearch", msg: fmt.Sprintf("Elasticsearch at %s is unreachable: %v", d.settings.ElasticsearchURL, rootCause(err))}
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxSearchBody+1))
+	if err != nil {
+		return nil, &backendError{backend: "Elasticsearch", msg: fmt.Sprintf("reading the Elasticsearch answer: %v", err)}
+	}
+	if len(data) > maxSearchBody {
+		return nil, &backendError{backend: "Elasticsearch", msg: fmt.Sprintf("the Elasticsearch answer is over %d MiB: lower maxJobs or narrow the query", maxSearchBody>>20)}
+	}
+	if resp.StatusCode == http.StatusNotFound && bytes.Contains(data, []byte("index_not_found")) {
+		return nil, &backendError{backend: "Elasticsearch", msg: fmt.Sprintf("Elasticsearch: index %s not found: has any agent run yet? (check elasticsearchJobIndex)", index)}
+	}
+	if p := httpProblem("Elasticsearch", d.settings.ElasticsearchURL, "the search on "+index, resp.StatusCode, data, "elasticsearchUser and elasticsearchPassword"); p != "" {
+		return nil, &backendError{backend: "Elasticsearch", msg: p}
+	}
+	var ans esSearch
+	if err := json.Unmarshal(data, &ans); err != nil {
+		return nil, &backendError{backend: "Elasticsearch", msg: fmt.Sprintf("Elasticsearch: the search answer is not JSON: %v", err)}
+	}
+	return &ans, nil
+}
+
+// terms decodes the terms aggregation name of a search answer.
+func (a *esSearch) terms(name string) ([]string, error) {
+	raw, ok := a.Aggregations[name]
+	if !ok {
+		return nil, nil
+	}
+	var t termsAgg
+	if err := json.Unmarshal(raw, &t); err != nil {
+		return nil, fmt.Errorf("decoding aggregation %s: %w", name, err)
+	}
+	out := make([]string, 0, len(t.Buckets))
+	for _, b := range t.Buckets {
+		switch k := b.Key.(type) {
+		case string:
+			out = append(out, k)
+		case float64:
+			out = append(out, fmt.Sprint(k))
+		}
+	}
+	return out, nil
+}
+
+// backendError is a failure of Elasticsearch or Prometheus: the query
+// answers it as a downstream error with its message.
+type backendError struct {
+	backend string
+	msg     string
+}
+
+func (e *backendError) Error() string { return e.msg }
+
+// esTerm and friends build query clauses as Go values.
+func esTerm(field string, v any) map[string]any {
+	return map[string]any{"term": map[string]any{field: v}}
+}
+
+func esTerms(field string, vs []string) map[string]any {
+	return map[string]any{"terms": map[string]any{field: vs}}
+}
+
+func esRange(field string, cond map[string]any) map[string]any {
+	return map[string]any{"range": map[string]any{field: cond}}
+}
+
+func esShould(clauses ...any) map[string]any {
+	return map[string]any{"bool": map[string]any{"should": clauses, "minimum_should_match": 1}}
+}
+
+func esFilter(clauses []any) map[string]any {
+	if len(clauses) == 0 {
+		return map[string]any{"match_all": map[string]any{}}
+	}
+	return map[string]any{"bool": map[string]any{"filter": clauses}}
+}
+
+// wildcardEscape escapes the wildcard query's special characters, so that
+// a job-name filter matches its text literally.
+func wildcardEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r == '*' || r == '?' || r == '\\' {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}

@@ -1,0 +1,218 @@
+package plugin
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/jobsight/jobsight/pkg/jobmodel"
+	"github.com/jobsight/jobsight/pkg/models"
+)
+
+// stats counts the backend requests one query made (the per-panel budget
+// is tested and reported in the frame's metadata).
+type stats struct {
+	es, prom, other atomic.Int64
+}
+
+// jobScope is what limits a query's jobs: its filters, the viewer's
+// visibility and the time range.
+type jobScope struct {
+	q        *models.Query
+	v        Viewer
+	from, to time.Time
+	// running: only jobs still running; finished: only finished ones.
+	running, finished bool
+	// noTime: no time-range restriction (a job looked up by id).
+	noTime bool
+}
+
+// clusters returns the clusters a query is limited to: the datasource's
+// clusterFilter wins over the query's list.
+func (d *Datasource) clusters(q *models.Query) []string {
+	if d.settings.ClusterFilter != "" {
+		return []string{d.settings.ClusterFilter}
+	}
+	return q.Cluster
+}
+
+// esQuery builds the bool query of a scope. Values are Go strings in
+// term/terms/wildcard clauses, JSON-encoded: never spliced into text.
+func (d *Datasource) esQuery(sc jobScope) (map[string]any, error) {
+	q := sc.q
+	var f []any
+	if cl := d.clusters(q); len(cl) > 0 {
+		f = append(f, esTerms("cluster", cl))
+		if d.settings.ClusterFilter != "" && len(q.Cluster) > 0 && !containsAll([]string{d.settings.ClusterFilter}, q.Cluster) {
+			return nil, fmt.Errorf("this datasource shows cluster %q only (clusterFilter); the query asks for %q", d.settings.ClusterFilter, q.Cluster)
+		}
+	}
+	for _, t := range []struct {
+		field string
+		vals  []string
+	}{{"user", q.User}, {"account", q.Account}, {"partition", q.Partition}, {"state", q.State}, {"analysis.class", q.Class}} {
+		if len(t.vals) > 0 {
+			f = append(f, esTerms(t.field, t.vals))
+		}
+	}
+	if q.Name != "" {
+		f = append(f, map[string]any{"wildcard": map[string]any{"name": map[string]any{"value": "*" + wildcardEscape(q.Name) + "*"}}})
+	}
+	if q.JobID != "" {
+		cluster, id, err := models.SplitJobID(q.JobID)
+		if err != nil {
+			return nil, err
+		}
+		f = append(f, esTerm("job_id", id))
+		if cluster != "" {
+			f = append(f, esTerm("cluster", cluster))
+		}
+	}
+	if !sc.noTime {
+		f = append(f, esRange("start_time", map[string]any{"lte": sc.to.UTC().Format(time.RFC3339Nano)}))
+		if !sc.running {
+			f = append(f, esShould(esTerm("final", false), esRange("end_time", map[string]any{"gte": sc.from.UTC().Format(time.RFC3339Nano)})))
+		}
+	}
+	if sc.running {
+		f = append(f, esTerm("final", false))
+	}
+	if sc.finished {
+		f = append(f, esTerm("final", true))
+	}
+	if vis := sc.v.esVisibility(); vis != nil {
+		f = append(f, vis)
+	}
+	return esFilter(f), nil
+}
+
+func containsAll(set, vals []string) bool {
+	for _, v := range vals {
+		found := false
+		for _, s := range set {
+			if s == v {
+				found = true
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// compactFields are the job document fields the aggregating queries read.
+var compactFields = []string{"doc_id", "cluster", "job_id", "name", "user", "account", "partition", "state",
+	"start_time", "end_time", "submit_time", "time_limit_seconds", "elapsed_seconds", "final", "node_count",
+	"requested.cpus", "requested.memory_bytes", "requested.gpus",
+	"cpu.core_seconds", "cpu.avg_cores", "cpu.efficiency",
+	"memory.avg_bytes", "memory.peak_bytes", "memory.efficiency",
+	"gpu.count", "gpu.held", "gpu.utilization_avg", "gpu.gpu_seconds", "gpu.effective_gpus", "gpu.simulated",
+	"analysis.class", "analysis.score"}
+
+// fetchJobs reads the jobs of a scope (compact sources), at most
+// maxJobs; the total tells whether the answer was truncated.
+func (d *Datasource) fetchJobs(ctxQ queryCtx, sc jobScope, sort []any, from, size int, fields []string) ([]jobmodel.Job, int64, error) {
+	query, err := d.esQuery(sc)
+	if err != nil {
+		return nil, 0, err
+	}
+	body := map[string]any{"query": query, "size": size, "from": from, "track_total_hits": true, "_source": fields}
+	if sort != nil {
+		body["sort"] = sort
+	}
+	ans, err := d.search(ctxQ.ctx, ctxQ.st, d.settings.ElasticsearchJobIndex, body)
+	if err != nil {
+		return nil, 0, err
+	}
+	jobs := make([]jobmodel.Job, 0, len(ans.Hits.Hits))
+	for _, h := range ans.Hits.Hits {
+		var j jobmodel.Job
+		if err := json.Unmarshal(h.Source, &j); err != nil {
+			// A document that does not decode is skipped and counted:
+			// one bad document must not blank a panel.
+			ctxQ.skipped++
+			continue
+		}
+		// The index holds what the agents wrote; the access rule is
+		// checked again on what came back.
+		if !sc.v.canSee(j.User, j.Account) {
+			continue
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs, ans.Hits.Total.Value, nil
+}
+
+// figures are one job's reserved and used amounts (hours; memory in
+// GiB-hours), computed from its document (finished jobs) or its document
+// and live series (running jobs). A figure that could not be computed is
+// nil, never 0.
+type figures struct {
+	elapsedH, limitH  *float64
+	cpuResH, cpuUsedH *float64
+	gpuResH, gpuUsedH *float64
+	memResH, memUsedH *float64
+	cpus, gpus        *float64
+	memReqBytes       *float64
+	start, end        time.Time
+	running           bool
+}
+
+const gib = 1 << 30
+
+// jobFigures computes a job's figures. now is the end of a running job.
+func jobFigures(j *jobmodel.Job, now time.Time) figures {
+	var f figures
+	if j.StartTime == nil {
+		return f
+	}
+	f.start = j.StartTime.Time
+	f.end = now
+	f.running = !j.Final
+	if j.EndTime != nil && j.Final {
+		f.end = j.EndTime.Time
+	}
+	el := f.end.Sub(f.start).Hours()
+	if j.Final && j.ElapsedSeconds != nil {
+		el = *j.ElapsedSeconds / 3600
+	}
+	if el < 0 {
+		el = 0
+	}
+	f.elapsedH = &el
+	if j.TimeLimitSeconds != nil {
+		f.limitH = ptr(float64(*j.TimeLimitSeconds) / 3600)
+	}
+	r := j.Requested
+	if r.CPUs != nil {
+		f.cpus = ptr(float64(*r.CPUs))
+		f.cpuResH = ptr(float64(*r.CPUs) * el)
+	}
+	if r.GPUs != nil {
+		f.gpus = ptr(float64(*r.GPUs))
+		f.gpuResH = ptr(float64(*r.GPUs) * el)
+	} else if j.GPU != nil && j.GPU.Held != nil {
+		f.gpus = ptr(float64(*j.GPU.Held))
+		f.gpuResH = ptr(float64(*j.GPU.Held) * el)
+	}
+	if r.MemoryBytes != nil {
+		f.memReqBytes = ptr(float64(*r.MemoryBytes))
+		f.memResH = ptr(float64(*r.MemoryBytes) / gib * el)
+	}
+	if j.CPU != nil && j.CPU.CoreSeconds != nil {
+		f.cpuUsedH = ptr(*j.CPU.CoreSeconds / 3600)
+	}
+	if j.GPU != nil && j.GPU.UtilizationAvg != nil && j.GPU.GPUSeconds != nil {
+		f.gpuUsedH = ptr(*j.GPU.UtilizationAvg * *j.GPU.GPUSeconds / 3600)
+	} else if f.gpus != nil && *f.gpus == 0 {
+		f.gpuUsedH = ptr(0.0)
+	}
+	if j.Memory != nil && j.Memory.AvgBytes != nil {
+		f.memUsedH = ptr(float64(*j.Memory.AvgBytes) / gib * el)
+	}
+	return f
+}
+
+func ptr[T any](v T) *T { return &v }

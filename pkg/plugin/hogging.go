@@ -1,0 +1,377 @@
+package plugin
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/grafana/grafana-plugin-sdk-go/data"
+
+	"github.com/jobsight/jobsight/pkg/jobmodel"
+	"github.com/jobsight/jobsight/pkg/models"
+)
+
+// DefaultIdleThreshold is the utilisation below which a held resource
+// counts as unused (Hogging).
+const DefaultIdleThreshold = 0.05
+
+// Contention signals named in the Hogging frame's metadata.
+const (
+	SignalClusterState = "cluster_state" // jobsight_partition_* series
+	SignalCapacity     = "running_jobs"  // running jobs' allocations over partitionCapacity
+	SignalNone         = "none"          // no signal: unweighted (weight 1)
+)
+
+// contention is a partition's contention weight for one resource, 0–1.
+type contention struct {
+	weight float64
+	signal string
+	detail string
+}
+
+// hogRow is one (job, resource) of the Hogging answer.
+type hogRow struct {
+	job      *jobmodel.Job
+	resource string
+	held     float64 // GPUs, cores or bytes held
+	idle     float64 // of which unused over the window
+	cont     contention
+}
+
+// queryHogging answers running jobs that hold GPUs, cores or memory they
+// have not used for the window: one row per job and resource with a single
+// numeric value (the unused amount × the partition's contention weight) and
+// string labels (cluster, job_id, user, account, partition, resource), the
+// shape Grafana's alert engine turns into one alert instance per row.
+// One Elasticsearch and one Prometheus request.
+func (d *Datasource) queryHogging(qc *queryCtx) (data.Frames, error) {
+	q := qc.q
+	window := time.Duration(q.WindowSeconds) * time.Second
+	thr := DefaultIdleThreshold
+	if q.IdleThreshold != nil {
+		thr = *q.IdleThreshold
+	}
+	resources := q.Resources
+	if len(resources) == 0 {
+		resources = []string{models.ResourceGPU, models.ResourceCPU, models.ResourceMemory}
+	}
+	// Only jobs that have run for the whole window can have hogged for it.
+	sc := jobScope{q: q, v: qc.v, from: qc.now, to: qc.now.Add(-window), running: true}
+	sortStart := []any{map[string]any{"start_time": map[string]any{"order": "asc"}}}
+	jobs, total, err := d.fetchJobs(*qc, sc, sortStart, 0, d.settings.MaxJobs, compactFields)
+	if err != nil {
+		return nil, err
+	}
+	var notices []data.Notice
+	if total > int64(len(jobs)) && len(jobs) >= d.settings.MaxJobs {
+		notices = append(notices, data.Notice{Severity: data.NoticeSeverityWarning,
+			Text: fmt.Sprintf("Truncated: %d running jobs match, only the %d longest-running are checked (maxJobs)", total, len(jobs))})
+	}
+	var rows []hogRow
+	contentions := map[string]map[string]contention{}
+	if len(jobs) > 0 {
+		rows, contentions, err = d.hogRows(qc, jobs, resources, window, thr)
+		if err != nil {
+			return nil, err
+		}
+	}
+	if q.MinContention != nil {
+		kept := rows[:0]
+		for _, r := range rows {
+			if r.cont.weight >= *q.MinContention {
+				kept = append(kept, r)
+			}
+		}
+		rows = kept
+	}
+	frame, details := hoggingFrame(qc.v, rows)
+	signals := map[string]int{}
+	partitions := map[string]any{}
+	for key, byRes := range contentions {
+		m := map[string]any{}
+		for res, c := range byRes {
+			signals[c.signal]++
+			m[res] = map[string]any{"weight": c.weight, "signal": c.signal, "detail": c.detail}
+		}
+		partitions[key] = m
+	}
+	used := make([]string, 0, len(signals))
+	for s := range signals {
+		used = append(used, s)
+	}
+	sort.Strings(used)
+	frame.Meta = &data.FrameMeta{
+		Type:        data.FrameTypeNumericLong,
+		TypeVersion: data.FrameTypeVersion{0, 1},
+		Custom: map[string]any{
+			"windowSeconds": q.WindowSeconds, "idleThreshold": thr,
+			"contentionSignals": used, "partitions": partitions, "rows": details,
+		},
+	}
+	if len(used) > 0 {
+		notices = append(notices, data.Notice{Severity: data.NoticeSeverityInfo,
+			Text: "Contention weight from: " + strings.Join(used, ", ") + " (" + signalHelp(used) + ")"})
+	}
+	frame.AppendNotices(notices...)
+	return data.Frames{frame}, nil
+}
+
+func signalHelp(used []string) string {
+	var parts []string
+	for _, s := range used {
+		switch s {
+		case SignalClusterState:
+			parts = append(parts, "cluster_state: pending demand or allocated fraction from the cluster-state collector")
+		case SignalCapacity:
+			parts = append(parts, "running_jobs: running jobs' allocations over the configured partitionCapacity")
+		case SignalNone:
+			parts = append(parts, "none: no cluster-state series and no partitionCapacity, so unweighted")
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// hogRows reads the running jobs' use over the window and the partitions'
+// contention in one Prometheus request.
+func (d *Datasource) hogRows(qc *queryCtx, jobs []jobmodel.Job, resources []string, window time.Duration, thr float64) ([]hogRow, map[string]map[string]contention, error) {
+	var ids, clusters []string
+	seen := map[string]bool{}
+	for _, j := range jobs {
+		ids = append(ids, j.JobID)
+		if !seen[j.Cluster] {
+			seen[j.Cluster] = true
+			clusters = append(clusters, j.Cluster)
+		}
+	}
+	w := promDuration(window)
+	by := "by (cluster, job_id)"
+	parts := []string{
+		// GPUs whose utilisation never reached the threshold, and GPUs seen.
+		labeled("gpu_idle", "count "+by+" (max_over_time("+selector("jobsight_job_gpu_utilization_ratio", clusters, ids)+"["+w+"]) < "+fmt.Sprint(thr)+")"),
+		labeled("gpu_seen", "count "+by+" (max_over_time("+selector("jobsight_job_gpu_utilization_ratio", clusters, ids)+"["+w+"]))"),
+		// Peak cores over 1-minute rates within the window.
+		labeled("cpu_peak", "max "+by+" (max_over_time((sum by (cluster, job_id) (rate("+selector("jobsight_job_cpu_usage_seconds_total", clusters, ids)+"[1m])))["+w+":1m]))"),
+		labeled("cpu_alloc", "sum "+by+" (max_over_time("+selector("jobsight_job_allocated_cpus", clusters, ids)+"["+w+"]))"),
+		labeled("mem_peak", "max "+by+" (max_over_time((sum by (cluster, job_id) ("+selector("jobsight_job_memory_used_bytes", clusters, ids)+"))["+w+":1m]))"),
+		labeled("mem_limit", "sum "+by+" (max_over_time("+selector("jobsight_job_memory_limit_bytes", clusters, ids)+"["+w+"]))"),
+		// The cluster-state collector's partition series, where they exist.
+		labeled("p_cpus", selector("jobsight_partition_cpus", clusters, nil)),
+		labeled("p_gpus", selector("jobsight_partition_gpus", clusters, nil)),
+		labeled("p_pending_cpus", selector("jobsight_partition_pending_cpus", clusters, nil)),
+		labeled("p_pending_gpus", selector("jobsight_partition_pending_gpus", clusters, nil)),
+	}
+	vec, err := d.promInstant(qc.ctx, qc.st, strings.Join(parts, " or "), qc.now)
+	if err != nil {
+		return nil, nil, err
+	}
+	type use struct{ gpuIdle, gpuSeen, cpuPeak, cpuAlloc, memPeak, memLimit *float64 }
+	uses := map[string]*use{}
+	type pstate struct {
+		cpus, gpus       map[string]float64
+		pendCPU, pendGPU *float64
+	}
+	parts2 := map[string]*pstate{}
+	pkey := func(cluster, partition string) string { return cluster + "/" + partition }
+	for _, s := range vec {
+		v := float64(s.Value)
+		tag := string(s.Metric["jobsight_metric"])
+		if strings.HasPrefix(tag, "p_") {
+			k := pkey(string(s.Metric["cluster"]), string(s.Metric["partition"]))
+			p := parts2[k]
+			if p == nil {
+				p = &pstate{cpus: map[string]float64{}, gpus: map[string]float64{}}
+				parts2[k] = p
+			}
+			switch tag {
+			case "p_cpus":
+				p.cpus[string(s.Metric["state"])] += v
+			case "p_gpus":
+				p.gpus[string(s.Metric["state"])] += v
+			case "p_pending_cpus":
+				p.pendCPU = &v
+			case "p_pending_gpus":
+				p.pendGPU = &v
+			}
+			continue
+		}
+		k := sampleKey(s.Metric)
+		u := uses[k]
+		if u == nil {
+			u = &use{}
+			uses[k] = u
+		}
+		switch tag {
+		case "gpu_idle":
+			u.gpuIdle = &v
+		case "gpu_seen":
+			u.gpuSeen = &v
+		case "cpu_peak":
+			u.cpuPeak = &v
+		case "cpu_alloc":
+			u.cpuAlloc = &v
+		case "mem_peak":
+			u.memPeak = &v
+		case "mem_limit":
+			u.memLimit = &v
+		}
+	}
+
+	// Contention per partition and resource.
+	allocByPart := map[string]map[string]float64{}
+	for i := range jobs {
+		j := &jobs[i]
+		k := pkey(j.Cluster, j.Partition)
+		if allocByPart[k] == nil {
+			allocByPart[k] = map[string]float64{}
+		}
+		if j.Requested.CPUs != nil {
+			allocByPart[k][models.ResourceCPU] += float64(*j.Requested.CPUs)
+		}
+		if j.Requested.GPUs != nil {
+			allocByPart[k][models.ResourceGPU] += float64(*j.Requested.GPUs)
+		}
+	}
+	conts := map[string]map[string]contention{}
+	contFor := func(j *jobmodel.Job, res string) contention {
+		k := pkey(j.Cluster, j.Partition)
+		if conts[k] == nil {
+			conts[k] = map[string]contention{}
+		}
+		if c, ok := conts[k][res]; ok {
+			return c
+		}
+		c := d.partitionContention(j, res, parts2[k] != nil, func() (map[string]float64, *float64) {
+			p := parts2[k]
+			if res == models.ResourceGPU {
+				return p.gpus, p.pendGPU
+			}
+			return p.cpus, p.pendCPU
+		}, allocByPart[k])
+		conts[k][res] = c
+		return c
+	}
+
+	var rows []hogRow
+	for i := range jobs {
+		j := &jobs[i]
+		u := uses[j.Cluster+":"+j.JobID]
+		if u == nil {
+			u = &use{}
+		}
+		for _, res := range resources {
+			var held, idle float64
+			switch res {
+			case models.ResourceGPU:
+				if j.Requested.GPUs == nil || *j.Requested.GPUs == 0 {
+					continue
+				}
+				held = float64(*j.Requested.GPUs)
+				if u.gpuSeen == nil {
+					continue // no GPU series: nothing known, nothing claimed
+				}
+				if u.gpuIdle != nil {
+					idle = *u.gpuIdle
+				}
+			case models.ResourceCPU:
+				switch {
+				case u.cpuAlloc != nil:
+					held = *u.cpuAlloc
+				case j.Requested.CPUs != nil:
+					held = float64(*j.Requested.CPUs)
+				}
+				if held == 0 || u.cpuPeak == nil {
+					continue
+				}
+				if *u.cpuPeak/held < thr {
+					idle = math.Floor(held - *u.cpuPeak)
+				}
+			case models.ResourceMemory:
+				switch {
+				case u.memLimit != nil:
+					held = *u.memLimit
+				case j.Requested.MemoryBytes != nil:
+					held = float64(*j.Requested.MemoryBytes)
+				}
+				if held == 0 || u.memPeak == nil {
+					continue
+				}
+				if *u.memPeak/held < thr {
+					idle = held - *u.memPeak
+				}
+			}
+			cres := res
+			if res == models.ResourceMemory {
+				cres = models.ResourceCPU // memory follows the nodes' CPU contention
+			}
+			rows = append(rows, hogRow{job: j, resource: res, held: held, idle: idle, cont: contFor(j, cres)})
+		}
+	}
+	return rows, conts, nil
+}
+
+// partitionContention weighs a partition: from the cluster-state series
+// (pending demand → 1, else allocated/total), else from the running jobs'
+// allocations over the configured capacity, else 1 (no signal).
+func (d *Datasource) partitionContention(j *jobmodel.Job, res string, haveState bool, state func() (map[string]float64, *float64), alloc map[string]float64) contention {
+	if haveState {
+		byState, pending := state()
+		if pending != nil && *pending > 0 {
+			return contention{weight: 1, signal: SignalClusterState, detail: fmt.Sprintf("%g %s pending", *pending, res)}
+		}
+		if total := byState["total"]; total > 0 {
+			w := byState["allocated"] / total
+			return contention{weight: clamp01(w), signal: SignalClusterState,
+				detail: fmt.Sprintf("%.0f%% of %g %s allocated, none pending", 100*w, total, res)}
+		}
+	}
+	capKey := j.Cluster + "/" + j.Partition
+	c, ok := d.settings.PartitionCapacity[capKey]
+	if !ok {
+		c, ok = d.settings.PartitionCapacity[j.Partition]
+	}
+	if ok {
+		capacity := float64(c.CPUs)
+		if res == models.ResourceGPU {
+			capacity = float64(c.GPUs)
+		}
+		if capacity > 0 {
+			w := alloc[res] / capacity
+			return contention{weight: clamp01(w), signal: SignalCapacity,
+				detail: fmt.Sprintf("running jobs hold %g of %g %s", alloc[res], capacity, res)}
+		}
+	}
+	return contention{weight: 1, signal: SignalNone, detail: "no contention signal"}
+}
+
+func clamp01(v float64) float64 {
+	return math.Max(0, math.Min(1, v))
+}
+
+// hoggingFrame is the long table: string labels and one number.
+func hoggingFrame(v Viewer, rows []hogRow) (*data.Frame, []map[string]any) {
+	n := len(rows)
+	cluster, job, user, account, partition, resource := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	value := make([]float64, n)
+	details := make([]map[string]any, n)
+	for i, r := range rows {
+		cluster[i], job[i], user[i] = r.job.Cluster, r.job.JobID, v.shownUser(r.job.User)
+		account[i], partition[i], resource[i] = r.job.Account, r.job.Partition, r.resource
+		value[i] = r.idle * r.cont.weight
+		details[i] = map[string]any{"job": r.job.DocID, "resource": r.resource, "held": r.held, "unused": r.idle,
+			"weight": r.cont.weight, "signal": r.cont.signal, "contention": r.cont.detail}
+	}
+	vf := data.NewField("hogging", nil, value)
+	vf.Config = &data.FieldConfig{DisplayName: "Unused, weighted by contention",
+		Description: "GPUs or cores held and unused for the window, or memory bytes, × the partition's contention weight (0–1)"}
+	f := data.NewFrame("hogging",
+		data.NewField("cluster", nil, cluster),
+		data.NewField("job_id", nil, job),
+		data.NewField("user", nil, user),
+		data.NewField("account", nil, account),
+		data.NewField("partition", nil, partition),
+		data.NewField("resource", nil, resource),
+		vf)
+	return f, details
+}

@@ -1,0 +1,248 @@
+package plugin
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/grafana/grafana-plugin-sdk-go/data"
+	"github.com/prometheus/common/model"
+
+	"github.com/jobsight/jobsight/pkg/jobmodel"
+	"github.com/jobsight/jobsight/pkg/models"
+)
+
+// sortFields maps the Jobs query's sort keys to job-index fields.
+var sortFields = map[string]string{
+	"start_time": "start_time", "end_time": "end_time", "submit_time": "submit_time",
+	"elapsed": "elapsed_seconds", "job_id": "slurm_job_id", "user": "user", "account": "account",
+	"partition": "partition", "state": "state", "efficiency": "analysis.score",
+	"cpus": "requested.cpus", "gpus": "requested.gpus", "memory": "requested.memory_bytes",
+}
+
+// jobsFields are the fields the Jobs table reads.
+var jobsFields = append(append([]string{}, compactFields...), "memory.max_node_peak_bytes", "memory.limit_bytes",
+	"gpu.effective_ratio", "reason", "exit_code", "nodes")
+
+// queryJobs answers the Jobs table: one page of the jobs overlapping the
+// range, sorted; running jobs' usage from Prometheus (one request for the
+// page). Two backend requests at most.
+func (d *Datasource) queryJobs(qc *queryCtx) (data.Frames, error) {
+	q := qc.q
+	order := "desc"
+	if !q.SortDesc && q.SortBy != "" {
+		order = "asc"
+	}
+	key := q.SortBy
+	if key == "" {
+		key = "start_time"
+	}
+	sort := []any{map[string]any{sortFields[key]: map[string]any{"order": order}}}
+	if key != "start_time" {
+		sort = append(sort, map[string]any{"start_time": map[string]any{"order": "desc"}})
+	}
+	limit := q.Limit
+	if limit > d.settings.MaxJobs {
+		limit = d.settings.MaxJobs
+	}
+	if q.Offset+limit > models.MaxLimit {
+		limit = models.MaxLimit - q.Offset
+	}
+	jobs, total, err := d.fetchJobs(*qc, jobScope{q: q, v: qc.v, from: qc.from, to: qc.to}, sort, q.Offset, limit, jobsFields)
+	if err != nil {
+		return nil, err
+	}
+	live, liveErr := d.liveUsage(qc, jobs)
+	frame := d.jobsFrame(qc, jobs, live)
+	custom := map[string]any{"total": total, "offset": q.Offset, "limit": limit}
+	frame.Meta = &data.FrameMeta{Custom: custom, PreferredVisualization: data.VisTypeTable}
+	if shown := int64(q.Offset + len(jobs)); total > shown || q.Offset > 0 {
+		frame.AppendNotices(data.Notice{Severity: data.NoticeSeverityInfo,
+			Text: fmt.Sprintf("Showing jobs %d–%d of %d: page with offset/limit, or narrow the filters", q.Offset+1, shown, total)})
+	}
+	if liveErr != nil {
+		frame.AppendNotices(data.Notice{Severity: data.NoticeSeverityWarning,
+			Text: "Live usage of running jobs is missing: " + liveErr.Error()})
+	}
+	return data.Frames{frame}, nil
+}
+
+// liveValues are a running job's current usage from Prometheus.
+type liveValues struct {
+	cores, memBytes, gpuUtil *float64
+}
+
+// liveUsage reads the running jobs' current usage, one Prometheus request
+// for all of them (their ids in one matcher).
+func (d *Datasource) liveUsage(qc *queryCtx, jobs []jobmodel.Job) (map[string]*liveValues, error) {
+	var clusters, ids []string
+	seenC := map[string]bool{}
+	for _, j := range jobs {
+		if j.Final {
+			continue
+		}
+		ids = append(ids, j.JobID)
+		if !seenC[j.Cluster] {
+			seenC[j.Cluster] = true
+			clusters = append(clusters, j.Cluster)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	by := "sum by (cluster, job_id) "
+	expr := strings.Join([]string{
+		labeled("cores", by+"(rate("+selector("jobsight_job_cpu_usage_seconds_total", clusters, ids)+"[2m]))"),
+		labeled("mem", by+"("+selector("jobsight_job_memory_used_bytes", clusters, ids)+")"),
+		labeled("gpu", "avg by (cluster, job_id) ("+selector("jobsight_job_gpu_utilization_ratio", clusters, ids)+")"),
+	}, " or ")
+	vec, err := d.promInstant(qc.ctx, qc.st, expr, qc.now)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*liveValues{}
+	for _, s := range vec {
+		k := string(s.Metric["cluster"]) + ":" + string(s.Metric["job_id"])
+		lv := out[k]
+		if lv == nil {
+			lv = &liveValues{}
+			out[k] = lv
+		}
+		v := float64(s.Value)
+		switch s.Metric["jobsight_metric"] {
+		case "cores":
+			lv.cores = &v
+		case "mem":
+			lv.memBytes = &v
+		case "gpu":
+			lv.gpuUtil = &v
+		}
+	}
+	return out, nil
+}
+
+// jobsFrame builds the Jobs table.
+func (d *Datasource) jobsFrame(qc *queryCtx, jobs []jobmodel.Job, live map[string]*liveValues) *data.Frame {
+	n := len(jobs)
+	str := func() []*string { return make([]*string, n) }
+	num := func() []*float64 { return make([]*float64, n) }
+	tim := func() []*time.Time { return make([]*time.Time, n) }
+	var (
+		cluster, jobID, name, user, account, partition, state, class = str(), str(), str(), str(), str(), str(), str(), str()
+		start, end                                                   = tim(), tim()
+		elapsed, limit, wallRatio                                    = num(), num(), num()
+		cpusReq, cpuCores, cpuEff                                    = num(), num(), num()
+		memReq, memUsed, memEff                                      = num(), num(), num()
+		gpusReq, gpuUtil, gpuEff                                     = num(), num(), num()
+		score                                                        = num()
+		isLive                                                       = make([]bool, n)
+	)
+	sp := func(s string) *string {
+		if s == "" {
+			return nil
+		}
+		return &s
+	}
+	for i := range jobs {
+		j := &jobs[i]
+		f := jobFigures(j, qc.now)
+		cluster[i], jobID[i], name[i] = sp(j.Cluster), sp(j.JobID), sp(j.Name)
+		user[i], account[i], partition[i], state[i] = sp(j.User), sp(j.Account), sp(j.Partition), sp(j.State)
+		if j.Analysis != nil {
+			class[i] = sp(j.Analysis.Class)
+			score[i] = j.Analysis.Score
+		}
+		if j.StartTime != nil {
+			start[i] = &j.StartTime.Time
+		}
+		if j.EndTime != nil && j.Final {
+			end[i] = &j.EndTime.Time
+		}
+		if f.elapsedH != nil {
+			elapsed[i] = ptr(*f.elapsedH * 3600)
+		}
+		if f.limitH != nil {
+			limit[i] = ptr(*f.limitH * 3600)
+			if f.elapsedH != nil && *f.limitH > 0 {
+				wallRatio[i] = ptr(*f.elapsedH / *f.limitH)
+			}
+		}
+		cpusReq[i], gpusReq[i], memReq[i] = f.cpus, f.gpus, f.memReqBytes
+		if j.CPU != nil {
+			cpuCores[i], cpuEff[i] = j.CPU.AvgCores, j.CPU.Efficiency
+		}
+		if j.Memory != nil {
+			if j.Memory.PeakBytes != nil {
+				memUsed[i] = ptr(float64(*j.Memory.PeakBytes))
+			}
+			memEff[i] = j.Memory.Efficiency
+		}
+		if j.GPU != nil {
+			gpuUtil[i], gpuEff[i] = j.GPU.UtilizationAvg, j.GPU.EffectiveRatio
+		}
+		if !j.Final {
+			if lv := live[j.Cluster+":"+j.JobID]; lv != nil {
+				isLive[i] = true
+				cpuCores[i], memUsed[i], gpuUtil[i] = lv.cores, lv.memBytes, lv.gpuUtil
+				if lv.cores != nil && f.cpus != nil && *f.cpus > 0 {
+					cpuEff[i] = ptr(*lv.cores / *f.cpus)
+				}
+			}
+		}
+	}
+	link := d.jobLink(qc)
+	idField := data.NewField("job_id", nil, jobID)
+	idField.Config = &data.FieldConfig{DisplayName: "Job", Links: []data.DataLink{{Title: "Job details", URL: link}}}
+	unit := func(f *data.Field, u, display string) *data.Field {
+		f.Config = &data.FieldConfig{Unit: u, DisplayName: display}
+		return f
+	}
+	return data.NewFrame("jobs",
+		data.NewField("cluster", nil, cluster),
+		idField,
+		data.NewField("name", nil, name),
+		data.NewField("user", nil, user),
+		data.NewField("account", nil, account),
+		data.NewField("partition", nil, partition),
+		data.NewField("state", nil, state),
+		data.NewField("class", nil, class),
+		unit(data.NewField("score", nil, score), "percentunit", "Efficiency"),
+		data.NewField("start", nil, start),
+		data.NewField("end", nil, end),
+		unit(data.NewField("elapsed", nil, elapsed), "s", "Elapsed"),
+		unit(data.NewField("time_limit", nil, limit), "s", "Time limit"),
+		unit(data.NewField("walltime_used", nil, wallRatio), "percentunit", "Time limit used"),
+		unit(data.NewField("cpus_requested", nil, cpusReq), "none", "CPUs requested"),
+		unit(data.NewField("cpu_cores_used", nil, cpuCores), "none", "Cores used (avg; live: now)"),
+		unit(data.NewField("cpu_efficiency", nil, cpuEff), "percentunit", "CPU efficiency"),
+		unit(data.NewField("memory_requested", nil, memReq), "bytes", "Memory requested"),
+		unit(data.NewField("memory_used", nil, memUsed), "bytes", "Memory used (peak; live: now)"),
+		unit(data.NewField("memory_efficiency", nil, memEff), "percentunit", "Memory efficiency"),
+		unit(data.NewField("gpus_requested", nil, gpusReq), "none", "GPUs requested"),
+		unit(data.NewField("gpu_utilization", nil, gpuUtil), "percentunit", "GPU utilisation"),
+		unit(data.NewField("gpu_effective_ratio", nil, gpuEff), "percentunit", "GPUs in use"),
+		data.NewField("live", nil, isLive),
+	)
+}
+
+// jobLink is the data link of a job row: the configured jobPageUrl with
+// ${cluster} and ${job_id} filled from the row (percent-encoded by
+// Grafana), or the plugin's own HTML job page.
+func (d *Datasource) jobLink(qc *queryCtx) string {
+	tmpl := d.settings.JobPageURL
+	if tmpl == "" {
+		uid := ""
+		if qc.pc.DataSourceInstanceSettings != nil {
+			uid = qc.pc.DataSourceInstanceSettings.UID
+		}
+		tmpl = "/api/datasources/uid/" + url.PathEscape(uid) + "/resources/job?cluster=${cluster}&job=${job_id}"
+	}
+	r := strings.NewReplacer("${cluster}", "${__data.fields.cluster:percentencode}", "${job_id}", "${__data.fields.job_id:percentencode}")
+	return r.Replace(tmpl)
+}
+
+// sampleKey is the "<cluster>:<job_id>" of a Prometheus sample.
+func sampleKey(m model.Metric) string {
+	return string(m["cluster"]) + ":" + string(m["job_id"])
+}

@@ -1,0 +1,144 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	promapi "github.com/prometheus/client_golang/api"
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
+)
+
+// promQuote quotes a label value as a PromQL string literal. PromQL string
+// literals follow Go's escaping rules, so strconv.Quote is exact: a quote,
+// backslash or newline in the value cannot end the literal.
+func promQuote(v string) string { return strconv.Quote(v) }
+
+// promAnyOf is a regular-expression matcher value that matches exactly one
+// of vs (each quoted as a literal, then the whole PromQL-quoted). Nil vs
+// gives ".+" (any non-empty value).
+func promAnyOf(vs []string) string {
+	if len(vs) == 0 {
+		return promQuote(".+")
+	}
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		parts[i] = regexp.QuoteMeta(v)
+	}
+	sort.Strings(parts)
+	return promQuote(strings.Join(parts, "|"))
+}
+
+// selector builds a series selector: metric{cluster=~"...",job_id=~"..."}.
+// Empty lists do not restrict.
+func selector(metric string, clusters, jobIDs []string) string {
+	var m []string
+	if len(clusters) > 0 {
+		m = append(m, "cluster=~"+promAnyOf(clusters))
+	}
+	if len(jobIDs) > 0 {
+		m = append(m, "job_id=~"+promAnyOf(jobIDs))
+	}
+	return metric + "{" + strings.Join(m, ",") + "}"
+}
+
+// promAPI returns the Prometheus HTTP API client of the instance.
+func (d *Datasource) promAPI() (promv1.API, error) {
+	d.promOnce.Do(func() {
+		c, err := promapi.NewClient(promapi.Config{Address: d.settings.PrometheusURL, Client: d.prom})
+		if err != nil {
+			d.promErr = fmt.Errorf("prometheusUrl: %w", err)
+			return
+		}
+		d.promV1 = promv1.NewAPI(c)
+	})
+	return d.promV1, d.promErr
+}
+
+// promInstant runs an instant query at t.
+func (d *Datasource) promInstant(ctx context.Context, st *stats, expr string, t time.Time) (model.Vector, error) {
+	api, err := d.promAPI()
+	if err != nil {
+		return nil, err
+	}
+	st.prom.Add(1)
+	v, _, _, err := api.Query(ctx, expr, t)
+	if err != nil {
+		return nil, d.promError(err)
+	}
+	vec, ok := v.(model.Vector)
+	if !ok {
+		return nil, &backendError{backend: "Prometheus", msg: fmt.Sprintf("Prometheus answered a %s, not a vector", v.Type())}
+	}
+	if len(vec) > d.settings.MaxSeries {
+		return nil, &backendError{backend: "Prometheus", msg: fmt.Sprintf("Prometheus answered %d series, more than maxSeries (%d): narrow the query or raise maxSeries", len(vec), d.settings.MaxSeries)}
+	}
+	return vec, nil
+}
+
+// promRange runs a range query.
+func (d *Datasource) promRange(ctx context.Context, st *stats, expr string, r promv1.Range) (model.Matrix, error) {
+	api, err := d.promAPI()
+	if err != nil {
+		return nil, err
+	}
+	st.prom.Add(1)
+	v, _, _, err := api.QueryRange(ctx, expr, r)
+	if err != nil {
+		return nil, d.promError(err)
+	}
+	m, ok := v.(model.Matrix)
+	if !ok {
+		return nil, &backendError{backend: "Prometheus", msg: fmt.Sprintf("Prometheus answered a %s, not a matrix", v.Type())}
+	}
+	if len(m) > d.settings.MaxSeries {
+		return nil, &backendError{backend: "Prometheus", msg: fmt.Sprintf("Prometheus answered %d series, more than maxSeries (%d): narrow the query or raise maxSeries", len(m), d.settings.MaxSeries)}
+	}
+	return m, nil
+}
+
+func (d *Datasource) promError(err error) error {
+	var pe *promv1.Error
+	if errors.As(err, &pe) {
+		msg := pe.Msg
+		if strings.Contains(pe.Error(), "401") || strings.Contains(pe.Error(), "403") {
+			return &backendError{backend: "Prometheus", msg: fmt.Sprintf("Prometheus at %s refused the query (%s): check prometheusBearerToken, or prometheusUser and prometheusPassword", d.settings.PrometheusURL, msg)}
+		}
+		return &backendError{backend: "Prometheus", msg: fmt.Sprintf("Prometheus at %s: %s: %s", d.settings.PrometheusURL, pe.Type, msg)}
+	}
+	return &backendError{backend: "Prometheus", msg: fmt.Sprintf("Prometheus at %s is unreachable: %v", d.settings.PrometheusURL, rootCause(err))}
+}
+
+// labeled is a tagged sub-query: `label_replace(expr, "metric", tag, "", "")`,
+// so several sub-queries joined with `or` come back in one answer and are
+// told apart by their "metric" label.
+func labeled(tag, expr string) string {
+	return fmt.Sprintf(`label_replace(%s, "jobsight_metric", %s, "", "")`, expr, promQuote(tag))
+}
+
+// promStep chooses a range step giving at most about points points.
+func promStep(from, to time.Time, points int) time.Duration {
+	if points <= 0 {
+		points = 300
+	}
+	step := to.Sub(from) / time.Duration(points)
+	if step < 5*time.Second {
+		step = 5 * time.Second
+	}
+	return step.Truncate(time.Second)
+}
+
+// promDuration writes a duration as PromQL's range syntax (whole seconds).
+func promDuration(d time.Duration) string {
+	s := int64(d / time.Second)
+	if s < 1 {
+		s = 1
+	}
+	return strconv.FormatInt(s, 10) + "s"
+}

@@ -1,0 +1,281 @@
+package plugin
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/grafana/grafana-plugin-sdk-go/data"
+
+	"github.com/jobsight/jobsight/pkg/jobmodel"
+	"github.com/jobsight/jobsight/pkg/models"
+)
+
+// scopeJobs reads every job of the query's scope overlapping the range
+// (compact sources, at most maxJobs, one request) and the running ones'
+// usage so far from Prometheus (one request for all of them). It returns
+// the jobs with their figures and a notice when truncated.
+func (d *Datasource) scopeJobs(qc *queryCtx, sc jobScope) ([]jobmodel.Job, []figures, []data.Notice, error) {
+	sortStart := []any{map[string]any{"start_time": map[string]any{"order": "desc"}}}
+	jobs, total, err := d.fetchJobs(*qc, sc, sortStart, 0, d.settings.MaxJobs, compactFields)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var notices []data.Notice
+	if total > int64(len(jobs)) && len(jobs) >= d.settings.MaxJobs {
+		notices = append(notices, data.Notice{Severity: data.NoticeSeverityWarning,
+			Text: fmt.Sprintf("Truncated: %d jobs match, only the %d most recent are counted (maxJobs): narrow the time range or filters", total, len(jobs))})
+	}
+	figs := make([]figures, len(jobs))
+	for i := range jobs {
+		figs[i] = jobFigures(&jobs[i], qc.now)
+	}
+	if err := d.liveFigures(qc, jobs, figs); err != nil {
+		notices = append(notices, data.Notice{Severity: data.NoticeSeverityWarning,
+			Text: "Usage of running jobs is missing: " + err.Error()})
+	}
+	return jobs, figs, notices, nil
+}
+
+// liveFigures fills the used figures of running jobs from their series:
+// CPU time so far (the counter is cumulative since the job started), mean
+// GPU utilisation and mean memory since the job started. One request.
+func (d *Datasource) liveFigures(qc *queryCtx, jobs []jobmodel.Job, figs []figures) error {
+	var ids, clusters []string
+	seen := map[string]bool{}
+	earliest := qc.now
+	for i, j := range jobs {
+		if j.Final || figs[i].elapsedH == nil {
+			continue
+		}
+		ids = append(ids, j.JobID)
+		if !seen[j.Cluster] {
+			seen[j.Cluster] = true
+			clusters = append(clusters, j.Cluster)
+		}
+		if figs[i].start.Before(earliest) {
+			earliest = figs[i].start
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	win := qc.now.Sub(earliest) + time.Minute
+	if win > 31*24*time.Hour {
+		win = 31 * 24 * time.Hour
+	}
+	w := promDuration(win)
+	expr := strings.Join([]string{
+		labeled("cpu_s", "sum by (cluster, job_id) (max_over_time("+selector("jobsight_job_cpu_usage_seconds_total", clusters, ids)+"[5m]))"),
+		labeled("gpu", "avg by (cluster, job_id) (avg_over_time("+selector("jobsight_job_gpu_utilization_ratio", clusters, ids)+"["+w+"]))"),
+		labeled("mem", "sum by (cluster, job_id) (avg_over_time("+selector("jobsight_job_memory_used_bytes", clusters, ids)+"["+w+"]))"),
+	}, " or ")
+	vec, err := d.promInstant(qc.ctx, qc.st, expr, qc.now)
+	if err != nil {
+		return err
+	}
+	idx := map[string]int{}
+	for i, j := range jobs {
+		if !j.Final {
+			idx[j.Cluster+":"+j.JobID] = i
+		}
+	}
+	for _, s := range vec {
+		i, ok := idx[sampleKey(s.Metric)]
+		if !ok {
+			continue
+		}
+		f := &figs[i]
+		v := float64(s.Value)
+		switch s.Metric["jobsight_metric"] {
+		case "cpu_s":
+			f.cpuUsedH = ptr(v / 3600)
+		case "gpu":
+			if f.gpuResH != nil {
+				f.gpuUsedH = ptr(v * *f.gpuResH)
+			}
+		case "mem":
+			f.memUsedH = ptr(v / gib * *f.elapsedH)
+		}
+	}
+	return nil
+}
+
+// usageRow sums the figures of a group of jobs.
+type usageRow struct {
+	key                         string
+	jobs, running               int64
+	cpuRes, cpuUsed             *float64
+	gpuRes, gpuUsed             *float64
+	memRes, memUsed             *float64
+	wallRes, wallUsed           *float64
+	cluster, jobID, user, state string
+}
+
+func addTo(dst **float64, v *float64) {
+	if v == nil {
+		return
+	}
+	if *dst == nil {
+		*dst = ptr(0.0)
+	}
+	**dst += *v
+}
+
+func (r *usageRow) add(f figures) {
+	r.jobs++
+	if f.running {
+		r.running++
+	}
+	addTo(&r.cpuRes, f.cpuResH)
+	addTo(&r.cpuUsed, f.cpuUsedH)
+	addTo(&r.gpuRes, f.gpuResH)
+	addTo(&r.gpuUsed, f.gpuUsedH)
+	addTo(&r.memRes, f.memResH)
+	addTo(&r.memUsed, f.memUsedH)
+	if f.limitH != nil {
+		addTo(&r.wallRes, f.limitH)
+		addTo(&r.wallUsed, f.elapsedH)
+	}
+}
+
+// groupKey is the value a job is grouped by, as the viewer may see it.
+func groupKey(v Viewer, by string, j *jobmodel.Job) string {
+	switch by {
+	case models.GroupUser:
+		return v.shownUser(j.User)
+	case models.GroupAccount:
+		return j.Account
+	case models.GroupPartition:
+		return j.Partition
+	case models.GroupCluster:
+		return j.Cluster
+	}
+	return j.DocID
+}
+
+// queryReservation answers reserved vs used CPU-hours, GPU-hours,
+// memory-hours and walltime, and the waste: per job, or summed by user,
+// account, partition or cluster. Finished jobs from their documents,
+// running jobs from their series. Two requests.
+func (d *Datasource) queryReservation(qc *queryCtx) (data.Frames, error) {
+	jobs, figs, notices, err := d.scopeJobs(qc, jobScope{q: qc.q, v: qc.v, from: qc.from, to: qc.to})
+	if err != nil {
+		return nil, err
+	}
+	by := qc.q.GroupBy
+	rows := map[string]*usageRow{}
+	var order []string
+	for i := range jobs {
+		k := groupKey(qc.v, by, &jobs[i])
+		r := rows[k]
+		if r == nil {
+			r = &usageRow{key: k}
+			if by == models.GroupNone {
+				r.cluster, r.jobID, r.user, r.state = jobs[i].Cluster, jobs[i].JobID, jobs[i].User, jobs[i].State
+			}
+			rows[k] = r
+			order = append(order, k)
+		}
+		r.add(figs[i])
+	}
+	if by != models.GroupNone {
+		// Largest waste first: what an admin looks for.
+		sort.SliceStable(order, func(a, b int) bool {
+			return waste(rows[order[a]]) > waste(rows[order[b]])
+		})
+	}
+	frame := reservationFrame(by, rows, order)
+	frame.Meta = &data.FrameMeta{PreferredVisualization: data.VisTypeTable, Custom: map[string]any{"jobs": len(jobs)}}
+	frame.AppendNotices(notices...)
+	return data.Frames{frame}, nil
+}
+
+// waste is a row's sort key: unused GPU-hours weigh as much as 8
+// core-hours here (only the order of rows depends on it).
+func waste(r *usageRow) float64 {
+	w := 0.0
+	if r.cpuRes != nil && r.cpuUsed != nil {
+		w += *r.cpuRes - *r.cpuUsed
+	}
+	if r.gpuRes != nil && r.gpuUsed != nil {
+		w += 8 * (*r.gpuRes - *r.gpuUsed)
+	}
+	return w
+}
+
+func reservationFrame(by string, rows map[string]*usageRow, order []string) *data.Frame {
+	n := len(order)
+	col := func(get func(*usageRow) *float64) []*float64 {
+		out := make([]*float64, n)
+		for i, k := range order {
+			out[i] = get(rows[k])
+		}
+		return out
+	}
+	diff := func(a, b func(*usageRow) *float64) func(*usageRow) *float64 {
+		return func(r *usageRow) *float64 {
+			x, y := a(r), b(r)
+			if x == nil || y == nil {
+				return nil
+			}
+			w := *x - *y
+			if w < 0 {
+				w = 0
+			}
+			return &w
+		}
+	}
+	num := func(name, display, unit string, get func(*usageRow) *float64) *data.Field {
+		f := data.NewField(name, nil, col(get))
+		f.Config = &data.FieldConfig{DisplayName: display, Unit: unit, Decimals: ptr(uint16(1))}
+		return f
+	}
+	cpuRes := func(r *usageRow) *float64 { return r.cpuRes }
+	cpuUsed := func(r *usageRow) *float64 { return r.cpuUsed }
+	gpuRes := func(r *usageRow) *float64 { return r.gpuRes }
+	gpuUsed := func(r *usageRow) *float64 { return r.gpuUsed }
+	memRes := func(r *usageRow) *float64 { return r.memRes }
+	memUsed := func(r *usageRow) *float64 { return r.memUsed }
+	wallRes := func(r *usageRow) *float64 { return r.wallRes }
+	wallUsed := func(r *usageRow) *float64 { return r.wallUsed }
+
+	var fields []*data.Field
+	if by == models.GroupNone {
+		strs := func(get func(*usageRow) string) []string {
+			out := make([]string, n)
+			for i, k := range order {
+				out[i] = get(rows[k])
+			}
+			return out
+		}
+		fields = append(fields,
+			data.NewField("cluster", nil, strs(func(r *usageRow) string { return r.cluster })),
+			data.NewField("job_id", nil, strs(func(r *usageRow) string { return r.jobID })),
+			data.NewField("user", nil, strs(func(r *usageRow) string { return r.user })),
+			data.NewField("state", nil, strs(func(r *usageRow) string { return r.state })))
+	} else {
+		keys := make([]string, n)
+		jobsN, running := make([]int64, n), make([]int64, n)
+		for i, k := range order {
+			keys[i], jobsN[i], running[i] = k, rows[k].jobs, rows[k].running
+		}
+		fields = append(fields, data.NewField(by, nil, keys), data.NewField("jobs", nil, jobsN), data.NewField("running", nil, running))
+	}
+	fields = append(fields,
+		num("cpu_hours_reserved", "CPU-hours reserved", "none", cpuRes),
+		num("cpu_hours_used", "CPU-hours used", "none", cpuUsed),
+		num("cpu_hours_wasted", "CPU-hours unused", "none", diff(cpuRes, cpuUsed)),
+		num("gpu_hours_reserved", "GPU-hours reserved", "none", gpuRes),
+		num("gpu_hours_used", "GPU-hours used", "none", gpuUsed),
+		num("gpu_hours_wasted", "GPU-hours unused", "none", diff(gpuRes, gpuUsed)),
+		num("memory_gib_hours_reserved", "Memory GiB-hours reserved", "none", memRes),
+		num("memory_gib_hours_used", "Memory GiB-hours used", "none", memUsed),
+		num("memory_gib_hours_wasted", "Memory GiB-hours unused", "none", diff(memRes, memUsed)),
+		num("walltime_hours_reserved", "Walltime hours reserved", "none", wallRes),
+		num("walltime_hours_used", "Walltime hours used", "none", wallUsed),
+		num("walltime_hours_wasted", "Walltime hours unused", "none", diff(wallRes, wallUsed)),
+	)
+	return data.NewFrame("reservation", fields...)
+}

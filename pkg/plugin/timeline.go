@@ -1,0 +1,232 @@
+package plugin
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/grafana/grafana-plugin-sdk-go/data"
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
+
+	"github.com/jobsight/jobsight/pkg/jobmodel"
+	"github.com/jobsight/jobsight/pkg/models"
+)
+
+// findJob reads one job's document by reference ("<cluster>:<id>", or an id
+// with the query's cluster), as the viewer may see it. A reused id gives
+// the most recent job starting before the range's end. One request.
+func (d *Datasource) findJob(qc *queryCtx, ref string, fields []string) (*jobmodel.Job, error) {
+	cluster, id, err := models.SplitJobID(ref)
+	if err != nil {
+		return nil, err
+	}
+	q := models.Query{JobID: id}
+	switch {
+	case cluster != "":
+		q.Cluster = []string{cluster}
+	case len(qc.q.Cluster) == 1:
+		q.Cluster = qc.q.Cluster
+	case len(d.clusters(qc.q)) != 1:
+		return nil, fmt.Errorf("jobId %q names no cluster: write it as \"<cluster>:%s\" or choose one cluster", ref, id)
+	}
+	sc := jobScope{q: &q, v: qc.v, noTime: true}
+	sortNewest := []any{map[string]any{"start_time": map[string]any{"order": "desc"}}}
+	jobs, _, err := d.fetchJobs(*qc, sc, sortNewest, 0, 1, fields)
+	if err != nil {
+		return nil, err
+	}
+	if len(jobs) == 0 {
+		return nil, fmt.Errorf("%w: %s (or it is not one of yours)", errNotFound, ref)
+	}
+	return &jobs[0], nil
+}
+
+// timelineMetric is one sub-query of the job timeline.
+type timelineMetric struct {
+	tag, display, unit string
+	// expr builds the PromQL with sel the job's matchers, by the
+	// grouping and win the rate window.
+	expr   func(sel, by, win string) string
+	perGPU bool
+}
+
+var timelineMetrics = []timelineMetric{
+	{tag: "cpu", display: "CPU cores", unit: "none", expr: func(sel, by, win string) string {
+		return "sum by (" + by + ") (rate(jobsight_job_cpu_usage_seconds_total" + sel + "[" + win + "]))"
+	}},
+	{tag: "memory", display: "Memory", unit: "bytes", expr: func(sel, by, _ string) string {
+		return "sum by (" + by + ") (jobsight_job_memory_used_bytes" + sel + ")"
+	}},
+	{tag: "rss", display: "Memory (resident)", unit: "bytes", expr: func(sel, by, _ string) string {
+		return "sum by (" + by + ") (jobsight_job_memory_rss_bytes" + sel + ")"
+	}},
+	{tag: "io_read", display: "Storage read", unit: "Bps", expr: func(sel, by, win string) string {
+		return "sum by (" + by + ") (rate(jobsight_job_io_read_bytes_total" + sel + "[" + win + "]))"
+	}},
+	{tag: "io_write", display: "Storage write", unit: "Bps", expr: func(sel, by, win string) string {
+		return "sum by (" + by + ") (rate(jobsight_job_io_written_bytes_total" + sel + "[" + win + "]))"
+	}},
+	{tag: "gpu_util", display: "GPU utilisation", unit: "percentunit", perGPU: true, expr: func(sel, _, _ string) string {
+		return "max by (cluster, job_id, node, gpu) (jobsight_job_gpu_utilization_ratio" + sel + ")"
+	}},
+	{tag: "gpu_memory", display: "GPU memory", unit: "bytes", perGPU: true, expr: func(sel, _, _ string) string {
+		return "max by (cluster, job_id, node, gpu) (jobsight_job_gpu_memory_used_bytes" + sel + ")"
+	}},
+}
+
+// queryTimeline answers one job's series over its own run, its request as
+// threshold series and its start and end as annotations: one
+// Elasticsearch and one Prometheus request.
+func (d *Datasource) queryTimeline(qc *queryCtx) (data.Frames, error) {
+	j, err := d.findJob(qc, qc.q.JobID, nil)
+	if err != nil {
+		return nil, err
+	}
+	if j.StartTime == nil {
+		return nil, fmt.Errorf("job %s has no start time yet", j.DocID)
+	}
+	start := j.StartTime.Time
+	end := qc.now
+	if j.Final && j.EndTime != nil {
+		end = j.EndTime.Time
+	}
+	if !end.After(start) {
+		end = start.Add(time.Second)
+	}
+	step := promStep(start, end, qc.maxPoints)
+	win := promDuration(max(2*step, time.Minute))
+	sel := "{cluster=" + promQuote(j.Cluster) + ",job_id=" + promQuote(j.JobID) + "}"
+	by := "cluster, job_id"
+	if qc.q.PerNode {
+		by += ", node"
+	}
+	parts := make([]string, 0, len(timelineMetrics))
+	for _, m := range timelineMetrics {
+		parts = append(parts, labeled(m.tag, m.expr(sel, by, win)))
+	}
+	// The range starts one step early so the first sample is drawn.
+	matrix, err := d.promRange(qc.ctx, qc.st, strings.Join(parts, " or "), promv1.Range{Start: start.Add(-step), End: end, Step: step})
+	if err != nil {
+		return nil, err
+	}
+	frames := timelineFrames(matrix, start.Add(-step), end)
+	frames = append(frames, requestFrames(j, start, end, qc.q.PerNode)...)
+	frames = append(frames, eventsFrame(j))
+	if len(matrix) == 0 {
+		frames[0].AppendNotices(data.Notice{Severity: data.NoticeSeverityWarning,
+			Text: fmt.Sprintf("No series for job %s in Prometheus between %s and %s (retention, or the agent could not deliver)", j.DocID, start.UTC().Format(time.RFC3339), end.UTC().Format(time.RFC3339))})
+	}
+	return frames, nil
+}
+
+// timelineFrames turns the tagged matrix into one frame per series, in a
+// stable order (metric, node, GPU).
+func timelineFrames(m model.Matrix, from, to time.Time) data.Frames {
+	order := map[string]int{}
+	meta := map[string]timelineMetric{}
+	for i, t := range timelineMetrics {
+		order[t.tag], meta[t.tag] = i, t
+	}
+	sort.SliceStable(m, func(a, b int) bool {
+		ta, tb := string(m[a].Metric["jobsight_metric"]), string(m[b].Metric["jobsight_metric"])
+		if ta != tb {
+			return order[ta] < order[tb]
+		}
+		return m[a].Metric.String() < m[b].Metric.String()
+	})
+	var frames data.Frames
+	for _, s := range m {
+		tag := string(s.Metric["jobsight_metric"])
+		tm := meta[tag]
+		labels := data.Labels{"metric": tag}
+		display := tm.display
+		if n := string(s.Metric["node"]); n != "" {
+			labels["node"] = n
+			display += " " + n
+		}
+		if g := string(s.Metric["gpu"]); g != "" {
+			labels["gpu"] = g
+			display += " GPU " + g
+		}
+		times := make([]time.Time, 0, len(s.Values))
+		vals := make([]float64, 0, len(s.Values))
+		for _, p := range s.Values {
+			times = append(times, p.Timestamp.Time().UTC())
+			vals = append(vals, float64(p.Value))
+		}
+		vf := data.NewField("value", labels, vals)
+		vf.Config = &data.FieldConfig{DisplayNameFromDS: display, Unit: tm.unit}
+		f := data.NewFrame(tag, data.NewField("time", nil, times), vf)
+		f.Meta = &data.FrameMeta{Type: data.FrameTypeTimeSeriesMulti}
+		frames = append(frames, f)
+	}
+	if len(frames) == 0 {
+		f := data.NewFrame("no-data", data.NewField("time", nil, []time.Time{}), data.NewField("value", nil, []float64{}))
+		frames = append(frames, f)
+	}
+	return frames
+}
+
+// requestFrames are the job's requested amounts as constant series over
+// its run (threshold lines): CPUs, memory and GPUs.
+func requestFrames(j *jobmodel.Job, from, to time.Time, perNode bool) data.Frames {
+	var frames data.Frames
+	add := func(tag, display, unit string, v float64) {
+		vf := data.NewField("value", data.Labels{"metric": tag, "threshold": "requested"}, []float64{v, v})
+		vf.Config = &data.FieldConfig{DisplayNameFromDS: display, Unit: unit,
+			Custom: map[string]any{"lineStyle": map[string]any{"fill": "dash", "dash": []int{10, 10}}}}
+		f := data.NewFrame(tag, data.NewField("time", nil, []time.Time{from.UTC(), to.UTC()}), vf)
+		f.Meta = &data.FrameMeta{Type: data.FrameTypeTimeSeriesMulti}
+		frames = append(frames, f)
+	}
+	r := j.Requested
+	div := 1.0
+	label := "requested"
+	if perNode && j.NodeCount > 1 {
+		div = float64(j.NodeCount)
+		label = "requested per node"
+	}
+	if r.CPUs != nil {
+		add("cpu_requested", "CPU cores "+label, "none", float64(*r.CPUs)/div)
+	}
+	if perNode && r.MemoryPerNodeBytes != nil {
+		add("memory_requested", "Memory requested per node", "bytes", float64(*r.MemoryPerNodeBytes))
+	} else if r.MemoryBytes != nil {
+		add("memory_requested", "Memory "+label, "bytes", float64(*r.MemoryBytes)/div)
+	}
+	if r.GPUs != nil && *r.GPUs > 0 {
+		add("gpu_requested", "GPUs "+label, "none", float64(*r.GPUs)/div)
+	}
+	return frames
+}
+
+// eventsFrame is the job's start and end as annotations.
+func eventsFrame(j *jobmodel.Job) *data.Frame {
+	var times []time.Time
+	var titles, texts, tags []string
+	if j.SubmitTime != nil {
+		times, titles, texts, tags = append(times, j.SubmitTime.UTC()), append(titles, "Submitted"), append(texts, "Job "+j.DocID+" submitted"), append(tags, "submit")
+	}
+	if j.StartTime != nil {
+		times, titles, texts, tags = append(times, j.StartTime.UTC()), append(titles, "Started"), append(texts, "Job "+j.DocID+" started"), append(tags, "start")
+	}
+	if j.Final && j.EndTime != nil {
+		text := "Job " + j.DocID + " ended: " + j.State
+		if j.ExitCode != nil {
+			text += fmt.Sprintf(" (exit code %d)", *j.ExitCode)
+		}
+		if j.Reason != "" {
+			text += ", " + j.Reason
+		}
+		times, titles, texts, tags = append(times, j.EndTime.UTC()), append(titles, "Ended: "+j.State), append(texts, text), append(tags, "end")
+	}
+	f := data.NewFrame("events",
+		data.NewField("time", nil, times),
+		data.NewField("title", nil, titles),
+		data.NewField("text", nil, texts),
+		data.NewField("tags", nil, tags))
+	f.Meta = &data.FrameMeta{DataTopic: data.DataTopicAnnotations}
+	return f
+}
