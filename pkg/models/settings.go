@@ -226,6 +226,10 @@ func jsonKind(k reflect.Kind) string {
 		return "true or false"
 	case reflect.String:
 		return "a string"
+	case reflect.Slice, reflect.Array:
+		return "a JSON array"
+	case reflect.Map, reflect.Struct:
+		return "a JSON object"
 	default:
 		return "a JSON " + k.String()
 	}

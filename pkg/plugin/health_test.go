@@ -279,10 +279,13 @@ func TestQueryDataAnswersEachQuery(t *testing.T) {
 	ds := i.(*plugin.Datasource)
 	defer ds.Dispose()
 
-	resp, err := ds.QueryData(ctx, &backend.QueryDataRequest{Queries: []backend.DataQuery{
+	admin := backend.PluginContext{User: &backend.User{Login: "admin", Role: "Admin"}}
+	resp, err := ds.QueryData(ctx, &backend.QueryDataRequest{PluginContext: admin, Queries: []backend.DataQuery{
 		{RefID: "A", QueryType: "jobs", JSON: []byte(`{"queryType":"jobs"}`)},
 		{RefID: "B", JSON: []byte(`{"queryType":`)},
 		{RefID: "C", JSON: []byte(`{}`)},
+		{RefID: "D", JSON: []byte(`{"queryType":"jobs","user":["a\nb"],"limit":-1}`)},
+		{RefID: "E", JSON: []byte(`{"queryType":"jobs","user":"alice"}`)},
 	}})
 	if err != nil {
 		t.Fatalf("QueryData: %v", err)
@@ -291,9 +294,11 @@ func TestQueryDataAnswersEachQuery(t *testing.T) {
 		status backend.Status
 		msg    string
 	}{
-		"A": {backend.StatusNotImplemented, `query type "jobs" is not implemented yet`},
+		"A": {backend.StatusBadGateway, "Elasticsearch at http://127.0.0.1:9200 is unreachable"},
 		"B": {backend.StatusBadRequest, "decoding the query model"},
-		"C": {backend.StatusBadRequest, "no query type selected (one of jobs, jobTimeline)"},
+		"C": {backend.StatusBadRequest, "no query type selected (one of jobs, jobTimeline, reservation"},
+		"D": {backend.StatusBadRequest, `user value "a\nb" contains a control character; limit must be between 1 and 10000, got -1`},
+		"E": {backend.StatusBadRequest, "query field user must be a JSON array"},
 	}
 	for ref, w := range want {
 		r, ok := resp.Responses[ref]
@@ -304,6 +309,20 @@ func TestQueryDataAnswersEachQuery(t *testing.T) {
 		if r.Status != w.status || r.Error == nil || !strings.Contains(r.Error.Error(), w.msg) {
 			t.Errorf("query %s: status %d error %v; want status %d and %q", ref, r.Status, r.Error, w.status, w.msg)
 		}
+	}
+}
+
+func TestQueryDataWithoutUserIsRefused(t *testing.T) {
+	ctx := context.Background()
+	i, err := plugin.NewDatasource(ctx, instance("http://127.0.0.1:9200", "", "", "http://127.0.0.1:9090", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds := i.(*plugin.Datasource)
+	defer ds.Dispose()
+	resp, _ := ds.QueryData(ctx, &backend.QueryDataRequest{Queries: []backend.DataQuery{{RefID: "A", JSON: []byte(`{"queryType":"jobs"}`)}}})
+	if r := resp.Responses["A"]; r.Status != backend.StatusForbidden || !strings.Contains(r.Error.Error(), "no Grafana user") {
+		t.Errorf("no user: status %d, error %v; want 403", r.Status, r.Error)
 	}
 }
 

@@ -1,0 +1,185 @@
+package plugin
+
+import (
+	"encoding/json"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql/parser"
+
+	"github.com/jobsight/jobsight/pkg/models"
+)
+
+// Values a hostile user or admin could put into a filter, a job id or a
+// cluster name.
+var hostile = []string{
+	`a"b`, `a\"}) or up{x="`, `.*`, `a|b`, "x\\", `}`, `{job_id=~".+"}`, "naïve ☃", `a\nb`, `$1`, `(?i)ROOT`,
+}
+
+// Every hostile value, put into a selector by promAnyOf, parses as one
+// regular-expression matcher that matches exactly the given values and
+// nothing else (no value is read as PromQL or as a pattern).
+func TestPromMatchersMatchValuesLiterally(t *testing.T) {
+	for _, v := range hostile {
+		sel := selector("jobsight_job_memory_used_bytes", []string{v}, []string{"12", v})
+		expr, err := parser.ParseExpr(sel)
+		if err != nil {
+			t.Fatalf("value %q: selector %s does not parse: %v", v, sel, err)
+		}
+		vs, ok := expr.(*parser.VectorSelector)
+		if !ok {
+			t.Fatalf("value %q: %s parsed as %T, not one selector", v, sel, expr)
+		}
+		var cluster, job *labels.Matcher
+		for _, m := range vs.LabelMatchers {
+			switch m.Name {
+			case "cluster":
+				cluster = m
+			case "job_id":
+				job = m
+			}
+		}
+		if cluster == nil || job == nil || len(vs.LabelMatchers) != 3 {
+			t.Fatalf("value %q: matchers %v", v, vs.LabelMatchers)
+		}
+		if !cluster.Matches(v) || cluster.Matches(v+"x") || cluster.Matches("other") || cluster.Matches("") {
+			t.Errorf("value %q: cluster matcher %s does not match exactly the value", v, cluster)
+		}
+		if !job.Matches("12") || !job.Matches(v) || job.Matches("123") || job.Matches("1") {
+			t.Errorf("value %q: job matcher %s does not match exactly its values", v, job)
+		}
+	}
+}
+
+func TestPromQuoteRoundTrips(t *testing.T) {
+	for _, v := range hostile {
+		expr, err := parser.ParseExpr(`up{cluster=` + promQuote(v) + `}`)
+		if err != nil {
+			t.Fatalf("%q: %v", v, err)
+		}
+		m := expr.(*parser.VectorSelector).LabelMatchers[0]
+		if m.Value != v || m.Type != labels.MatchEqual {
+			t.Errorf("%q came back as %q (%s)", v, m.Value, m.Type)
+		}
+	}
+}
+
+// The Elasticsearch query carries filter values as JSON strings in term,
+// terms and wildcard clauses: each comes back unchanged from the encoded
+// body, and a name filter's wildcard characters are escaped.
+func TestESQueryCarriesValuesAsData(t *testing.T) {
+	d := &Datasource{settings: &models.Settings{}}
+	for _, v := range hostile {
+		q := &models.Query{QueryType: models.QueryTypeJobs, User: []string{v}, Account: []string{v}, Name: v, JobID: "c:12"}
+		body, err := d.esQuery(jobScope{q: q, v: Viewer{User: "alice"}, noTime: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := json.Marshal(body)
+		var back any
+		if err := json.Unmarshal(raw, &back); err != nil {
+			t.Fatal(err)
+		}
+		terms := collect(back, "terms")
+		found := 0
+		for _, tm := range terms {
+			for field, vals := range tm.(map[string]any) {
+				if field == "user" || field == "account" {
+					if l := vals.([]any); len(l) != 1 || l[0] != v {
+						t.Errorf("%q: terms %s = %v", v, field, l)
+					}
+					found++
+				}
+			}
+		}
+		if found != 2 {
+			t.Errorf("%q: user/account terms missing in %s", v, raw)
+		}
+		wc := collect(back, "wildcard")
+		if len(wc) != 1 {
+			t.Fatalf("%q: %d wildcard clauses", v, len(wc))
+		}
+		pat := wc[0].(map[string]any)["name"].(map[string]any)["value"].(string)
+		if got := unescapeWildcard(t, pat); got != "*"+v+"*" {
+			t.Errorf("%q: wildcard %q unescapes to %q", v, pat, got)
+		}
+		// The viewer's restriction is always there.
+		if !strings.Contains(string(raw), `{"term":{"user":"alice"}}`) {
+			t.Errorf("%q: the viewer's restriction is missing: %s", v, raw)
+		}
+	}
+}
+
+// unescapeWildcard reads a wildcard pattern: an unescaped * or ? is kept
+// as a wildcard marker, an escaped one is the literal character. It fails
+// the test if a literal * or ? of the value were left unescaped.
+func unescapeWildcard(t *testing.T, p string) string {
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		if p[i] == '\\' && i+1 < len(p) {
+			i++
+			b.WriteByte(p[i])
+			continue
+		}
+		if (p[i] == '*' || p[i] == '?') && i != 0 && i != len(p)-1 {
+			t.Errorf("pattern %q has an unescaped wildcard inside the value", p)
+		}
+		b.WriteByte(p[i])
+	}
+	return b.String()
+}
+
+// collect returns every value under key in a decoded JSON tree.
+func collect(v any, key string) []any {
+	var out []any
+	switch x := v.(type) {
+	case map[string]any:
+		for k, c := range x {
+			if k == key {
+				out = append(out, c)
+			}
+			out = append(out, collect(c, key)...)
+		}
+	case []any:
+		for _, c := range x {
+			out = append(out, collect(c, key)...)
+		}
+	}
+	return out
+}
+
+func FuzzPromAnyOf(f *testing.F) {
+	for _, v := range hostile {
+		f.Add(v)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		if !utf8Valid(v) {
+			t.Skip()
+		}
+		m, err := labels.NewMatcher(labels.MatchRegexp, "x", mustUnquote(t, promAnyOf([]string{v})))
+		if err != nil {
+			t.Fatalf("%q: %v", v, err)
+		}
+		if !m.Matches(v) {
+			t.Errorf("%q: matcher %s does not match its value", v, m)
+		}
+		if v != "" && m.Matches(v+"x") {
+			t.Errorf("%q: matcher %s matches more than its value", v, m)
+		}
+		if _, err := regexp.Compile("^(?:" + m.Value + ")$"); err != nil {
+			t.Errorf("%q: %v", v, err)
+		}
+	})
+}
+
+func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "\uFFFD") == s }
+
+func mustUnquote(t *testing.T, q string) string {
+	expr, err := parser.ParseExpr(`up{x=~` + q + `}`)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return expr.(*parser.VectorSelector).LabelMatchers[0].Value
+}
