@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jobsight/jobsight/agent/energy"
 	"github.com/jobsight/jobsight/agent/gpu"
 )
 
@@ -89,6 +90,12 @@ type Sample struct {
 	// runs on) on this node, one entry per device read in this pass; nil
 	// when no GPU collector runs. Its storage is reused between passes.
 	GPUs []GPUSample
+
+	// Energy is the node-wide energy reading of the pass (the energy
+	// collector); all of it is missing when no energy collector runs.
+	// It is not part of Missing: a node reading says nothing about
+	// whether the job is still there.
+	Energy energy.Reading
 }
 
 // GPUSample is one GPU's reading in a pass, with what the job does on it.
@@ -116,7 +123,7 @@ type GPUSample struct {
 // collector fills it in.
 func (s *Sample) Reset(t time.Time) {
 	gpus := s.GPUs[:0]
-	*s = Sample{Time: t, Missing: AllMetrics, GPUs: gpus}
+	*s = Sample{Time: t, Missing: AllMetrics, GPUs: gpus, Energy: energy.Reading{Missing: energy.AllParts}}
 }
 
 // Has reports whether every metric in m was read.

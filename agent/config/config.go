@@ -17,6 +17,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/jobsight/jobsight/agent/emissions"
 	"github.com/jobsight/jobsight/pkg/analysis"
 )
 
@@ -55,6 +56,8 @@ type Config struct {
 	Elasticsearch ElasticsearchConfig `yaml:"elasticsearch"`
 	Prometheus    PrometheusConfig    `yaml:"prometheus"`
 	GPU           GPUConfig           `yaml:"gpu"`
+	Energy        EnergyConfig        `yaml:"energy"`
+	Emissions     EmissionsConfig     `yaml:"emissions"`
 	// Analysis is the post-job analysis run on the job's first node when
 	// its document is final (docs/analysis.md).
 	Analysis analysis.Config `yaml:"analysis"`
@@ -75,6 +78,43 @@ type GPUConfig struct {
 	// AMDLibrary is the path of libamd_smi.so ("" searches the usual places).
 	AMDLibrary string       `yaml:"amd_library"`
 	Simulated  SimGPUConfig `yaml:"simulated"`
+}
+
+// EnergyConfig says how the agent reads the node's energy (docs/energy.md).
+type EnergyConfig struct {
+	// Enabled reads RAPL, /proc/stat and IPMI power and apportions them
+	// to jobs; off, no energy is measured and none is named missing.
+	Enabled bool `yaml:"enabled"`
+	// SysfsRoot is where sysfs is mounted (RAPL under class/powercap).
+	SysfsRoot string `yaml:"sysfs_root"`
+	// IPMITool is the ipmitool to run for the node's DCMI power reading;
+	// "" reads no node power.
+	IPMITool string `yaml:"ipmitool"`
+	// IPMIInterval is the time between power readings; IPMITimeout bounds
+	// one reading.
+	IPMIInterval time.Duration `yaml:"ipmi_interval"`
+	IPMITimeout  time.Duration `yaml:"ipmi_timeout"`
+}
+
+// EmissionsConfig turns job energy into CO2e (docs/energy.md).
+type EmissionsConfig struct {
+	// Zone is the cluster's grid zone: an ISO 3166-1 country code of the
+	// built-in table, or a live provider's zone; "" computes no emissions.
+	Zone string `yaml:"zone"`
+	// FactorGPerKWh replaces the table's factor (gCO2e/kWh) with the
+	// site's own; FactorSource must then cite it.
+	FactorGPerKWh float64             `yaml:"factor_g_per_kwh"`
+	FactorSource  string              `yaml:"factor_source"`
+	Live          LiveEmissionsConfig `yaml:"live"`
+}
+
+// LiveEmissionsConfig is an optional live carbon-intensity provider.
+type LiveEmissionsConfig struct {
+	// Provider is "" (none) or electricitymaps.
+	Provider  string        `yaml:"provider"`
+	URL       string        `yaml:"url"`
+	TokenFile string        `yaml:"token_file"`
+	Timeout   time.Duration `yaml:"timeout"`
 }
 
 // SimGPUConfig describes the simulated GPUs (backend: simulated).
@@ -188,6 +228,9 @@ func Default() Config {
 		},
 		Prometheus: PrometheusConfig{PushInterval: 10 * time.Second, Timeout: 10 * time.Second},
 		Analysis:   analysis.Default(),
+		Energy: EnergyConfig{Enabled: true, SysfsRoot: "/sys", IPMITool: "ipmitool",
+			IPMIInterval: time.Minute, IPMITimeout: 10 * time.Second},
+		Emissions: EmissionsConfig{Live: LiveEmissionsConfig{URL: "https://api.electricitymap.org/v3", Timeout: 5 * time.Second}},
 		GPU: GPUConfig{Backend: "auto", ActiveThreshold: 0.10,
 			Simulated: SimGPUConfig{Devices: 4, MemoryBytes: 80 << 30, Profile: "one-of-n", DropAfter: time.Minute}},
 	}
@@ -249,7 +292,7 @@ func cleanYAMLError(err error) error {
 		sub := unknownField.FindStringSubmatch(m)
 		where := "at the top level"
 		sec := strings.ToLower(strings.TrimSuffix(sub[3], "Config"))
-		if sec == "" && sub[2] != "config" && sub[2] != "feedback" {
+		if sec == "" && sub[2] != "config" && sub[2] != "feedback" && sub[2] != "clusterstate" {
 			sec = sub[2] // a section with its own package: notify.Config
 		}
 		if sec != "" {
@@ -392,10 +435,63 @@ func (c *Config) Validate() error {
 	if c.GPU.Simulated.DropAfter <= 0 {
 		bad("gpu.simulated.drop_after", "must be positive")
 	}
+	errs = append(errs, c.validateEnergy()...)
 	if err := c.Analysis.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// validateEnergy checks the energy and emissions sections.
+func (c *Config) validateEnergy() []error {
+	var errs []error
+	bad := func(option, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{option}, args...)...))
+	}
+	e := c.Energy
+	if e.SysfsRoot == "" {
+		bad("energy.sysfs_root", "must not be empty (default /sys)")
+	}
+	if e.IPMIInterval < 5*time.Second || e.IPMIInterval > time.Hour {
+		bad("energy.ipmi_interval", "%s is outside 5s..1h", e.IPMIInterval)
+	}
+	if e.IPMITimeout <= 0 || e.IPMITimeout > e.IPMIInterval {
+		bad("energy.ipmi_timeout", "%s must be positive and at most energy.ipmi_interval (%s)", e.IPMITimeout, e.IPMIInterval)
+	}
+	m := c.Emissions
+	if m.FactorGPerKWh < 0 || m.FactorGPerKWh > 3000 {
+		bad("emissions.factor_g_per_kwh", "%v is outside 0..3000 gCO2e/kWh", m.FactorGPerKWh)
+	}
+	if m.FactorGPerKWh > 0 && strings.TrimSpace(m.FactorSource) == "" {
+		bad("emissions.factor_source", "must cite where emissions.factor_g_per_kwh comes from (e.g. \"supplier contract 2025\")")
+	}
+	if m.FactorSource != "" && m.FactorGPerKWh == 0 {
+		bad("emissions.factor_source", "is set but emissions.factor_g_per_kwh is not")
+	}
+	if m.Zone == "" && (m.FactorGPerKWh > 0 || m.Live.Provider != "") {
+		bad("emissions.zone", "must be set (an ISO 3166-1 country code, e.g. DE) when a factor or a live provider is configured")
+	}
+	if m.Zone != "" && m.FactorGPerKWh == 0 && !emissionZone(m.Zone) {
+		bad("emissions.zone", "%q is not in the built-in table of grid emission factors (ISO 3166-1 codes such as DE, FRA, US; see docs/energy.md): set emissions.factor_g_per_kwh and factor_source for it", m.Zone)
+	}
+	switch m.Live.Provider {
+	case "":
+	case "electricitymaps":
+		if !strings.HasPrefix(m.Live.URL, "http://") && !strings.HasPrefix(m.Live.URL, "https://") {
+			bad("emissions.live.url", "%q: want an http:// or https:// URL", m.Live.URL)
+		}
+		if m.Live.Timeout <= 0 || m.Live.Timeout > time.Minute {
+			bad("emissions.live.timeout", "%s is outside (0, 1m]", m.Live.Timeout)
+		}
+	default:
+		bad("emissions.live.provider", "%q: want electricitymaps or nothing", m.Live.Provider)
+	}
+	return errs
+}
+
+func emissionZone(zone string) bool {
+	_, ok := emissions.Lookup(zone)
+	return ok
 }
 
 // profileNames are the simulated GPU load profiles (gpu.Profiles; the

@@ -57,6 +57,16 @@ func TestBadConfigNamesTheOption(t *testing.T) {
 		"prometheus: {username: u}":                  "prometheus.username",
 		"cluster: [1, 2]":                            "line 1",
 		"\t- nonsense":                               "yaml",
+		"energy: {sysfs_root: ''}":                   "energy.sysfs_root",
+		"energy: {ipmi_interval: 1s}":                "energy.ipmi_interval: 1s is outside 5s..1h",
+		"energy: {ipmi_timeout: 2m}":                 "energy.ipmi_timeout",
+		"energy: {rapl: true}":                       `unknown option "rapl" in section energy`,
+		"emissions: {zone: Atlantis}":                `emissions.zone: "Atlantis" is not in the built-in table`,
+		"emissions: {factor_g_per_kwh: 120}":         "emissions.factor_source: must cite",
+		"emissions: {zone: ZZ, factor_g_per_kwh: -1, factor_source: x}":    "emissions.factor_g_per_kwh",
+		"emissions: {live: {provider: electricitymaps}}":                   "emissions.zone: must be set",
+		"emissions: {zone: DE, live: {provider: wattsup}}":                 "emissions.live.provider",
+		"emissions: {zone: DE, live: {provider: electricitymaps, url: x}}": "emissions.live.url",
 	}
 	for in, want := range cases {
 		_, err := Parse(strings.NewReader(in))
@@ -66,6 +76,16 @@ func TestBadConfigNamesTheOption(t *testing.T) {
 		}
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: error %q does not name %s", in, err, want)
+		}
+	}
+}
+
+func TestEmissionsZones(t *testing.T) {
+	t.Parallel()
+	for _, in := range []string{"emissions: {zone: DE}", "emissions: {zone: fra}", "emissions: {zone: ZZ, factor_g_per_kwh: 120, factor_source: supplier 2025}",
+		"emissions: {zone: US-CAL-CISO, live: {provider: electricitymaps, token_file: /etc/jobsight/em-token}}"} {
+		if _, err := Parse(strings.NewReader(in)); err != nil {
+			t.Errorf("%q: %v", in, err)
 		}
 	}
 }

@@ -17,6 +17,8 @@ import (
 
 	"github.com/jobsight/jobsight/agent/collector"
 	"github.com/jobsight/jobsight/agent/config"
+	"github.com/jobsight/jobsight/agent/emissions"
+	"github.com/jobsight/jobsight/agent/energy"
 	"github.com/jobsight/jobsight/agent/monitor"
 	"github.com/jobsight/jobsight/agent/slurminfo"
 	"github.com/jobsight/jobsight/pkg/analysis"
@@ -90,6 +92,10 @@ type Agent struct {
 	Now     func() time.Time
 	// GPU is the node's GPU backend and the job's GPU list.
 	GPU GPUs
+	// Energy reads the node's energy (nil: energy.enabled is off);
+	// Emissions turns it into CO2e (nil: no emissions.zone).
+	Energy    *energy.Meter
+	Emissions *emissions.Estimator
 	// EndPoll overrides DefaultEndPoll.
 	EndPoll time.Duration
 	// FinalPoll is the first wait between final-state lookups (default
@@ -165,6 +171,9 @@ func (a *Agent) Start(ctx context.Context, jobID uint64, uid uint32) error {
 // watch samples the job until ctx ends or the job is gone.
 func (a *Agent) watch(ctx context.Context, jobID uint64, uid uint32, ck *Checkpoint, f files) {
 	target := collector.Target{JobID: jobID, UID: uid, Host: a.Config.Node}
+	if a.Energy != nil {
+		ck.State.EnableEnergy() // even without a cgroup: energy is then named missing
+	}
 	src, err := a.Sources(ctx, target)
 	if err != nil {
 		a.addGPU(nil, target, ck.State) // a job holding GPUs says they are missing
@@ -177,6 +186,7 @@ func (a *Agent) watch(ctx context.Context, jobID uint64, uid uint32, ck *Checkpo
 	if set, ok := src.(collector.Set); ok {
 		src = a.addGPU(set, target, ck.State)
 	}
+	src = a.addEnergy(src, ck.State)
 	defer src.Close()
 	opts := monitor.Options{
 		Interval:        a.Config.Interval,
@@ -264,6 +274,7 @@ func (a *Agent) finalize(ctx context.Context, ck *Checkpoint, agentState string,
 	}
 	node := ck.Node
 	ck.State.Fill(&node, end)
+	a.applyEmissions(ctx, &node.Usage)
 	node.AgentState = agentState
 	node.Final = true
 	node.UpdatedAt = jobmodel.At(a.now())

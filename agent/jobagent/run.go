@@ -96,6 +96,7 @@ func (a *Agent) Run(ctx context.Context, args []string) (*RunResult, error) {
 		if a.GPU.Backend != nil {
 			src = a.runGPU(tree, state)
 		}
+		src = a.addEnergy(src, state)
 		mon := monitor.New(monitor.Options{
 			Interval: a.Config.Interval, FlushInterval: a.Config.FlushInterval,
 			PushInterval: a.Config.Prometheus.PushInterval, ActiveThreshold: a.Config.ActiveThresholdCores,
@@ -127,6 +128,7 @@ wait:
 	res := &RunResult{Machine: machine, Wall: end.Sub(start), ExitCode: exitCode(cmd.ProcessState, waitErr)}
 	state.Fill(&node, end)
 	applyRusage(&node, cmd.ProcessState)
+	a.applyEmissions(ctx, &node.Usage)
 	node.AgentState, node.Final, node.UpdatedAt = jobmodel.AgentFinished, true, jobmodel.At(end)
 	if err := a.Outputs.PutNode(ctx, node); err != nil {
 		a.Log.Warn("writing node document; spooled", "err", err)
@@ -299,10 +301,18 @@ func Summary(w io.Writer, args []string, r *RunResult, where string) {
 	if g := n.GPU; g != nil {
 		fmt.Fprintln(w, gpuLine(g))
 	}
+	if e := r.Job.Energy; e != nil && e.TotalJoules != nil {
+		line := fmt.Sprintf("  energy    %.1f kJ (%s)", *e.TotalJoules/1000, e.TotalBasis)
+		if em := r.Job.Emissions; em != nil && em.CO2eGrams != nil {
+			line += fmt.Sprintf(", %.1f g CO2e at %.0f g/kWh (%s)", *em.CO2eGrams, *em.FactorGPerKWh, em.Zone)
+		}
+		fmt.Fprintln(w, line)
+	}
 	fmt.Fprintf(w, "  samples   %d, every %s", n.Sampling.Count, seconds(n.Sampling.IntervalSeconds))
 	if len(r.Job.MissingMetrics) > 0 {
-		// Without a cgroup there is no charged memory, limit or kernel peak.
-		fmt.Fprintf(w, "; not measured (no cgroup around the command): %s", strings.Join(r.Job.MissingMetrics, ", "))
+		// Without a cgroup there is no charged memory, limit or kernel peak;
+		// energy depends on what the machine offers (docs/energy.md).
+		fmt.Fprintf(w, "; not measured: %s", strings.Join(r.Job.MissingMetrics, ", "))
 	}
 	fmt.Fprintln(w)
 	if an := r.Job.Analysis; an != nil {

@@ -20,6 +20,9 @@ func exposition(t *testing.T) []byte {
 	for _, m := range JobMetrics {
 		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n%s%s 1\n", m.Name, m.Help, m.Name, m.Type, m.Name, labels)
 	}
+	for _, m := range EnergyMetrics {
+		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n%s%s 1\n", m.Name, m.Help, m.Name, m.Type, m.Name, labels)
+	}
 	gpuLabels := `{cluster="hpc1",gpu="3",job_id="4242_7",node="n001",simulated="true"}`
 	for _, m := range GPUMetrics {
 		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n%s%s 1\n", m.Name, m.Help, m.Name, m.Type, m.Name, gpuLabels)
@@ -60,6 +63,9 @@ func TestJobSeriesCarryOnlyAllowedLabels(t *testing.T) {
 	t.Parallel()
 	all := append([]JobMetric(nil), JobMetrics...)
 	for _, m := range GPUMetrics {
+		all = append(all, JobMetric{Name: m.Name, Type: m.Type})
+	}
+	for _, m := range EnergyMetrics {
 		all = append(all, JobMetric{Name: m.Name, Type: m.Type})
 	}
 	for _, m := range all {

@@ -162,6 +162,9 @@ func (m *Monitor) sample(s *collector.Sample) error {
 	m.health.SampleSeconds.Add(m.opts.Now().Sub(start).Seconds())
 	m.State.Add(s)
 	m.buf.Add(s)
+	if m.State.Energy != nil {
+		m.buf.addEnergy(s.Time.UnixMilli(), m.State)
+	}
 	return err
 }
 
@@ -201,6 +204,7 @@ func (m *Monitor) push() {
 		}
 	}
 	series = m.buf.gpuSeries(series, m.opts.Labels)
+	series = m.buf.energySeries(series, m.opts.Labels)
 	ts := max(m.opts.Now().UnixMilli(), m.lastPushMs+1)
 	if hs, err := m.health.Series(ts, m.opts.Labels); err == nil {
 		series = append(series, hs...)

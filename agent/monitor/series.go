@@ -51,6 +51,10 @@ type Buffer struct {
 	// ever says which job metrics have had a point, for the staleness
 	// markers at the job's end.
 	ever []bool
+	// Energy holds the energy points (indexed like EnergyMetrics; nil
+	// until the first), energyEver which have had one.
+	Energy     [][]Point
+	energyEver []bool
 }
 
 // NewBuffer makes a buffer sized for n samples per push.
@@ -86,6 +90,9 @@ func (b *Buffer) Len() int {
 			n += len(p)
 		}
 	}
+	for _, p := range b.Energy {
+		n += len(p)
+	}
 	return n
 }
 
@@ -98,6 +105,9 @@ func (b *Buffer) Reset() {
 		for i := range g.points {
 			g.points[i] = g.points[i][:0]
 		}
+	}
+	for i := range b.Energy {
+		b.Energy[i] = b.Energy[i][:0]
 	}
 }
 
@@ -114,6 +124,11 @@ func (b *Buffer) staleSeries(labels []Label, tsMs int64) []Series {
 	for i, ever := range b.ever {
 		if ever {
 			out = append(out, Series{Name: JobMetrics[i].Name, Labels: labels, Samples: mark})
+		}
+	}
+	for i, ever := range b.energyEver {
+		if ever {
+			out = append(out, Series{Name: EnergyMetrics[i].Name, Labels: labels, Samples: mark})
 		}
 	}
 	for k := range b.GPUs {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jobsight/jobsight/agent/aggregate"
 	"github.com/jobsight/jobsight/agent/collector"
+	"github.com/jobsight/jobsight/agent/energy"
 	"github.com/jobsight/jobsight/pkg/jobmodel"
 )
 
@@ -44,6 +45,10 @@ type NodeState struct {
 	// GPU is the job's GPUs on this node; nil when no GPU collector runs
 	// and the job holds no GPU.
 	GPU *GPUState `json:"gpu,omitempty"`
+
+	// Energy apportions the node's energy to the job; nil when the agent
+	// reads no node energy (EnableEnergy).
+	Energy *energy.Split `json:"energy,omitempty"`
 }
 
 // NewNodeState starts the state of a job watched from start.
@@ -117,6 +122,9 @@ func (n *NodeState) Add(s *collector.Sample) (cores float64, ok bool) {
 	if n.GPU != nil {
 		n.GPU.add(s.GPUs, s.Time, dt)
 	}
+	if n.Energy != nil {
+		n.Energy.Add(s.Time, s.CPUUsageNanos, s.Has(collector.MetricCPU), &s.Energy)
+	}
 	return cores, ok
 }
 
@@ -181,8 +189,12 @@ func (n *NodeState) Fill(doc *jobmodel.Node, end time.Time) {
 	u.Threads = counts(&n.Threads)
 	doc.Usage = u
 	doc.Allocated.GPUs = nil
+	doc.Energy, doc.Emissions = nil, nil
 	if n.GPU != nil {
 		n.GPU.fill(doc)
+	}
+	if n.Energy != nil {
+		n.fillEnergy(doc)
 	}
 }
 

@@ -89,6 +89,7 @@ func Assemble(job *Job, nodes []Node) {
 	u.Processes = sumCounts(nodes, func(n *Node) *CountUsage { return n.Processes })
 	u.Threads = sumCounts(nodes, func(n *Node) *CountUsage { return n.Threads })
 	u.GPU, u.GPUs = assembleGPUs(nodes)
+	u.Energy, u.Emissions = assembleEnergy(nodes)
 	job.Usage = u
 
 	job.Sampling = Sampling{}

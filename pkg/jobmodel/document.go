@@ -149,6 +149,78 @@ type Usage struct {
 	// GPU summarises the job's GPUs; GPUs has one entry per GPU.
 	GPU  *GPUUsage   `json:"gpu,omitempty"`
 	GPUs []GPUDevice `json:"gpus,omitempty"`
+	// Energy is the job's share of its nodes' energy (docs/energy.md);
+	// Emissions the CO2e of that energy.
+	Energy    *EnergyUsage `json:"energy,omitempty"`
+	Emissions *Emissions   `json:"emissions,omitempty"`
+}
+
+// EnergyMethod names how a job's energy is apportioned on shared nodes
+// (docs/energy.md): RAPL and node power split by the job's share of the
+// node's CPU time, the job's own GPUs' energy counted directly.
+const EnergyMethod = "cpu_time_share+gpu_direct"
+
+// EnergyUsage is the energy a job used on one node (node document) or over
+// all its nodes (job document). Values are joules; a part that could not be
+// measured is absent and named in missing_metrics (energy_cpu,
+// energy_dram, energy_gpu, energy_node), never zero.
+type EnergyUsage struct {
+	// Method says how node energy was apportioned to the job.
+	Method string `json:"method"`
+	// CPUJoules and DRAMJoules are the job's share of the node's RAPL
+	// package and DRAM energy; NodeJoules its share of the node's wall
+	// energy (IPMI DCMI power); GPUJoules its own GPUs' energy.
+	CPUJoules  *float64 `json:"cpu_joules,omitempty"`
+	DRAMJoules *float64 `json:"dram_joules,omitempty"`
+	GPUJoules  *float64 `json:"gpu_joules,omitempty"`
+	NodeJoules *float64 `json:"node_joules,omitempty"`
+	// TotalJoules is the job's energy: cpu + dram + gpu when RAPL was
+	// read, else node (+ nothing: the wall power already holds the GPUs),
+	// else gpu alone; TotalBasis names the parts summed ("cpu+dram+gpu").
+	TotalJoules *float64 `json:"total_joules,omitempty"`
+	TotalKWh    *float64 `json:"total_kwh,omitempty"`
+	TotalBasis  string   `json:"total_basis,omitempty"`
+	// CPUSeconds is the job's CPU time over the intervals energy was
+	// apportioned in; CPUTimeShare that over the node's busy CPU time in
+	// them (0–1); AttributedSeconds the intervals' length.
+	CPUSeconds        *float64 `json:"cpu_seconds,omitempty"`
+	CPUTimeShare      *float64 `json:"cpu_time_share,omitempty"`
+	AttributedSeconds *float64 `json:"attributed_seconds,omitempty"`
+	// Node is what the whole node (all jobs and the system) used over the
+	// same intervals.
+	Node *NodeEnergy `json:"node,omitempty"`
+}
+
+// NodeEnergy is a node's whole energy and busy CPU time over the intervals a
+// job's share was computed in (summed over nodes in job documents).
+type NodeEnergy struct {
+	CPUJoules  *float64 `json:"cpu_joules,omitempty"`
+	DRAMJoules *float64 `json:"dram_joules,omitempty"`
+	// WallJoules is the node's energy at the wall (IPMI DCMI power ×
+	// time).
+	WallJoules *float64 `json:"wall_joules,omitempty"`
+	CPUSeconds *float64 `json:"cpu_seconds,omitempty"`
+}
+
+// Emissions is the estimated CO2-equivalent of a job's energy
+// (energy.total_kwh × the grid's emission factor).
+type Emissions struct {
+	CO2eGrams *float64 `json:"co2e_grams,omitempty"`
+	// FactorGPerKWh is the grid emission factor used (gCO2e/kWh); in job
+	// documents, co2e_grams / total kWh over the nodes.
+	FactorGPerKWh *float64 `json:"factor_g_per_kwh,omitempty"`
+	// Zone is the configured grid zone (an ISO 3166 country code, or a
+	// live provider's zone).
+	Zone string `json:"zone,omitempty"`
+	// Source cites where the factor comes from (data set and year, or the
+	// live provider).
+	Source string `json:"source,omitempty"`
+	// Provider is "static" (the built-in table or a configured factor) or
+	// the live provider's name.
+	Provider string `json:"provider,omitempty"`
+	// Fallback says why a configured live provider was not used (the
+	// static factor was, instead).
+	Fallback string `json:"fallback,omitempty"`
 }
 
 // GPU data sources (GPUUsage.Source).

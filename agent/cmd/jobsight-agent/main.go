@@ -177,7 +177,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Log:       log,
 		CPUAtMain: cpuAtMain,
 	}
+	if agent.Emissions, err = emissionsEstimator(cfg); err != nil {
+		log.Error("emissions", "err", err)
+		return 1
+	}
 	if cmd == "start" || cmd == "run" {
+		if agent.Energy = openEnergy(cfg, log); agent.Energy != nil {
+			defer agent.Energy.Close()
+		}
 		agent.GPU = jobagent.GPUs{Threshold: cfg.GPU.ActiveThreshold, CgroupRoot: cfg.Cgroup.Root, Version: cgroupVersion(cfg)}
 		agent.GPU.Backend, agent.GPU.Unavailable = openGPU(ctx, cfg.GPU, log)
 		if agent.GPU.Backend != nil {
