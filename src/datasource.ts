@@ -1,11 +1,22 @@
-import { CoreApp, DataSourceInstanceSettings } from '@grafana/data';
-import { DataSourceWithBackend } from '@grafana/runtime';
+import {
+  CoreApp,
+  DataQueryRequest,
+  DataSourceInstanceSettings,
+  dateTime,
+  MetricFindValue,
+  ScopedVars,
+  TimeRange,
+} from '@grafana/data';
+import { DataSourceWithBackend, getTemplateSrv } from '@grafana/runtime';
+import { lastValueFrom } from 'rxjs';
 
-import { DEFAULT_QUERY, JobsightOptions, JobsightQuery } from './types';
+import { DEFAULT_QUERY, JobsightOptions, JobsightQuery, OptionKind, OptionsResponse } from './types';
+import { expandList, framesToMetricFindValues, interpolateQuery } from './variables';
 
 /**
  * The Jobsight datasource in the browser. Queries and health checks go to the
- * plugin backend (gpx_jobsight) through Grafana; nothing is computed here.
+ * plugin backend (gpx_jobsight) through Grafana; nothing is computed here
+ * beyond template-variable interpolation.
  */
 export class DataSource extends DataSourceWithBackend<JobsightQuery, JobsightOptions> {
   constructor(instanceSettings: DataSourceInstanceSettings<JobsightOptions>) {
@@ -20,4 +31,69 @@ export class DataSource extends DataSourceWithBackend<JobsightQuery, JobsightOpt
   filterQuery(query: JobsightQuery): boolean {
     return Boolean(query.queryType);
   }
+
+  /**
+   * Interpolates template variables in every string field; a multi-value
+   * variable in a filter list becomes one element per value.
+   */
+  applyTemplateVariables(query: JobsightQuery, scopedVars: ScopedVars): JobsightQuery {
+    return interpolateQuery(query, scopedVars, getTemplateSrv());
+  }
+
+  /**
+   * The values the editors offer for a filter, from the backend's
+   * resources/options route; cluster (optional, may be a variable) narrows
+   * them to one cluster. An error or an odd answer gives no values: the
+   * editors still take typed values.
+   */
+  async getOptions(kind: OptionKind, cluster?: string): Promise<string[]> {
+    const params: Record<string, string> = { kind };
+    // Narrow only to one known cluster: a multi-value or unknown variable
+    // lists the values of all clusters.
+    const clusters = cluster ? expandList([cluster], {}, getTemplateSrv()) : [];
+    if (clusters.length === 1 && !clusters[0].includes('$')) {
+      params.cluster = clusters[0];
+    }
+    const res: OptionsResponse = await this.getResource('options', params);
+    return Array.isArray(res?.values) ? res.values.filter((v) => typeof v === 'string') : [];
+  }
+
+  /**
+   * Values of a template variable: runs a backend query of type variable and
+   * maps its frame (string fields "text" and "value").
+   */
+  async metricFindQuery(
+    query: Partial<JobsightQuery> | string,
+    options?: { range?: TimeRange; scopedVars?: ScopedVars }
+  ): Promise<MetricFindValue[]> {
+    if (typeof query === 'string' || !query?.variable) {
+      return [];
+    }
+    const range = options?.range ?? defaultRange();
+    const target: JobsightQuery = { ...query, refId: 'jobsight-variable', queryType: 'variable' };
+    const request = {
+      targets: [target],
+      range,
+      rangeRaw: range.raw,
+      scopedVars: options?.scopedVars ?? {},
+      requestId: 'jobsight-variable',
+      interval: '1m',
+      intervalMs: 60000,
+      timezone: 'browser',
+      app: CoreApp.Unknown,
+      startTime: Date.now(),
+    } as DataQueryRequest<JobsightQuery>;
+    const response = await lastValueFrom(this.query(request));
+    if (response.error) {
+      throw new Error(response.error.message ?? 'variable query failed');
+    }
+    return framesToMetricFindValues(response.data ?? []);
+  }
+}
+
+/** The last 24 hours, for variable queries run without a dashboard range. */
+function defaultRange(): TimeRange {
+  const to = dateTime();
+  const from = dateTime(to).subtract(24, 'hours');
+  return { from, to, raw: { from: 'now-24h', to: 'now' } };
 }

@@ -1,30 +1,235 @@
 // The Jobsight datasource's data models. They mirror pkg/models (Go): keep the
 // two in step — src/models.contract.ts and pkg/models/contract_test.go fail
 // the build when they drift apart.
-import { DataQuery, DataSourceJsonData } from '@grafana/data';
+import { DataQuery, DataSourceJsonData, SelectableValue } from '@grafana/data';
 
 /** What a panel query asks for; the same strings as models.QueryType in Go. */
-export type QueryType = 'jobs' | 'jobTimeline';
+export type QueryType = 'jobs' | 'jobTimeline' | 'reservation' | 'allocation' | 'hogging' | 'usageHistory' | 'variable';
 
-/** The query types offered in the query editor, with their labels. */
-export const QUERY_TYPES: Array<{ value: QueryType; label: string; description: string }> = [
-  { value: 'jobs', label: 'Jobs', description: 'Job list from the Elasticsearch job index' },
-  { value: 'jobTimeline', label: 'Job timeline', description: "One job's usage series over time" },
+/** One choice of a select: a value with its label and description. */
+export interface Choice<T> {
+  value: T;
+  label: string;
+  description?: string;
+}
+
+/** Every query type with its label and description (models.KnownQueryTypes in Go). */
+export const QUERY_TYPES: Array<Choice<QueryType> & { description: string }> = [
+  { value: 'jobs', label: 'Jobs', description: 'Table of jobs overlapping the time range, filtered, sorted and paged' },
+  {
+    value: 'jobTimeline',
+    label: 'Job timeline',
+    description: "One job's usage series with its requested amounts as thresholds",
+  },
+  {
+    value: 'reservation',
+    label: 'Reservation vs usage',
+    description: 'Reserved vs used CPU-, GPU-, memory-hours and walltime, per job or grouped',
+  },
+  {
+    value: 'allocation',
+    label: 'Allocation',
+    description: "Cumulative usage against a cluster's or account's allocation",
+  },
+  {
+    value: 'hogging',
+    label: 'Hogging',
+    description: 'Running jobs holding resources they have not used for a window (for alerting)',
+  },
+  {
+    value: 'usageHistory',
+    label: 'Usage history',
+    description: 'Utilisation over time by user, account or partition, or by hour of week',
+  },
+  { value: 'variable', label: 'Variable values', description: 'Clusters, users, accounts, partitions or jobs' },
 ];
 
-/** One panel query: models.Query in Go. */
+/** The query types a panel's query editor offers (variable is for the variable editor). */
+export const PANEL_QUERY_TYPES = QUERY_TYPES.filter((t) => t.value !== 'variable');
+
+/** Group-by values of Reservation and UsageHistory ('' is no grouping). */
+export type GroupBy = '' | 'user' | 'account' | 'partition' | 'cluster' | 'hourOfWeek';
+
+/** The group-by choices; hourOfWeek is for usage history only. */
+export const GROUP_BY: Array<Choice<GroupBy>> = [
+  { value: '', label: 'None', description: 'One row per job (reservation) or one series (usage history)' },
+  { value: 'user', label: 'User' },
+  { value: 'account', label: 'Account' },
+  { value: 'partition', label: 'Partition' },
+  { value: 'cluster', label: 'Cluster' },
+  { value: 'hourOfWeek', label: 'Hour of week', description: 'Hour of day × day of week, heatmap-ready' },
+];
+
+/** Resources (Allocation, Hogging, UsageHistory). */
+export type Resource = 'cpu' | 'gpu' | 'memory';
+
+/** The resource choices. */
+export const RESOURCES: Array<Choice<Resource>> = [
+  { value: 'cpu', label: 'CPU' },
+  { value: 'gpu', label: 'GPU' },
+  { value: 'memory', label: 'Memory' },
+];
+
+/** Variable kinds (queryType variable). */
+export type VariableKind = 'clusters' | 'users' | 'accounts' | 'partitions' | 'jobs';
+
+/** The variable kinds with their labels. */
+export const VARIABLE_KINDS: Array<Choice<VariableKind>> = [
+  { value: 'clusters', label: 'Clusters' },
+  { value: 'users', label: 'Users' },
+  { value: 'accounts', label: 'Accounts' },
+  { value: 'partitions', label: 'Partitions' },
+  { value: 'jobs', label: 'Jobs', description: 'Cluster-qualified job ids in the time range' },
+];
+
+/** Sort keys of the Jobs query (models.JobSortKeys in Go). */
+export const JOB_SORT_KEYS = [
+  'start_time',
+  'end_time',
+  'submit_time',
+  'elapsed',
+  'job_id',
+  'user',
+  'account',
+  'partition',
+  'state',
+  'efficiency',
+  'cpus',
+  'gpus',
+  'memory',
+] as const;
+
+/** One sort key of the Jobs query. */
+export type JobSortKey = (typeof JOB_SORT_KEYS)[number];
+
+/** Limits on one query (models.Max* and Default* in Go). */
+export const QUERY_LIMITS = {
+  maxLimit: 10000,
+  maxFilterValues: 100,
+  defaultLimit: 100,
+  defaultWindowSeconds: 1800,
+  defaultIdleThreshold: 0.05,
+} as const;
+
+/** The filter lists of a query; each matches any of its values, empty matches all. */
+export type FilterKey = 'cluster' | 'user' | 'account' | 'partition' | 'state' | 'class';
+
+/** Option-list kinds of the backend's resources/options route, per filter. */
+export const FILTER_OPTION_KINDS: Record<FilterKey, OptionKind> = {
+  cluster: 'clusters',
+  user: 'users',
+  account: 'accounts',
+  partition: 'partitions',
+  state: 'states',
+  class: 'classes',
+};
+
+/** What GET resources/options?kind= lists. */
+export type OptionKind = 'clusters' | 'users' | 'accounts' | 'partitions' | 'states' | 'classes';
+
+/** The answer of GET resources/options. */
+export interface OptionsResponse {
+  values: string[];
+}
+
+/** One panel query: models.Query in Go. Every field is optional. */
 export interface JobsightQuery extends DataQuery {
   queryType?: QueryType;
-  /** Restrict to one Slurm cluster; empty means the datasource's cluster filter, or all. */
-  cluster?: string;
-  /** One Slurm job id as Slurm prints it: "1234", "1234_7", "1234+1". */
+
+  /** Slurm clusters; empty means the datasource's cluster filter, or all clusters. */
+  cluster?: string[];
+  user?: string[];
+  account?: string[];
+  partition?: string[];
+  /** Slurm base states as stored (RUNNING, COMPLETED, FAILED, ...). */
+  state?: string[];
+  /** Efficiency classes (efficient, acceptable, inefficient, wasted, short, unknown). */
+  class?: string[];
+  /** Jobs whose name contains this (case-sensitive). */
+  name?: string;
+
+  /** One job: "<cluster>:<jobid>", or a Slurm id ("1234", "1234_7", "1234+1") with cluster. */
   jobId?: string;
+
+  /** Jobs: sorting and paging. */
+  sortBy?: JobSortKey;
+  sortDesc?: boolean;
+  limit?: number;
+  offset?: number;
+
+  /** Job timeline: one series per node instead of the sum. */
+  perNode?: boolean;
+
+  /** Reservation, UsageHistory (hourOfWeek: usage history only). */
+  groupBy?: GroupBy;
+
+  /** Hogging: which to check (default all); UsageHistory and Allocation: the first (default cpu). */
+  resources?: Resource[];
+
+  /** Hogging: seconds a resource must have been unused (default 1800). */
+  windowSeconds?: number;
+  /** Hogging: utilisation below which a resource counts as unused (0–1, default 0.05). */
+  idleThreshold?: number;
+  /** Hogging: drop jobs whose partition's contention weight is below this (0–1, default 0). */
+  minContention?: number;
+
+  /** Variable: which values. */
+  variable?: VariableKind;
 }
 
 /** The query a new panel starts with. */
 export const DEFAULT_QUERY: Partial<JobsightQuery> = {
   queryType: 'jobs',
 };
+
+/** The filter lists of a query with their labels. */
+export const FILTERS: Array<{ key: FilterKey; label: string; tooltip: string }> = [
+  { key: 'cluster', label: 'Cluster', tooltip: "Empty: the datasource's cluster filter, or all clusters" },
+  { key: 'user', label: 'User', tooltip: 'Slurm users' },
+  { key: 'account', label: 'Account', tooltip: 'Slurm accounts' },
+  { key: 'partition', label: 'Partition', tooltip: 'Slurm partitions' },
+  { key: 'state', label: 'State', tooltip: 'Slurm base states (RUNNING, COMPLETED, FAILED, ...)' },
+  {
+    key: 'class',
+    label: 'Efficiency',
+    tooltip: 'Efficiency classes (efficient, acceptable, inefficient, wasted, ...)',
+  },
+];
+
+/** How a Grafana user is mapped to a Slurm user (models.UserMapping* in Go). */
+export type UserMapping = 'login' | 'email' | 'emailLocalPart';
+
+/** The user-mapping choices. */
+export const USER_MAPPINGS: Array<Choice<UserMapping>> = [
+  { value: 'login', label: 'Login', description: 'The Grafana login is the Slurm user name' },
+  { value: 'email', label: 'Email', description: 'The whole email address is the Slurm user name' },
+  { value: 'emailLocalPart', label: 'Email local part', description: 'The part of the email before the @' },
+];
+
+/** A Grafana organisation role. */
+export type GrafanaRole = 'Admin' | 'Editor' | 'Viewer';
+
+/** The Grafana roles that may be given full access. */
+export const GRAFANA_ROLES: GrafanaRole[] = ['Admin', 'Editor', 'Viewer'];
+
+/** One allocation threshold: models.Allocation in Go. */
+export interface Allocation {
+  cluster: string;
+  account?: string;
+  resource: 'cpu' | 'gpu';
+  /** Resource-hours per period. */
+  hours: number;
+  /** Length of the period in days (default 365). */
+  periodDays?: number;
+  /** Start of the period, a date (2026-01-01) or RFC 3339 time; default 1 January. */
+  start?: string;
+}
+
+/** A partition's size for the Hogging contention fallback: models.Capacity in Go. */
+export interface Capacity {
+  cpus?: number;
+  gpus?: number;
+}
 
 /** The datasource's jsonData: models.Settings in Go (without its secrets). */
 export interface JobsightOptions extends DataSourceJsonData {
@@ -36,6 +241,29 @@ export interface JobsightOptions extends DataSourceJsonData {
   prometheusUser?: string;
   clusterFilter?: string;
   timeoutSeconds?: number;
+  /** PEM CA bundle trusted for both backends besides the system's. */
+  tlsCaCert?: string;
+
+  /** Access control. */
+  userMapping?: UserMapping;
+  /** Grafana login → Slurm user, overriding userMapping. */
+  userMap?: Record<string, string>;
+  /** Slurm account → the Slurm users who see all of its jobs. */
+  accountPIs?: Record<string, string[]>;
+  /** Grafana roles that see every job (default Admin, Editor). */
+  fullAccessRoles?: GrafanaRole[];
+
+  /** Caps (default 10000 jobs, 20000 series). */
+  maxJobs?: number;
+  maxSeries?: number;
+
+  allocations?: Allocation[];
+  /** JSON endpoint serving {"allocations": [...]}. */
+  allocationsUrl?: string;
+  /** "cluster/partition" (or "partition") → capacity. */
+  partitionCapacity?: Record<string, Capacity>;
+  /** Job link target; ${cluster} and ${job_id} are replaced. */
+  jobPageUrl?: string;
 }
 
 /** The datasource's secure fields, stored encrypted by Grafana: models.Secrets in Go. */
@@ -50,4 +278,14 @@ export const DEFAULTS = {
   elasticsearchJobIndex: 'jobsight-jobs',
   elasticsearchNodeIndex: 'jobsight-nodes',
   timeoutSeconds: 30,
+  userMapping: 'login' as UserMapping,
+  fullAccessRoles: ['Admin', 'Editor'] as GrafanaRole[],
+  maxJobs: 10000,
+  maxSeries: 20000,
+  periodDays: 365,
 } as const;
+
+/** Turns choices into the options a Grafana select takes. */
+export function toOptions<T>(choices: Array<Choice<T>>): Array<SelectableValue<T>> {
+  return choices.map((c) => ({ value: c.value, label: c.label, description: c.description }));
+}
