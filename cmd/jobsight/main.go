@@ -7,6 +7,7 @@
 //	jobsight history [--end T]                         roll up per-user/per-account efficiency
 //	jobsight export --since 30d [--format csv|json]    efficiency scores and waste, for policy use
 //	jobsight setup | check-config
+//	jobsight cluster-state [--once] [--check]            the cluster-state collector (its own --config)
 //
 // Every command takes --config (default /etc/jobsight/site.yaml;
 // docs/site-config.md). `report` shows a job only to its owner, the PI of
@@ -56,7 +57,8 @@ commands:
   history          roll up per-user and per-account efficiency (--end TIME)
   export           efficiency scores and waste (--since DURATION or --from/--to; --format csv|json)
   setup            create the results and history indices
-  check-config     validate the configuration`
+  check-config     validate the configuration
+  cluster-state    the cluster-state collector (--config /etc/jobsight/cluster-state.yaml; docs/cluster-state.md)`
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
@@ -64,6 +66,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	cmd := args[0]
+	if cmd == "cluster-state" {
+		return clusterStateCmd(args[1:], stdout, stderr)
+	}
 	fs := flag.NewFlagSet("jobsight "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfgPath := fs.String("config", installedConfig, "configuration file")

@@ -43,6 +43,16 @@ type SlurmOptions struct {
 	// with the first node; jobs without -p stay on the first node
 	// (partition "debug").
 	ExtraNodes []string
+	// DeadNodes are declared in slurm.conf (in partition "multi", with the
+	// same hardware) but no slurmd is ever started for them: they stay
+	// NOT_RESPONDING and go DOWN after SlurmdTimeout.
+	DeadNodes []string
+	// SlurmdTimeout is Slurm's SlurmdTimeout (how long a silent node stays
+	// up); default 60s, whole seconds.
+	SlurmdTimeout time.Duration
+	// GPUType, when set, types the fake GPUs (Gres=gpu:<type>:<n>, e.g.
+	// "a100"); empty leaves them untyped (Gres=gpu:<n>).
+	GPUType string
 }
 
 // Slurm is a running single-node Slurm 22.05 cluster on 127.0.0.1: munged,
@@ -98,6 +108,9 @@ func StartSlurm(ctx context.Context, dir string, opts SlurmOptions) (*Slurm, err
 	}
 	if opts.DefMemPerCPU == 0 {
 		opts.DefMemPerCPU = 256
+	}
+	if opts.SlurmdTimeout <= 0 {
+		opts.SlurmdTimeout = 60 * time.Second
 	}
 	dir, err := filepath.Abs(dir)
 	if err != nil {
@@ -163,7 +176,7 @@ func nodeHardware(ctx context.Context) (hardware, error) {
 }
 
 func (s *Slurm) writeConfig(hw hardware) error {
-	ports := make([]int, 2+len(s.opts.ExtraNodes))
+	ports := make([]int, 1+len(s.declared()))
 	for i := range ports {
 		p, err := FreePort()
 		if err != nil {
@@ -187,10 +200,15 @@ func (s *Slurm) writeConfig(hw hardware) error {
 	gres, gresConf := "", ""
 	if s.opts.GPUs > 0 {
 		gres = fmt.Sprintf(" Gres=gpu:%d", s.opts.GPUs)
+		typ := ""
+		if s.opts.GPUType != "" {
+			gres = fmt.Sprintf(" Gres=gpu:%s:%d", s.opts.GPUType, s.opts.GPUs)
+			typ = " Type=" + s.opts.GPUType
+		}
 		// Slurm ignores a bare Count for gpu: give it character devices
 		// (copies of /dev/null, major 1 minor 3) standing in for GPUs,
 		// a directory of them per node.
-		for _, node := range s.nodes() {
+		for _, node := range s.declared() {
 			devDir := filepath.Join(etc, "fakegpu", node)
 			if err := os.MkdirAll(devDir, 0o755); err != nil {
 				return fmt.Errorf("creating %s: %w", devDir, err)
@@ -202,7 +220,7 @@ func (s *Slurm) writeConfig(hw hardware) error {
 					return fmt.Errorf("creating fake GPU device %s: %w", p, err)
 				}
 			}
-			gresConf += fmt.Sprintf("NodeName=%s Name=gpu File=%s/gpu[0-%d]\n", node, devDir, s.opts.GPUs-1)
+			gresConf += fmt.Sprintf("NodeName=%s Name=gpu%s File=%s/gpu[0-%d]\n", node, typ, devDir, s.opts.GPUs-1)
 		}
 	}
 	var b strings.Builder
@@ -242,16 +260,16 @@ InactiveLimit=0
 KillWait=5
 MinJobAge=600
 OverTimeLimit=0
-SlurmdTimeout=60
+SlurmdTimeout=%[19]d
 `, s.ClusterName, s.NodeName, ports[0], ports[1], s.Munge.Socket, s.Dir, s.CtldLog, s.SlurmdLog, plugstack,
-		s.FirstJobID, s.opts.DefMemPerCPU, hw.cpus, max(hw.sockets, 1), max(hw.coresPerSocket, 1), max(hw.threadsPerCore, 1), realMem, gres, shortHostname())
-	for i, node := range s.nodes() {
+		s.FirstJobID, s.opts.DefMemPerCPU, hw.cpus, max(hw.sockets, 1), max(hw.coresPerSocket, 1), max(hw.threadsPerCore, 1), realMem, gres, shortHostname(), int(s.opts.SlurmdTimeout.Seconds()))
+	for i, node := range s.declared() {
 		fmt.Fprintf(&b, "NodeName=%s NodeAddr=127.0.0.1 NodeHostname=%s Port=%d CPUs=%d SocketsPerBoard=%d CoresPerSocket=%d ThreadsPerCore=%d RealMemory=%d%s State=UNKNOWN\n",
 			node, shortHostname(), ports[1+i], hw.cpus, max(hw.sockets, 1), max(hw.coresPerSocket, 1), max(hw.threadsPerCore, 1), realMem, gres)
 	}
 	fmt.Fprintf(&b, "PartitionName=debug Nodes=%s Default=YES MaxTime=INFINITE State=UP\n", s.NodeName)
-	if len(s.opts.ExtraNodes) > 0 {
-		fmt.Fprintf(&b, "PartitionName=multi Nodes=%s MaxTime=INFINITE State=UP\n", strings.Join(s.nodes(), ","))
+	if len(s.opts.ExtraNodes)+len(s.opts.DeadNodes) > 0 {
+		fmt.Fprintf(&b, "PartitionName=multi Nodes=%s MaxTime=INFINITE State=UP\n", strings.Join(s.declared(), ","))
 	}
 	files := map[string]string{
 		"slurm.conf": b.String(),
@@ -269,6 +287,9 @@ SlurmdTimeout=60
 
 // nodes are the cluster's node names, the first node first.
 func (s *Slurm) nodes() []string { return append([]string{s.NodeName}, s.opts.ExtraNodes...) }
+
+// declared are the nodes slurm.conf names: the running ones, then DeadNodes.
+func (s *Slurm) declared() []string { return append(s.nodes(), s.opts.DeadNodes...) }
 
 // Env returns the environment a Slurm command needs to talk to this cluster.
 func (s *Slurm) Env() []string {

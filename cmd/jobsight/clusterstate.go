@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/jobsight/jobsight/internal/clusterstate"
+)
+
+// clusterStateCmd runs the cluster-state collector (docs/cluster-state.md):
+//
+//	jobsight cluster-state [--config FILE] [--once] [--check] [-v]
+//
+// It has its own configuration file (default
+// /etc/jobsight/cluster-state.yaml), not the site's.
+func clusterStateCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("jobsight cluster-state", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("config", clusterstate.DefaultConfigPath, "collector configuration file")
+	once := fs.Bool("once", false, "poll once, print a summary and exit")
+	check := fs.Bool("check", false, "validate the configuration and the constants file, then exit")
+	verbose := fs.Bool("v", false, "log debug messages")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if privileged() {
+		fmt.Fprintln(stderr, "jobsight: cluster-state: not through the setgid installation; run it as the collector's own user")
+		return 2
+	}
+	level := slog.LevelInfo
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})).With("cmd", "cluster-state")
+	cfg, err := clusterstate.LoadConfig(*cfgPath)
+	if err != nil {
+		fmt.Fprintln(stderr, "jobsight:", err)
+		return 2
+	}
+	constants, err := clusterstate.OpenConstants(cfg.ConstantsFile, log)
+	if err != nil {
+		fmt.Fprintln(stderr, "jobsight:", err)
+		return 2
+	}
+	if *check {
+		fmt.Fprintf(stdout, "config %s: ok\n", *cfgPath)
+		return 0
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	reg := prometheus.NewRegistry()
+	c, err := clusterstate.New(cfg, clusterstate.Options{Registerer: reg, Logger: log})
+	if err != nil {
+		fmt.Fprintln(stderr, "jobsight:", err)
+		return 1
+	}
+	if *once {
+		snap, err := c.Poll(ctx)
+		if err != nil {
+			fmt.Fprintln(stderr, "jobsight:", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "cluster %s: %d nodes, %d partitions, %d running and %d pending jobs\n",
+			snap.Cluster, len(snap.Nodes), len(snap.Partitions), snap.RunningJobs, snap.PendingJobs)
+		return 0
+	}
+	if cfg.Listen != "" {
+		ln, err := net.Listen("tcp", cfg.Listen)
+		if err != nil {
+			fmt.Fprintln(stderr, "jobsight: listen:", err)
+			return 1
+		}
+		srv := &http.Server{Handler: c.Handler(constants, reg), ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("listener", "err", err)
+			}
+		}()
+		defer srv.Close()
+		log.Info("serving /constants, /metrics and /healthz", "addr", ln.Addr().String())
+	}
+	log.Info("polling", "interval", cfg.Interval)
+	if err := c.Run(ctx); err != nil {
+		fmt.Fprintln(stderr, "jobsight:", err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,192 @@
+package clusterstate
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/jobsight/jobsight/agent/config"
+)
+
+// DefaultConfigPath is where `jobsight cluster-state` looks for its
+// configuration.
+const DefaultConfigPath = "/etc/jobsight/cluster-state.yaml"
+
+// Config is the cluster-state collector's configuration
+// (docs/cluster-state.md): one YAML file, decoded strictly, every option
+// with a default.
+type Config struct {
+	// Cluster labels every series and document. Required.
+	Cluster string `yaml:"cluster"`
+	// Interval is the time between polls; each poll costs slurmctld one
+	// sinfo and one squeue call. Default 30s, at least 5s.
+	Interval time.Duration `yaml:"interval"`
+	// DocumentInterval is the time bucket of the Elasticsearch history: one
+	// document per cluster per bucket, from the bucket's first poll.
+	// Default 5m; at least Interval.
+	DocumentInterval time.Duration `yaml:"document_interval"`
+	// NodeSeries writes the per-node series (jobsight_node_*); false keeps
+	// only the partition and health series. Default true.
+	NodeSeries bool `yaml:"node_series"`
+	// Listen is the address serving /constants, /metrics and /healthz;
+	// empty serves nothing. Default 127.0.0.1:9310.
+	Listen string `yaml:"listen"`
+	// ConstantsFile is the allocations and constants file served at
+	// /constants (docs/cluster-state.md); empty serves an empty document.
+	ConstantsFile string `yaml:"constants_file"`
+	// Slurm says how to call Slurm.
+	Slurm SlurmConfig `yaml:"slurm"`
+	// Prometheus is the remote-write endpoint; no URL: no series.
+	Prometheus PrometheusConfig `yaml:"prometheus"`
+	// Elasticsearch is the history store; no URLs: no documents.
+	Elasticsearch ElasticsearchConfig `yaml:"elasticsearch"`
+	// Spool keeps what a store could not take, replayed later.
+	Spool SpoolConfig `yaml:"spool"`
+}
+
+// SlurmConfig are the Slurm clients the collector runs.
+type SlurmConfig struct {
+	Sinfo  string `yaml:"sinfo"`  // default "sinfo" (from PATH)
+	Squeue string `yaml:"squeue"` // default "squeue" (from PATH)
+	// Conf, when set, is passed as SLURM_CONF to both.
+	Conf string `yaml:"conf"`
+	// Timeout bounds each call. Default 20s.
+	Timeout time.Duration `yaml:"timeout"`
+}
+
+// PrometheusConfig is a Prometheus remote-write endpoint.
+type PrometheusConfig struct {
+	RemoteWriteURL  string        `yaml:"remote_write_url"`
+	BearerTokenFile string        `yaml:"bearer_token_file"`
+	Username        string        `yaml:"username"`
+	PasswordFile    string        `yaml:"password_file"`
+	Timeout         time.Duration `yaml:"timeout"` // default 30s
+}
+
+// ElasticsearchConfig is the Elasticsearch cluster holding the history.
+type ElasticsearchConfig struct {
+	URLs         []string      `yaml:"urls"`
+	Username     string        `yaml:"username"`
+	PasswordFile string        `yaml:"password_file"`
+	CAFile       string        `yaml:"ca_file"`
+	Index        string        `yaml:"index"`   // default jobsight-cluster-state
+	Timeout      time.Duration `yaml:"timeout"` // default 30s
+}
+
+// SpoolConfig bounds the collector's spool.
+type SpoolConfig struct {
+	Dir      string          `yaml:"dir"` // default /var/spool/jobsight-cluster-state
+	MaxBytes config.ByteSize `yaml:"max_bytes"`
+}
+
+// DefaultConfig returns the configuration with every default.
+func DefaultConfig() Config {
+	return Config{
+		Interval:         30 * time.Second,
+		DocumentInterval: 5 * time.Minute,
+		NodeSeries:       true,
+		Listen:           "127.0.0.1:9310",
+		Slurm:            SlurmConfig{Sinfo: "sinfo", Squeue: "squeue", Timeout: 20 * time.Second},
+		Prometheus:       PrometheusConfig{Timeout: 30 * time.Second},
+		Elasticsearch:    ElasticsearchConfig{Index: DefaultIndex, Timeout: 30 * time.Second},
+		Spool:            SpoolConfig{Dir: "/var/spool/jobsight-cluster-state", MaxBytes: 64 << 20},
+	}
+}
+
+// LoadConfig reads a configuration file over the defaults.
+func LoadConfig(path string) (Config, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	defer f.Close()
+	c, err := ParseConfig(f)
+	if err != nil {
+		return Config{}, fmt.Errorf("config %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// ParseConfig decodes YAML over the defaults, strictly, and validates it.
+func ParseConfig(r io.Reader) (Config, error) {
+	c := DefaultConfig()
+	if err := config.DecodeStrict(r, &c); err != nil {
+		return Config{}, err
+	}
+	return c, c.Validate()
+}
+
+// Validate checks every option; each problem names its option.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(option, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{option}, args...)...))
+	}
+	switch {
+	case c.Cluster == "":
+		bad("cluster", "required: the cluster name every series and document carries")
+	case !config.ValidClusterName(c.Cluster):
+		bad("cluster", "%q: use 1-64 letters, digits, '.', '_' or '-'", c.Cluster)
+	}
+	if c.Interval < 5*time.Second {
+		bad("interval", "%s is below 5s: each poll is a call to slurmctld", c.Interval)
+	}
+	if c.DocumentInterval < c.Interval {
+		bad("document_interval", "%s is shorter than interval (%s)", c.DocumentInterval, c.Interval)
+	}
+	if c.Listen != "" {
+		if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+			bad("listen", "%q: want host:port (e.g. 127.0.0.1:9310)", c.Listen)
+		}
+	}
+	if c.Slurm.Sinfo == "" {
+		bad("slurm.sinfo", "must not be empty")
+	}
+	if c.Slurm.Squeue == "" {
+		bad("slurm.squeue", "must not be empty")
+	}
+	if c.Slurm.Timeout <= 0 {
+		bad("slurm.timeout", "must be positive")
+	}
+	if u := c.Prometheus.RemoteWriteURL; u != "" && !httpURL(u) {
+		bad("prometheus.remote_write_url", "%q: want an http:// or https:// URL", u)
+	}
+	if c.Prometheus.BearerTokenFile != "" && c.Prometheus.Username != "" {
+		bad("prometheus.bearer_token_file", "set either a bearer token or a username/password, not both")
+	}
+	if (c.Prometheus.Username == "") != (c.Prometheus.PasswordFile == "") {
+		bad("prometheus.username", "username and password_file go together")
+	}
+	if c.Prometheus.Timeout <= 0 {
+		bad("prometheus.timeout", "must be positive")
+	}
+	for i, u := range c.Elasticsearch.URLs {
+		if !httpURL(u) {
+			bad(fmt.Sprintf("elasticsearch.urls[%d]", i), "%q: want an http:// or https:// URL", u)
+		}
+	}
+	if (c.Elasticsearch.Username == "") != (c.Elasticsearch.PasswordFile == "") {
+		bad("elasticsearch.username", "username and password_file go together")
+	}
+	if !config.ValidIndexName(c.Elasticsearch.Index) {
+		bad("elasticsearch.index", "%q: index names are lowercase letters, digits, '.', '_' or '-'", c.Elasticsearch.Index)
+	}
+	if c.Elasticsearch.Timeout <= 0 {
+		bad("elasticsearch.timeout", "must be positive")
+	}
+	if (c.Prometheus.RemoteWriteURL != "" || len(c.Elasticsearch.URLs) > 0) && c.Spool.Dir == "" {
+		bad("spool.dir", "must not be empty")
+	}
+	if c.Spool.MaxBytes < 0 {
+		bad("spool.max_bytes", "must not be negative")
+	}
+	return errors.Join(errs...)
+}
+
+func httpURL(u string) bool {
+	return strings.HasPrefix(u, "http://") || strings.HasPrefix(u, "https://")
+}

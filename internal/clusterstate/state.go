@@ -1,0 +1,252 @@
+package clusterstate
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Snapshot is what one poll saw of a cluster.
+type Snapshot struct {
+	Cluster      string
+	Time         time.Time
+	SlurmRelease string
+	Nodes        []Node      // by name
+	Partitions   []Partition // by name
+	RunningJobs  int64
+	PendingJobs  int64 // waiting for resources or priority (array tasks counted one by one)
+	HeldJobs     int64 // pending but not competing: held, dependency, begin time
+	// Problems lists what could not be read (a node's malformed gres, ...);
+	// the rest of the snapshot stands.
+	Problems []string
+}
+
+// Amount splits a resource: Allocated + Idle + Unavailable = Total.
+// Unavailable is what a node's state (down, drained, reserved, ...) keeps
+// from new jobs, less what running jobs still hold there.
+type Amount struct {
+	Total, Allocated, Idle, Unavailable int64
+}
+
+// split builds an Amount from a total and the allocated part.
+func split(total, allocated int64, available bool) Amount {
+	total = max(total, 0)
+	allocated = min(max(allocated, 0), total)
+	if available {
+		return Amount{Total: total, Allocated: allocated, Idle: total - allocated}
+	}
+	return Amount{Total: total, Allocated: allocated, Unavailable: total - allocated}
+}
+
+func (a *Amount) add(b Amount) {
+	a.Total += b.Total
+	a.Allocated += b.Allocated
+	a.Idle += b.Idle
+	a.Unavailable += b.Unavailable
+}
+
+// AllocatedRatio is the allocated share of what can be used
+// (allocated / (allocated + idle)); ok false when nothing can.
+func (a Amount) AllocatedRatio() (float64, bool) {
+	if a.Allocated+a.Idle == 0 {
+		return 0, false
+	}
+	return float64(a.Allocated) / float64(a.Allocated+a.Idle), true
+}
+
+// Node is one node's state and resources.
+type Node struct {
+	Name string
+	// States are Slurm's base state then every flag, uppercase, as Slurm
+	// names them (IDLE, MIXED, ALLOCATED, DOWN, DRAIN, MAINTENANCE,
+	// RESERVED, NOT_RESPONDING, REBOOT_REQUESTED, ...), plus DRAINED or
+	// DRAINING for a drained node, as sinfo tells them apart.
+	States []string
+	// Available is false when the state keeps new jobs off the node.
+	Available   bool
+	Reason      string
+	Partitions  []string
+	CPUs        Amount
+	MemoryBytes Amount
+	GPUs        map[string]Amount // by type (UntypedGPU for untyped)
+}
+
+// GPUTotal sums the node's GPUs over types.
+func (n *Node) GPUTotal() Amount {
+	var a Amount
+	for _, g := range n.GPUs {
+		a.add(g)
+	}
+	return a
+}
+
+// Partition sums the nodes of a partition and the jobs waiting for it.
+// A node in several partitions counts in each.
+type Partition struct {
+	Name        string
+	Nodes       int64
+	CPUs        Amount
+	MemoryBytes Amount
+	GPUs        Amount
+	RunningJobs int64
+	PendingJobs int64
+	PendingCPUs int64
+	PendingGPUs int64
+	HeldJobs    int64
+}
+
+// unavailableStates are the base states and flags that keep new jobs off
+// a node. POWERED_DOWN is not among them: Slurm powers such a node up for
+// a job.
+var unavailableStates = map[string]bool{
+	"DOWN": true, "ERROR": true, "FUTURE": true, "UNKNOWN": true,
+	"DRAIN": true, "FAIL": true, "NOT_RESPONDING": true, "MAINTENANCE": true, "RESERVED": true,
+	"REBOOT_REQUESTED": true, "REBOOT_ISSUED": true, "INVALID_REG": true, "POWER_DOWN": true,
+	"POWERING_DOWN": true, "POWER_DRAIN": true, "PLANNED": true,
+}
+
+// heldReasons are pending reasons of jobs that are not competing for
+// resources now.
+var heldReasons = map[string]bool{
+	"Dependency": true, "DependencyNeverSatisfied": true, "JobHeldUser": true, "JobHeldAdmin": true,
+	"BeginTime": true, "InvalidAccount": true, "InvalidQOS": true, "PartitionDown": true, "PartitionInactive": true,
+}
+
+// Build turns one `sinfo --json` and one `squeue --json` answer into a
+// snapshot. Only a malformed answer is an error; a node whose gres cannot
+// be read keeps its CPUs and memory and is named in Problems.
+func Build(cluster string, now time.Time, sinfoOut, squeueOut []byte) (*Snapshot, error) {
+	si, err := decodeSinfo(sinfoOut)
+	if err != nil {
+		return nil, err
+	}
+	sq, err := decodeSqueue(squeueOut)
+	if err != nil {
+		return nil, err
+	}
+	s := &Snapshot{Cluster: cluster, Time: now, SlurmRelease: si.Meta.Slurm.Release, Nodes: make([]Node, 0, len(si.Nodes))}
+	parts := map[string]*Partition{}
+	part := func(name string) *Partition {
+		p := parts[name]
+		if p == nil {
+			p = &Partition{Name: name}
+			parts[name] = p
+		}
+		return p
+	}
+	for i := range si.Nodes {
+		n, problem := buildNode(&si.Nodes[i])
+		if problem != "" {
+			s.Problems = append(s.Problems, problem)
+		}
+		gpus := n.GPUTotal()
+		for _, pn := range n.Partitions {
+			p := part(pn)
+			p.Nodes++
+			p.CPUs.add(n.CPUs)
+			p.MemoryBytes.add(n.MemoryBytes)
+			p.GPUs.add(gpus)
+		}
+		s.Nodes = append(s.Nodes, n)
+	}
+	for i := range sq.Jobs {
+		j := &sq.Jobs[i]
+		switch j.JobState {
+		case "RUNNING":
+			s.RunningJobs++
+			for _, pn := range splitList(j.Partition) {
+				part(pn).RunningJobs++
+			}
+		case "PENDING":
+			n := j.taskCount()
+			held := heldReasons[j.StateReason]
+			if held {
+				s.HeldJobs += n
+			} else {
+				s.PendingJobs += n
+			}
+			cpus, gpus := j.demand()
+			// A job submitted to several partitions waits in each.
+			for _, pn := range splitList(j.Partition) {
+				p := part(pn)
+				if held {
+					p.HeldJobs += n
+					continue
+				}
+				p.PendingJobs += n
+				p.PendingCPUs += n * cpus
+				p.PendingGPUs += n * gpus
+			}
+		}
+	}
+	slices.SortFunc(s.Nodes, func(a, b Node) int { return cmp.Compare(a.Name, b.Name) })
+	for _, p := range parts {
+		s.Partitions = append(s.Partitions, *p)
+	}
+	slices.SortFunc(s.Partitions, func(a, b Partition) int { return cmp.Compare(a.Name, b.Name) })
+	return s, nil
+}
+
+// buildNode maps one sinfo record; problem says what could not be read.
+func buildNode(r *sinfoNode) (n Node, problem string) {
+	n = Node{Name: r.Name, Reason: r.Reason, Partitions: slices.Clone(r.Partitions), Available: true}
+	base := strings.ToUpper(r.State)
+	if base == "" {
+		base = "UNKNOWN"
+	}
+	n.States = make([]string, 0, 2+len(r.StateFlags))
+	n.States = append(n.States, base)
+	flags := slices.Clone(r.StateFlags)
+	slices.Sort(flags)
+	drain := false
+	for _, f := range slices.Compact(flags) {
+		f = strings.ToUpper(f)
+		if f == "" || f == base {
+			continue
+		}
+		n.States = append(n.States, f)
+		drain = drain || f == "DRAIN"
+	}
+	if drain {
+		// sinfo's DRAINING: jobs still run (or complete) on the node.
+		if base == "ALLOCATED" || base == "MIXED" || slices.Contains(n.States, "COMPLETING") {
+			n.States = append(n.States, "DRAINING")
+		} else {
+			n.States = append(n.States, "DRAINED")
+		}
+	}
+	for _, st := range n.States {
+		if unavailableStates[st] {
+			n.Available = false
+		}
+	}
+	n.CPUs = split(r.CPUs, r.AllocCPUs, n.Available)
+	n.MemoryBytes = split(r.RealMemory<<20, r.AllocMemory<<20, n.Available)
+	total, err := ParseGres(r.Gres)
+	if err != nil {
+		return n, fmt.Sprintf("node %s: gres: %v", r.Name, err)
+	}
+	used, err := ParseGres(r.GresUsed)
+	if err != nil {
+		return n, fmt.Sprintf("node %s: gres_used: %v", r.Name, err)
+	}
+	totals, allocs := GPUsByType(total), GPUsByType(used)
+	if len(totals) > 0 {
+		n.GPUs = make(map[string]Amount, len(totals))
+		for t, c := range totals {
+			n.GPUs[t] = split(c, allocs[t], n.Available)
+		}
+	}
+	return n, ""
+}
+
+// splitList splits a comma-separated list, dropping empty entries.
+func splitList(s string) []string {
+	if s == "" {
+		return nil
+	}
+	out := strings.Split(s, ",")
+	return slices.DeleteFunc(out, func(e string) bool { return e == "" })
+}
