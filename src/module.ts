@@ -2,9 +2,11 @@ import { DataSourcePlugin } from '@grafana/data';
 
 import { ConfigEditor } from './components/ConfigEditor';
 import { QueryEditor } from './components/QueryEditor';
+import { VariableQueryEditor } from './components/VariableQueryEditor';
 import { DataSource } from './datasource';
 import { JobsightOptions, JobsightQuery } from './types';
 
 export const plugin = new DataSourcePlugin<DataSource, JobsightQuery, JobsightOptions>(DataSource)
   .setConfigEditor(ConfigEditor)
-  .setQueryEditor(QueryEditor);
+  .setQueryEditor(QueryEditor)
+  .setVariableQueryEditor(VariableQueryEditor);

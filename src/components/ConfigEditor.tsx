@@ -1,77 +1,144 @@
 import React, { ChangeEvent } from 'react';
 import {
   DataSourcePluginOptionsEditorProps,
-  onUpdateDatasourceJsonDataOption,
   onUpdateDatasourceSecureJsonDataOption,
+  SelectableValue,
   updateDatasourcePluginResetOption,
 } from '@grafana/data';
-import { FieldSet, InlineField, Input, SecretInput } from '@grafana/ui';
+import { FieldSet, InlineField, Input, MultiSelect, SecretInput, Select, TextArea } from '@grafana/ui';
 
-import { DEFAULTS, JobsightOptions, JobsightSecureJsonData } from '../types';
+import {
+  DEFAULTS,
+  GRAFANA_ROLES,
+  GrafanaRole,
+  JobsightOptions,
+  JobsightSecureJsonData,
+  toOptions,
+  USER_MAPPINGS,
+  UserMapping,
+} from '../types';
+import { AllocationsEditor } from './config/AllocationsEditor';
+import { CapacityEditor } from './config/CapacityEditor';
+import { listValue, MapEditor, textValue } from './config/MapEditor';
+import { NumberInput } from './NumberInput';
 
 /** Props Grafana passes to a datasource configuration page. */
 export type ConfigEditorProps = DataSourcePluginOptionsEditorProps<JobsightOptions, JobsightSecureJsonData>;
 
-const LABEL_WIDTH = 24;
+const LABEL_WIDTH = 26;
 const INPUT_WIDTH = 48;
 
+type SecureKey = keyof JobsightSecureJsonData;
+
 /**
- * The Jobsight datasource settings: where Elasticsearch (job documents) and
- * Prometheus (job series) are, and how to authenticate. Passwords and tokens
- * go to secureJsonData, which Grafana encrypts and never sends back.
+ * The Jobsight datasource settings (pkg/models/settings.go): where
+ * Elasticsearch (job documents) and Prometheus (job series) are and how to
+ * authenticate, who sees what, caps, allocations and partition sizes.
+ * Passwords and tokens go to secureJsonData, which Grafana encrypts and never
+ * sends back: the page only knows whether one is configured.
  */
 export function ConfigEditor(props: ConfigEditorProps) {
-  const { options } = props;
+  const { options, onOptionsChange } = props;
   const jsonData = options.jsonData;
   const secureFields = options.secureJsonFields ?? {};
 
-  const onTimeoutChange = (event: ChangeEvent<HTMLInputElement>) => {
-    const value = event.target.value.trim();
-    const timeoutSeconds = value === '' ? undefined : Number(value);
-    props.onOptionsChange({ ...options, jsonData: { ...jsonData, timeoutSeconds } });
+  /** Sets one jsonData key; an empty value removes it, so the backend's default applies. */
+  const setJson = <K extends keyof JobsightOptions>(key: K, value: JobsightOptions[K] | undefined) => {
+    const next = { ...options.jsonData };
+    if (value === undefined || value === '' || (Array.isArray(value) && value.length === 0)) {
+      delete next[key];
+    } else {
+      next[key] = value;
+    }
+    onOptionsChange({ ...options, jsonData: next });
   };
+  const onText =
+    (
+      key:
+        | 'elasticsearchUrl'
+        | 'elasticsearchJobIndex'
+        | 'elasticsearchNodeIndex'
+        | 'elasticsearchUser'
+        | 'prometheusUrl'
+        | 'prometheusUser'
+        | 'clusterFilter'
+        | 'allocationsUrl'
+        | 'jobPageUrl'
+    ) =>
+    (e: ChangeEvent<HTMLInputElement>) =>
+      setJson(key, e.currentTarget.value);
+
+  const secret = (key: SecureKey, id: string) => (
+    <SecretInput
+      id={id}
+      width={INPUT_WIDTH}
+      isConfigured={Boolean(secureFields[key])}
+      value={options.secureJsonData?.[key] ?? ''}
+      onChange={onUpdateDatasourceSecureJsonDataOption(props, key)}
+      onReset={() => updateDatasourcePluginResetOption(props, key)}
+    />
+  );
 
   return (
     <>
       <FieldSet label="Elasticsearch (job documents)">
-        <InlineField label="URL" labelWidth={LABEL_WIDTH} tooltip="Base URL of the Elasticsearch or OpenSearch HTTP API">
+        <InlineField
+          label="URL"
+          labelWidth={LABEL_WIDTH}
+          htmlFor="es-url"
+          tooltip="Base URL of the Elasticsearch or OpenSearch HTTP API"
+          required
+        >
           <Input
+            id="es-url"
             width={INPUT_WIDTH}
             value={jsonData.elasticsearchUrl ?? ''}
             placeholder="http://localhost:9200"
-            onChange={onUpdateDatasourceJsonDataOption(props, 'elasticsearchUrl')}
+            onChange={onText('elasticsearchUrl')}
           />
         </InlineField>
-        <InlineField label="Job index" labelWidth={LABEL_WIDTH} tooltip="Index with one document per job">
+        <InlineField
+          label="User"
+          labelWidth={LABEL_WIDTH}
+          htmlFor="es-user"
+          tooltip="Basic authentication user; empty for none"
+        >
           <Input
+            id="es-user"
+            width={INPUT_WIDTH}
+            value={jsonData.elasticsearchUser ?? ''}
+            onChange={onText('elasticsearchUser')}
+          />
+        </InlineField>
+        <InlineField label="Password" labelWidth={LABEL_WIDTH} htmlFor="es-password">
+          {secret('elasticsearchPassword', 'es-password')}
+        </InlineField>
+        <InlineField
+          label="Job index"
+          labelWidth={LABEL_WIDTH}
+          htmlFor="es-job-index"
+          tooltip="Index with one document per job"
+        >
+          <Input
+            id="es-job-index"
             width={INPUT_WIDTH}
             value={jsonData.elasticsearchJobIndex ?? ''}
             placeholder={DEFAULTS.elasticsearchJobIndex}
-            onChange={onUpdateDatasourceJsonDataOption(props, 'elasticsearchJobIndex')}
+            onChange={onText('elasticsearchJobIndex')}
           />
         </InlineField>
-        <InlineField label="Node index" labelWidth={LABEL_WIDTH} tooltip="Index with one document per job per node">
+        <InlineField
+          label="Node index"
+          labelWidth={LABEL_WIDTH}
+          htmlFor="es-node-index"
+          tooltip="Index with one document per job per node"
+        >
           <Input
+            id="es-node-index"
             width={INPUT_WIDTH}
             value={jsonData.elasticsearchNodeIndex ?? ''}
             placeholder={DEFAULTS.elasticsearchNodeIndex}
-            onChange={onUpdateDatasourceJsonDataOption(props, 'elasticsearchNodeIndex')}
-          />
-        </InlineField>
-        <InlineField label="User" labelWidth={LABEL_WIDTH} tooltip="Basic authentication user; empty for none">
-          <Input
-            width={INPUT_WIDTH}
-            value={jsonData.elasticsearchUser ?? ''}
-            onChange={onUpdateDatasourceJsonDataOption(props, 'elasticsearchUser')}
-          />
-        </InlineField>
-        <InlineField label="Password" labelWidth={LABEL_WIDTH}>
-          <SecretInput
-            width={INPUT_WIDTH}
-            isConfigured={Boolean(secureFields.elasticsearchPassword)}
-            value={options.secureJsonData?.elasticsearchPassword ?? ''}
-            onChange={onUpdateDatasourceSecureJsonDataOption(props, 'elasticsearchPassword')}
-            onReset={() => updateDatasourcePluginResetOption(props, 'elasticsearchPassword')}
+            onChange={onText('elasticsearchNodeIndex')}
           />
         </InlineField>
       </FieldSet>
@@ -80,59 +147,231 @@ export function ConfigEditor(props: ConfigEditorProps) {
         <InlineField
           label="URL"
           labelWidth={LABEL_WIDTH}
+          htmlFor="prom-url"
+          required
           tooltip="Base URL of the Prometheus query API (for Mimir include its /prometheus prefix)"
         >
           <Input
+            id="prom-url"
             width={INPUT_WIDTH}
             value={jsonData.prometheusUrl ?? ''}
             placeholder="http://localhost:9090"
-            onChange={onUpdateDatasourceJsonDataOption(props, 'prometheusUrl')}
+            onChange={onText('prometheusUrl')}
           />
         </InlineField>
-        <InlineField label="Bearer token" labelWidth={LABEL_WIDTH} tooltip="Either a bearer token or user and password">
-          <SecretInput
-            width={INPUT_WIDTH}
-            isConfigured={Boolean(secureFields.prometheusBearerToken)}
-            value={options.secureJsonData?.prometheusBearerToken ?? ''}
-            onChange={onUpdateDatasourceSecureJsonDataOption(props, 'prometheusBearerToken')}
-            onReset={() => updateDatasourcePluginResetOption(props, 'prometheusBearerToken')}
-          />
-        </InlineField>
-        <InlineField label="User" labelWidth={LABEL_WIDTH} tooltip="Basic authentication user; empty for none">
+        <InlineField
+          label="User"
+          labelWidth={LABEL_WIDTH}
+          htmlFor="prom-user"
+          tooltip="Basic authentication user; empty for none or a bearer token"
+        >
           <Input
+            id="prom-user"
             width={INPUT_WIDTH}
             value={jsonData.prometheusUser ?? ''}
-            onChange={onUpdateDatasourceJsonDataOption(props, 'prometheusUser')}
+            onChange={onText('prometheusUser')}
           />
         </InlineField>
-        <InlineField label="Password" labelWidth={LABEL_WIDTH}>
-          <SecretInput
-            width={INPUT_WIDTH}
-            isConfigured={Boolean(secureFields.prometheusPassword)}
-            value={options.secureJsonData?.prometheusPassword ?? ''}
-            onChange={onUpdateDatasourceSecureJsonDataOption(props, 'prometheusPassword')}
-            onReset={() => updateDatasourcePluginResetOption(props, 'prometheusPassword')}
+        <InlineField label="Password" labelWidth={LABEL_WIDTH} htmlFor="prom-password">
+          {secret('prometheusPassword', 'prom-password')}
+        </InlineField>
+        <InlineField
+          label="Bearer token"
+          labelWidth={LABEL_WIDTH}
+          htmlFor="prom-token"
+          tooltip="Instead of user and password, not with them"
+        >
+          {secret('prometheusBearerToken', 'prom-token')}
+        </InlineField>
+      </FieldSet>
+
+      <FieldSet label="TLS">
+        <InlineField
+          label="CA certificate"
+          labelWidth={LABEL_WIDTH}
+          htmlFor="tls-ca"
+          tooltip="PEM bundle of a private CA, trusted for Elasticsearch and Prometheus besides the system's"
+        >
+          <TextArea
+            id="tls-ca"
+            cols={INPUT_WIDTH}
+            rows={4}
+            value={jsonData.tlsCaCert ?? ''}
+            placeholder="-----BEGIN CERTIFICATE-----"
+            onChange={(e: ChangeEvent<HTMLTextAreaElement>) => setJson('tlsCaCert', e.currentTarget.value)}
           />
         </InlineField>
       </FieldSet>
 
       <FieldSet label="Scope and limits">
-        <InlineField label="Cluster filter" labelWidth={LABEL_WIDTH} tooltip="Only show jobs of this Slurm cluster; empty for all">
+        <InlineField
+          label="Cluster filter"
+          labelWidth={LABEL_WIDTH}
+          htmlFor="cluster-filter"
+          tooltip="Only jobs of this Slurm cluster; empty for all"
+        >
           <Input
+            id="cluster-filter"
             width={INPUT_WIDTH}
             value={jsonData.clusterFilter ?? ''}
-            onChange={onUpdateDatasourceJsonDataOption(props, 'clusterFilter')}
+            onChange={onText('clusterFilter')}
           />
         </InlineField>
-        <InlineField label="Timeout (s)" labelWidth={LABEL_WIDTH} tooltip="Per request to Elasticsearch or Prometheus, 1 to 300">
-          <Input
+        <InlineField
+          label="Timeout (s)"
+          labelWidth={LABEL_WIDTH}
+          htmlFor="timeout"
+          tooltip="Per request to Elasticsearch or Prometheus, 1 to 300"
+        >
+          <NumberInput
+            id="timeout"
             width={INPUT_WIDTH}
-            type="number"
             min={1}
             max={300}
-            value={jsonData.timeoutSeconds ?? ''}
+            value={jsonData.timeoutSeconds}
             placeholder={String(DEFAULTS.timeoutSeconds)}
-            onChange={onTimeoutChange}
+            onCommit={(v) => setJson('timeoutSeconds', v)}
+          />
+        </InlineField>
+        <InlineField
+          label="Max jobs"
+          labelWidth={LABEL_WIDTH}
+          htmlFor="max-jobs"
+          tooltip="Jobs one panel reads; more are truncated with a notice. 1 to 100000"
+        >
+          <NumberInput
+            id="max-jobs"
+            width={INPUT_WIDTH}
+            min={1}
+            max={100000}
+            value={jsonData.maxJobs}
+            placeholder={String(DEFAULTS.maxJobs)}
+            onCommit={(v) => setJson('maxJobs', v)}
+          />
+        </InlineField>
+        <InlineField
+          label="Max series"
+          labelWidth={LABEL_WIDTH}
+          htmlFor="max-series"
+          tooltip="Series one Prometheus answer may hold. 1 to 1000000"
+        >
+          <NumberInput
+            id="max-series"
+            width={INPUT_WIDTH}
+            min={1}
+            max={1000000}
+            value={jsonData.maxSeries}
+            placeholder={String(DEFAULTS.maxSeries)}
+            onCommit={(v) => setJson('maxSeries', v)}
+          />
+        </InlineField>
+      </FieldSet>
+
+      <FieldSet label="Access control">
+        <InlineField
+          label="User mapping"
+          labelWidth={LABEL_WIDTH}
+          htmlFor="user-mapping"
+          tooltip="How a Grafana user's Slurm user name is found"
+        >
+          <Select<UserMapping>
+            inputId="user-mapping"
+            width={INPUT_WIDTH}
+            options={toOptions(USER_MAPPINGS)}
+            value={jsonData.userMapping ?? DEFAULTS.userMapping}
+            onChange={(v: SelectableValue<UserMapping>) => setJson('userMapping', v.value)}
+          />
+        </InlineField>
+        <InlineField
+          label="User map"
+          labelWidth={LABEL_WIDTH}
+          tooltip="Grafana login → Slurm user, for users the mapping above gets wrong"
+        >
+          <MapEditor<string>
+            id="userMap"
+            value={jsonData.userMap}
+            keyPlaceholder="Grafana login"
+            valuePlaceholder="Slurm user"
+            addLabel="Add user"
+            {...textValue}
+            onChange={(v) => setJson('userMap', v)}
+          />
+        </InlineField>
+        <InlineField
+          label="Account PIs"
+          labelWidth={LABEL_WIDTH}
+          tooltip="Slurm account → the Slurm users (comma-separated) who see all of its jobs"
+        >
+          <MapEditor<string[]>
+            id="accountPIs"
+            value={jsonData.accountPIs}
+            keyPlaceholder="Slurm account"
+            valuePlaceholder="alice, bob"
+            addLabel="Add account"
+            {...listValue}
+            onChange={(v) => setJson('accountPIs', v)}
+          />
+        </InlineField>
+        <InlineField
+          label="Full-access roles"
+          labelWidth={LABEL_WIDTH}
+          htmlFor="full-access-roles"
+          tooltip="Grafana roles that see every job; the others see their own"
+        >
+          <MultiSelect<GrafanaRole>
+            inputId="full-access-roles"
+            width={INPUT_WIDTH}
+            options={GRAFANA_ROLES.map((r) => ({ label: r, value: r }))}
+            value={jsonData.fullAccessRoles ?? [...DEFAULTS.fullAccessRoles]}
+            onChange={(items: Array<SelectableValue<GrafanaRole>>) =>
+              // An empty list is kept: it means no role sees every job (absent means the default).
+              onOptionsChange({
+                ...options,
+                jsonData: {
+                  ...jsonData,
+                  fullAccessRoles: items.map((i) => i.value).filter((v): v is GrafanaRole => v !== undefined),
+                },
+              })
+            }
+          />
+        </InlineField>
+      </FieldSet>
+
+      <FieldSet label="Allocations">
+        <AllocationsEditor value={jsonData.allocations} onChange={(v) => setJson('allocations', v)} />
+        <InlineField
+          label="Allocations URL"
+          labelWidth={LABEL_WIDTH}
+          htmlFor="allocations-url"
+          tooltip='JSON endpoint serving more allocations: {"allocations": [...]}'
+        >
+          <Input
+            id="allocations-url"
+            width={INPUT_WIDTH}
+            value={jsonData.allocationsUrl ?? ''}
+            placeholder="http://collector:9310/constants"
+            onChange={onText('allocationsUrl')}
+          />
+        </InlineField>
+      </FieldSet>
+
+      <FieldSet label="Partition capacity (hogging contention without cluster-state series)">
+        <CapacityEditor value={jsonData.partitionCapacity} onChange={(v) => setJson('partitionCapacity', v)} />
+      </FieldSet>
+
+      <FieldSet label="Links">
+        <InlineField
+          label="Job page URL"
+          labelWidth={LABEL_WIDTH}
+          htmlFor="job-page-url"
+          tooltip="Link of a job in the Jobs table: a path (/d/...) or an http(s) URL; ${cluster} and ${job_id} are replaced. Empty: the plugin's own job page"
+        >
+          <Input
+            id="job-page-url"
+            width={INPUT_WIDTH}
+            value={jsonData.jobPageUrl ?? ''}
+            placeholder="/d/jobsight-job/job?var-cluster=${cluster}&var-job=${job_id}"
+            onChange={onText('jobPageUrl')}
           />
         </InlineField>
       </FieldSet>
