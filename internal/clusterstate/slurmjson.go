@@ -1,7 +1,6 @@
 package clusterstate
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -70,7 +69,7 @@ type squeueAnswer struct {
 // decodeSinfo decodes `sinfo --json`.
 func decodeSinfo(out []byte) (*sinfoAnswer, error) {
 	var a sinfoAnswer
-	if err := json.NewDecoder(bytes.NewReader(out)).Decode(&a); err != nil {
+	if err := json.Unmarshal(out, &a); err != nil {
 		return nil, fmt.Errorf("sinfo --json: %w", err)
 	}
 	if a.Nodes == nil {
@@ -85,7 +84,7 @@ func decodeSinfo(out []byte) (*sinfoAnswer, error) {
 // decodeSqueue decodes `squeue --json`.
 func decodeSqueue(out []byte) (*squeueAnswer, error) {
 	var a squeueAnswer
-	if err := json.NewDecoder(bytes.NewReader(out)).Decode(&a); err != nil {
+	if err := json.Unmarshal(out, &a); err != nil {
 		return nil, fmt.Errorf("squeue --json: %w", err)
 	}
 	if a.Jobs == nil {
