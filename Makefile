@@ -52,8 +52,16 @@ gotest:
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout $(GOTEST_TIMEOUT) ./...
 
+# The plugin frontend: types (against the Go models' JSON examples too),
+# lint, the editor and datasource tests (jest, CI mode: no watch, no
+# snapshot writes), and the dist/ bundle Grafana loads.
 frontend-test:
-	@if [ -f package.json ]; then npm run typecheck && npm run build; fi
+	@if [ -f package.json ]; then \
+		npm run typecheck && \
+		npm run lint && \
+		npm test -- --ci --watchAll=false && \
+		npm run build; \
+	fi
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
