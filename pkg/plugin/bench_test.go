@@ -1,0 +1,224 @@
+package plugin_test
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/grafana/grafana-plugin-sdk-go/backend"
+	"github.com/grafana/grafana-plugin-sdk-go/data"
+
+	"github.com/jobsight/jobsight/internal/dsbench"
+	"github.com/jobsight/jobsight/internal/stack"
+	"github.com/jobsight/jobsight/pkg/plugin"
+)
+
+// BenchmarkDatasource measures the panels of issue 7's "Performance" on a
+// seeded environment (internal/dsbench: 10,000 finished and 200 running
+// jobs on 50 nodes, their series in Prometheus). Per panel:
+//
+//   - plugin/<panel>: QueryData end to end against ZincSearch and
+//     Prometheus, with the backend requests per panel as es-req/op and
+//     prom-req/op;
+//   - stock/<panel>: the requests Grafana's stock Elasticsearch and
+//     Prometheus datasources send for the same panel, to the same servers,
+//     in the same run;
+//   - own/<panel>: QueryData against an in-process server replaying the
+//     answers captured from the real servers: the plugin's own share
+//     (decode, join, frame building) with no backend work.
+//
+// It only runs with JOBSIGHT_DSBENCH=1 (make test never seeds):
+//
+//	JOBSIGHT_DSBENCH=1 go test -run '^$' -bench . -benchmem -timeout 30m ./pkg/plugin/
+//
+// The servers are stopped when it ends, fails, or shortly before the test
+// binary's -timeout would kill it.
+func BenchmarkDatasource(b *testing.B) {
+	if os.Getenv(dsbench.EnvVar) != "1" {
+		b.Skip("set " + dsbench.EnvVar + "=1 to seed ZincSearch and Prometheus and run the datasource benchmarks")
+	}
+	stack.Require(b, stack.PrometheusBin)
+	ctx := context.Background()
+	env, err := dsbench.Start(ctx, b.TempDir())
+	if err != nil {
+		b.Fatalf("starting ZincSearch and Prometheus: %v", err)
+	}
+	defer env.Close()
+	if f := flag.Lookup("test.timeout"); f != nil {
+		if d, err := time.ParseDuration(f.Value.String()); err == nil && d > 30*time.Second {
+			watchdog := time.AfterFunc(d-20*time.Second, func() { _ = env.Close() })
+			defer watchdog.Stop()
+		}
+	}
+	t0 := time.Now()
+	if err := env.Seed(ctx); err != nil {
+		b.Fatalf("seeding: %v", err)
+	}
+	b.Logf("seeded in %s: %s", time.Since(t0).Round(time.Millisecond), env.Summary())
+	env.Feed()
+
+	live := newBenchDS(b, env.ESURL(), env.ESUser(), env.ESPassword(), env.PromURL())
+	rec, err := dsbench.NewRecorder(env)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rec.Close()
+	recDS := newBenchDS(b, rec.URL()+"/es", env.ESUser(), env.ESPassword(), rec.URL())
+	rp := dsbench.NewReplayer()
+	defer rp.Close()
+	replayDS := newBenchDS(b, rp.URL()+"/es", env.ESUser(), env.ESPassword(), rp.URL())
+	stock := env.NewStockClient()
+
+	for _, p := range env.Panels(time.Now()) {
+		// Capture the real answers once, through the recorder.
+		if _, err := runPanel(ctx, recDS, p); err != nil {
+			b.Fatalf("%s through the recorder: %v", p.Name, err)
+		}
+		recording := rec.Take()
+		b.Logf("%s: backend answers through the recorder: %s", p.Name, recording.Describe())
+		if sr, err := stock.Run(ctx, p); err != nil {
+			b.Fatalf("stock %s: %v", p.Name, err)
+		} else {
+			b.Logf("%s: stock requests: %s; cannot: %s", p.Name, strings.Join(sr.Detail, "; "), p.StockNote)
+		}
+
+		b.Run("plugin/"+p.Name, func(b *testing.B) {
+			var r panelResult
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				if r, err = runPanel(ctx, live, p); err != nil {
+					b.Fatal(err)
+				}
+			}
+			r.report(b)
+		})
+		b.Run("stock/"+p.Name, func(b *testing.B) {
+			var r dsbench.StockResult
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				if r, err = stock.Run(ctx, p); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(r.ES), "es-req/op")
+			b.ReportMetric(float64(r.Prom), "prom-req/op")
+			b.ReportMetric(float64(r.Rows), "rows")
+			b.ReportMetric(float64(r.Bytes), "answer-B")
+		})
+		b.Run("own/"+p.Name, func(b *testing.B) {
+			rp.Use(recording)
+			var r panelResult
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if r, err = runPanel(ctx, replayDS, p); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			r.report(b)
+			b.ReportMetric(float64(recording.Bytes()), "answer-B")
+		})
+	}
+}
+
+// newBenchDS is a datasource instance for the seeded servers, reading up to
+// 20,000 jobs per panel (the per-job reservation covers all 10,200).
+func newBenchDS(b *testing.B, esURL, esUser, esPassword, promURL string) *plugin.Datasource {
+	b.Helper()
+	jd, _ := json.Marshal(map[string]any{
+		"elasticsearchUrl":      esURL,
+		"elasticsearchUser":     esUser,
+		"elasticsearchJobIndex": dsbench.Index,
+		"prometheusUrl":         promURL,
+		"timeoutSeconds":        60,
+		"maxJobs":               20000,
+	})
+	inst, err := plugin.NewDatasource(context.Background(), backend.DataSourceInstanceSettings{
+		UID: "bench", Name: "Jobsight", JSONData: jd,
+		DecryptedSecureJSONData: map[string]string{"elasticsearchPassword": esPassword},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ds := inst.(*plugin.Datasource)
+	b.Cleanup(ds.Dispose)
+	return ds
+}
+
+// panelResult is what one QueryData answered.
+type panelResult struct {
+	es, prom      int64
+	frames, rows  int
+	notices       []string
+	firstRowCount int
+}
+
+func (r panelResult) report(b *testing.B) {
+	b.ReportMetric(float64(r.es), "es-req/op")
+	b.ReportMetric(float64(r.prom), "prom-req/op")
+	b.ReportMetric(float64(r.rows), "rows")
+	b.ReportMetric(float64(r.frames), "frames")
+}
+
+func runPanel(ctx context.Context, ds *plugin.Datasource, p dsbench.Panel) (panelResult, error) {
+	now := time.Now()
+	req := &backend.QueryDataRequest{
+		PluginContext: backend.PluginContext{
+			User:                       &backend.User{Login: "admin", Name: "Admin", Email: "admin@example.org", Role: "Admin"},
+			DataSourceInstanceSettings: &backend.DataSourceInstanceSettings{UID: "bench"},
+		},
+		Queries: []backend.DataQuery{{
+			RefID: "A", QueryType: "", JSON: json.RawMessage(p.Query), MaxDataPoints: max(p.MaxDataPoints, 1000),
+			Interval: 15 * time.Second, TimeRange: backend.TimeRange{From: now.Add(-dsbench.FinishedSpan), To: now},
+		}},
+	}
+	resp, err := ds.QueryData(ctx, req)
+	if err != nil {
+		return panelResult{}, err
+	}
+	dr := resp.Responses["A"]
+	if dr.Error != nil {
+		return panelResult{}, fmt.Errorf("%s: %v", p.Name, dr.Error)
+	}
+	var r panelResult
+	r.frames = len(dr.Frames)
+	for i, f := range dr.Frames {
+		n, _ := f.RowLen()
+		r.rows += n
+		if i == 0 {
+			r.firstRowCount = n
+		}
+		if f.Meta != nil {
+			if m, ok := f.Meta.Custom.(map[string]any); ok {
+				r.es, r.prom = asInt(m["elasticsearchRequests"]), asInt(m["prometheusRequests"])
+			}
+			for _, n := range f.Meta.Notices {
+				if n.Severity == data.NoticeSeverityWarning {
+					r.notices = append(r.notices, n.Text)
+				}
+			}
+		}
+	}
+	if len(r.notices) > 0 {
+		return r, fmt.Errorf("%s: warnings: %s", p.Name, strings.Join(r.notices, "; "))
+	}
+	return r, nil
+}
+
+func asInt(v any) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case int:
+		return int64(x)
+	case float64:
+		return int64(x)
+	}
+	return 0
+}
