@@ -25,6 +25,24 @@ const (
 	MetricPollErrors           = "jobsight_clusterstate_poll_errors_total"
 )
 
+// MetricHelp gives each series' Prometheus type and help text (for
+// promtool and readers of docs/metrics.md).
+var MetricHelp = map[string][2]string{
+	MetricPartitionCPUs:        {"gauge", "CPUs of the partition's nodes by state (total, allocated, idle, unavailable)."},
+	MetricPartitionGPUs:        {"gauge", "GPUs of the partition's nodes by state (total, allocated, idle, unavailable)."},
+	MetricPartitionPendingJobs: {"gauge", "Jobs waiting for resources or priority in the partition."},
+	MetricPartitionPendingCPUs: {"gauge", "CPUs the partition's pending jobs ask for."},
+	MetricPartitionPendingGPUs: {"gauge", "GPUs the partition's pending jobs ask for."},
+	MetricPartitionRatio:       {"gauge", "Allocated share of the partition's usable CPUs or GPUs."},
+	MetricNodeState:            {"gauge", "1 for each base state and flag the node has."},
+	MetricNodeCPUs:             {"gauge", "The node's CPUs by state."},
+	MetricNodeMemory:           {"gauge", "The node's memory by state."},
+	MetricNodeGPUs:             {"gauge", "The node's GPUs of one type by state."},
+	MetricPollDuration:         {"gauge", "Seconds the last poll took."},
+	MetricSlurmCalls:           {"counter", "Slurm commands the collector started."},
+	MetricPollErrors:           {"counter", "Polls that could not read Slurm."},
+}
+
 // staleNaN is Prometheus' staleness marker: a series the cluster no longer
 // has (a node left a state, a partition was removed) ends at once instead
 // of lingering five minutes in instant queries.
