@@ -9,6 +9,8 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -165,3 +167,49 @@ func (rp *Replayer) URL() string { return rp.srv.URL }
 
 // Close stops the replayer.
 func (rp *Replayer) Close() { rp.srv.Close() }
+
+// Save writes the recording under dir, one file per path (the path
+// escaped; ".gzip" added when the body is gzip-compressed as sent).
+func (rc Recording) Save(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for p, a := range rc {
+		name := url.PathEscape(p)
+		if a.Encoding != "" {
+			name += "." + a.Encoding
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), a.Body, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// LoadRecording reads a recording Save wrote.
+func LoadRecording(dir string) (Recording, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	rc := Recording{}
+	for _, e := range ents {
+		name, enc := e.Name(), ""
+		if n, ok := strings.CutSuffix(name, ".gzip"); ok {
+			name, enc = n, "gzip"
+		}
+		p, err := url.PathUnescape(name)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", e.Name(), err)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		rc[p] = Answer{Body: b, Encoding: enc}
+	}
+	if len(rc) == 0 {
+		return nil, fmt.Errorf("%s holds no recorded answers", dir)
+	}
+	return rc, nil
+}

@@ -402,8 +402,10 @@ func (e *Env) Seed(ctx context.Context) error {
 		return err
 	}
 	e.IndexTook = time.Since(t0)
+	// The series reach the time they are written (indexing takes a
+	// while), so that rate()[2m] at the first query has samples.
 	t0 = time.Now()
-	err := e.writeSeries(ctx)
+	err := e.writeSeries(ctx, t0.Truncate(time.Second))
 	e.SeriesTook = time.Since(t0)
 	return err
 }
@@ -517,7 +519,8 @@ func (e *Env) buildGens() {
 			cores := eff * perNodeCPUs
 			gens = append(gens,
 				seriesGen{"jobsight_job_cpu_usage_seconds_total", lab(), func(t time.Time) float64 {
-					return cores * t.Sub(start).Seconds() * (1 + 0.02*noise(key, t.Unix()))
+					// ±2.5 s of jitter on a 15 s step: still monotonic.
+					return cores * (t.Sub(start).Seconds() + 5*noise(key, t.Unix()))
 				}},
 				seriesGen{"jobsight_job_memory_used_bytes", lab(), func(t time.Time) float64 {
 					return math.Round(memLimit * memFrac * (1 + 0.1*noise(key+"m", t.Unix())))
@@ -619,20 +622,20 @@ func (e *Env) buildGens() {
 
 // writeSeries writes every series' history (in order, each series whole in
 // one request), then Feed keeps them current.
-func (e *Env) writeSeries(ctx context.Context) error {
+func (e *Env) writeSeries(ctx context.Context, until time.Time) error {
 	c, err := promremote.New(promremote.Config{URL: e.Stack.Prometheus.URL + "/api/v1/write", Timeout: 2 * time.Minute})
 	if err != nil {
 		return err
 	}
 	e.prw = c
 	e.buildGens()
-	first := e.Now.Add(-SeriesHistory)
+	first := until.Add(-SeriesHistory)
 	const perBatch = 500
 	for i := 0; i < len(e.gens); i += perBatch {
 		var batch []promremote.Series
 		for _, g := range e.gens[i:min(i+perBatch, len(e.gens))] {
 			s := promremote.Series{Name: g.name, Labels: g.labels}
-			for t := first; !t.After(e.Now); t = t.Add(SampleEvery) {
+			for t := first; !t.After(until); t = t.Add(SampleEvery) {
 				s.Samples = append(s.Samples, promremote.Sample{TimestampMs: t.UnixMilli(), Value: g.value(t)})
 			}
 			e.Samples += len(s.Samples)
@@ -642,7 +645,7 @@ func (e *Env) writeSeries(ctx context.Context) error {
 			return fmt.Errorf("remote write: %w", err)
 		}
 	}
-	e.lastTS = e.Now.UnixMilli()
+	e.lastTS = until.UnixMilli()
 	// Wait until the last sample is queryable.
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -661,7 +664,9 @@ func (e *Env) writeSeries(ctx context.Context) error {
 // as the agents would while the benchmark runs, so that rate()[2m] at the
 // time of each query has data.
 func (e *Env) Feed() {
+	e.mu.Lock()
 	e.stop, e.done = make(chan struct{}), make(chan struct{})
+	e.mu.Unlock()
 	go func() {
 		defer close(e.done)
 		tick := time.NewTicker(SampleEvery)

@@ -38,10 +38,10 @@ type StockRequest struct {
 	// datasource sends every query of a panel in one _msearch).
 	MSearch []string
 	// Prometheus: an instant query at Time, or a range query when Step > 0.
-	PromQL      string
-	Time        time.Time
-	Start, End  time.Time
-	Step        time.Duration
+	PromQL     string
+	Time       time.Time
+	Start, End time.Time
+	Step       time.Duration
 }
 
 // Range is the dashboards' time range: the last 7 days.
@@ -149,9 +149,9 @@ func (e *Env) Panels(now time.Time) []Panel {
 
 // StockResult is one execution of a panel's stock requests.
 type StockResult struct {
-	ES, Prom  int // requests
-	Bytes     int // answer bytes
-	Rows      int // Elasticsearch hits or buckets, Prometheus series
+	ES, Prom int // requests
+	Bytes    int // answer bytes
+	Rows     int // Elasticsearch hits or buckets, Prometheus series
 	// Detail says per request: what, rows, bytes, time.
 	Detail []string
 }

@@ -6,11 +6,13 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
+	"github.com/grafana/grafana-plugin-sdk-go/backend/log"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
 	"github.com/jobsight/jobsight/internal/dsbench"
@@ -43,6 +45,7 @@ func BenchmarkDatasource(b *testing.B) {
 		b.Skip("set " + dsbench.EnvVar + "=1 to seed ZincSearch and Prometheus and run the datasource benchmarks")
 	}
 	stack.Require(b, stack.PrometheusBin)
+	quietLogs(b)
 	ctx := context.Background()
 	env, err := dsbench.Start(ctx, b.TempDir())
 	if err != nil {
@@ -81,6 +84,11 @@ func BenchmarkDatasource(b *testing.B) {
 		}
 		recording := rec.Take()
 		b.Logf("%s: backend answers through the recorder: %s", p.Name, recording.Describe())
+		if dir := os.Getenv(envSave); dir != "" {
+			if err := savePanel(dir, p, recording); err != nil {
+				b.Fatal(err)
+			}
+		}
 		if sr, err := stock.Run(ctx, p); err != nil {
 			b.Fatalf("stock %s: %v", p.Name, err)
 		} else {
@@ -110,21 +118,98 @@ func BenchmarkDatasource(b *testing.B) {
 			b.ReportMetric(float64(r.Rows), "rows")
 			b.ReportMetric(float64(r.Bytes), "answer-B")
 		})
-		b.Run("own/"+p.Name, func(b *testing.B) {
-			rp.Use(recording)
-			var r panelResult
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if r, err = runPanel(ctx, replayDS, p); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.StopTimer()
-			r.report(b)
-			b.ReportMetric(float64(recording.Bytes()), "answer-B")
-		})
+		b.Run("own/"+p.Name, func(b *testing.B) { benchOwn(b, rp, replayDS, p, recording) })
 	}
+}
+
+// Environment variables of the replay benchmark: JOBSIGHT_DSBENCH_SAVE=dir
+// makes BenchmarkDatasource save each panel's captured answers under dir;
+// JOBSIGHT_DSBENCH_REPLAY=dir makes BenchmarkDatasourceReplay measure the
+// plugin's own share on them, with no server running (for profiling:
+// -cpuprofile, -memprofile).
+const (
+	envSave   = "JOBSIGHT_DSBENCH_SAVE"
+	envReplay = "JOBSIGHT_DSBENCH_REPLAY"
+)
+
+// BenchmarkDatasourceReplay is own/<panel> of BenchmarkDatasource on answers
+// saved by an earlier run:
+//
+//	JOBSIGHT_DSBENCH=1 JOBSIGHT_DSBENCH_SAVE=/tmp/dsbench go test -run '^$' -bench Datasource/own -benchtime 1x ./pkg/plugin/
+//	JOBSIGHT_DSBENCH_REPLAY=/tmp/dsbench go test -run '^$' -bench DatasourceReplay -benchmem ./pkg/plugin/
+func BenchmarkDatasourceReplay(b *testing.B) {
+	dir := os.Getenv(envReplay)
+	if dir == "" {
+		b.Skip("set " + envReplay + " to a directory saved with " + envSave)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "panels.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var panels []dsbench.Panel
+	if err := json.Unmarshal(raw, &panels); err != nil {
+		b.Fatal(err)
+	}
+	quietLogs(b)
+	rp := dsbench.NewReplayer()
+	defer rp.Close()
+	ds := newBenchDS(b, rp.URL()+"/es", "bench", "bench", rp.URL())
+	for _, p := range panels {
+		rc, err := dsbench.LoadRecording(filepath.Join(dir, p.Name))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run("own/"+p.Name, func(b *testing.B) { benchOwn(b, rp, ds, p, rc) })
+	}
+}
+
+// quietLogs silences the SDK's default logger (the plugin logs every query
+// at debug level, which would interleave with the benchmark lines).
+func quietLogs(b *testing.B) {
+	old := log.DefaultLogger
+	log.DefaultLogger = log.NewNullLogger()
+	b.Cleanup(func() { log.DefaultLogger = old })
+}
+
+func benchOwn(b *testing.B, rp *dsbench.Replayer, ds *plugin.Datasource, p dsbench.Panel, rc dsbench.Recording) {
+	ctx := context.Background()
+	rp.Use(rc)
+	var r panelResult
+	var err error
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if r, err = runPanel(ctx, ds, p); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	r.report(b)
+	b.ReportMetric(float64(rc.Bytes()), "answer-B")
+}
+
+// savePanel saves a panel's recording under dir/<panel> and adds the panel
+// to dir/panels.json.
+func savePanel(dir string, p dsbench.Panel, rc dsbench.Recording) error {
+	if err := rc.Save(filepath.Join(dir, p.Name)); err != nil {
+		return err
+	}
+	var panels []dsbench.Panel
+	if raw, err := os.ReadFile(filepath.Join(dir, "panels.json")); err == nil {
+		_ = json.Unmarshal(raw, &panels)
+	}
+	kept := panels[:0]
+	for _, q := range panels {
+		if q.Name != p.Name {
+			kept = append(kept, q)
+		}
+	}
+	p.Stock = nil
+	raw, err := json.MarshalIndent(append(kept, p), "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "panels.json"), raw, 0o644)
 }
 
 // newBenchDS is a datasource instance for the seeded servers, reading up to
