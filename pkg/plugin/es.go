@@ -41,6 +41,19 @@ type termsAgg struct {
 // JSON-encoded, so no value from a query or a user is ever spliced into
 // query text. Every call is counted in stats.
 func (d *Datasource) search(ctx context.Context, st *stats, index string, body map[string]any) (*esSearch, error) {
+	data, err := d.searchRaw(ctx, st, index, body)
+	if err != nil {
+		return nil, err
+	}
+	var ans esSearch
+	if err := json.Unmarshal(data, &ans); err != nil {
+		return nil, &backendError{backend: "Elasticsearch", msg: fmt.Sprintf("Elasticsearch: the search answer is not JSON: %v", err)}
+	}
+	return &ans, nil
+}
+
+// searchRaw runs one search and returns the answer's body.
+func (d *Datasource) searchRaw(ctx context.Context, st *stats, index string, body map[string]any) ([]byte, error) {
 	raw, err := json.Marshal(body)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the Elasticsearch query: %w", err)
@@ -71,11 +84,7 @@ func (d *Datasource) search(ctx context.Context, st *stats, index string, body m
 	if p := httpProblem("Elasticsearch", d.settings.ElasticsearchURL, "the search on "+index, resp.StatusCode, data, "elasticsearchUser and elasticsearchPassword"); p != "" {
 		return nil, &backendError{backend: "Elasticsearch", msg: p}
 	}
-	var ans esSearch
-	if err := json.Unmarshal(data, &ans); err != nil {
-		return nil, &backendError{backend: "Elasticsearch", msg: fmt.Sprintf("Elasticsearch: the search answer is not JSON: %v", err)}
-	}
-	return &ans, nil
+	return data, nil
 }
 
 // terms decodes the terms aggregation name of a search answer.
@@ -133,15 +142,11 @@ func esFilter(clauses []any) map[string]any {
 	return map[string]any{"bool": map[string]any{"filter": clauses}}
 }
 
-// wildcardEscape escapes the wildcard query's special characters, so that
-// a job-name filter matches its text literally.
-func wildcardEscape(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if r == '*' || r == '?' || r == '\\' {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
+// wildcardLiteral turns text into a wildcard pattern body that cannot
+// match less than the text: the wildcard query's special characters (*, ?
+// and \) become "?" (any one character), because backslash escapes are
+// not served alike by every Elasticsearch-API server. The caller keeps
+// only the documents that contain the text itself.
+func wildcardLiteral(s string) string {
+	return strings.NewReplacer("*", "?", "?", "?", "\\", "?").Replace(s)
 }

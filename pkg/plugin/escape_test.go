@@ -101,9 +101,16 @@ func TestESQueryCarriesValuesAsData(t *testing.T) {
 		if len(wc) != 1 {
 			t.Fatalf("%q: %d wildcard clauses", v, len(wc))
 		}
+		// The pattern is the value with its special characters as "?"
+		// (any one character): it matches the value and cannot match
+		// less; the exact check is done on the documents (fetchJobs).
 		pat := wc[0].(map[string]any)["name"].(map[string]any)["value"].(string)
-		if got := unescapeWildcard(t, pat); got != "*"+v+"*" {
-			t.Errorf("%q: wildcard %q unescapes to %q", v, pat, got)
+		inner := pat[1 : len(pat)-1]
+		if pat[0] != '*' || pat[len(pat)-1] != '*' || strings.ContainsAny(inner, `*\`) || len(inner) != len(v) {
+			t.Errorf("%q: wildcard pattern %q", v, pat)
+		}
+		if re := wildcardRegexp(pat); !re.MatchString(v) {
+			t.Errorf("%q: wildcard pattern %q does not match the value", v, pat)
 		}
 		// The viewer's restriction is always there.
 		if !strings.Contains(string(raw), `{"term":{"user":"alice"}}`) {
@@ -112,23 +119,23 @@ func TestESQueryCarriesValuesAsData(t *testing.T) {
 	}
 }
 
-// unescapeWildcard reads a wildcard pattern: an unescaped * or ? is kept
-// as a wildcard marker, an escaped one is the literal character. It fails
-// the test if a literal * or ? of the value were left unescaped.
-func unescapeWildcard(t *testing.T, p string) string {
+// wildcardRegexp is what an Elasticsearch wildcard pattern (without
+// escapes) matches.
+func wildcardRegexp(p string) *regexp.Regexp {
 	var b strings.Builder
-	for i := 0; i < len(p); i++ {
-		if p[i] == '\\' && i+1 < len(p) {
-			i++
-			b.WriteByte(p[i])
-			continue
+	b.WriteString("^")
+	for _, r := range p {
+		switch r {
+		case '*':
+			b.WriteString(".*")
+		case '?':
+			b.WriteString(".")
+		default:
+			b.WriteString(regexp.QuoteMeta(string(r)))
 		}
-		if (p[i] == '*' || p[i] == '?') && i != 0 && i != len(p)-1 {
-			t.Errorf("pattern %q has an unescaped wildcard inside the value", p)
-		}
-		b.WriteByte(p[i])
 	}
-	return b.String()
+	b.WriteString("$")
+	return regexp.MustCompile("(?s)" + b.String())
 }
 
 // collect returns every value under key in a decoded JSON tree.
@@ -182,4 +189,20 @@ func mustUnquote(t *testing.T, q string) string {
 		t.Fatalf("%s: %v", q, err)
 	}
 	return expr.(*parser.VectorSelector).LabelMatchers[0].Value
+}
+
+// A document that does not decode is skipped and counted; the others come
+// through.
+func TestDecodeJobsSkipsBadDocuments(t *testing.T) {
+	raw := []byte(`{"hits":{"total":{"value":3},"hits":[
+		{"_source":{"cluster":"c","job_id":"1","user":"a","start_time":"2026-11-23T10:00:00Z"}},
+		{"_source":{"cluster":"c","job_id":2,"user":"b"}},
+		{"_source":{"cluster":"c","job_id":"3","requested":{"cpus":4}}}]}}`)
+	jobs, total, skipped, err := decodeJobs(raw)
+	if err != nil || total != 3 || skipped != 1 || len(jobs) != 2 || jobs[0].JobID != "1" || *jobs[1].Requested.CPUs != 4 {
+		t.Errorf("decodeJobs: %d jobs, total %d, skipped %d, err %v", len(jobs), total, skipped, err)
+	}
+	if _, _, _, err := decodeJobs([]byte(`{"hits":`)); err == nil {
+		t.Error("a truncated answer must be an error")
+	}
 }

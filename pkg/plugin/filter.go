@@ -1,10 +1,12 @@
 package plugin
 
 import (
-	"encoding/json"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
+
+	gojson "github.com/goccy/go-json"
 
 	"github.com/jobsight/jobsight/pkg/jobmodel"
 	"github.com/jobsight/jobsight/pkg/models"
@@ -57,7 +59,7 @@ func (d *Datasource) esQuery(sc jobScope) (map[string]any, error) {
 		}
 	}
 	if q.Name != "" {
-		f = append(f, map[string]any{"wildcard": map[string]any{"name": map[string]any{"value": "*" + wildcardEscape(q.Name) + "*"}}})
+		f = append(f, map[string]any{"wildcard": map[string]any{"name": map[string]any{"value": "*" + wildcardLiteral(q.Name) + "*"}}})
 	}
 	if q.JobID != "" {
 		cluster, id, err := models.SplitJobID(q.JobID)
@@ -103,13 +105,13 @@ func containsAll(set, vals []string) bool {
 }
 
 // compactFields are the job document fields the aggregating queries read.
+// They are top-level names only: source filtering by dotted paths
+// ("requested.cpus") is not served alike by every Elasticsearch-API
+// server, whole top-level objects are. The per-GPU list (gpus), the
+// analysis and the job's node list are left out.
 var compactFields = []string{"doc_id", "cluster", "job_id", "name", "user", "account", "partition", "state",
-	"start_time", "end_time", "submit_time", "time_limit_seconds", "elapsed_seconds", "final", "node_count",
-	"requested.cpus", "requested.memory_bytes", "requested.gpus",
-	"cpu.core_seconds", "cpu.avg_cores", "cpu.efficiency",
-	"memory.avg_bytes", "memory.peak_bytes", "memory.efficiency",
-	"gpu.count", "gpu.held", "gpu.utilization_avg", "gpu.gpu_seconds", "gpu.effective_gpus", "gpu.simulated",
-	"analysis.class", "analysis.score"}
+	"start_time", "end_time", "submit_time", "time_limit_seconds", "elapsed_seconds", "final", "node_count", "sampling",
+	"requested", "cpu", "memory", "gpu"}
 
 // fetchJobs reads the jobs of a scope (compact sources), at most
 // maxJobs; the total tells whether the answer was truncated.
@@ -122,27 +124,73 @@ func (d *Datasource) fetchJobs(ctxQ queryCtx, sc jobScope, sort []any, from, siz
 	if sort != nil {
 		body["sort"] = sort
 	}
-	ans, err := d.search(ctxQ.ctx, ctxQ.st, d.settings.ElasticsearchJobIndex, body)
+	raw, err := d.searchRaw(ctxQ.ctx, ctxQ.st, d.settings.ElasticsearchJobIndex, body)
 	if err != nil {
 		return nil, 0, err
 	}
-	jobs := make([]jobmodel.Job, 0, len(ans.Hits.Hits))
-	for _, h := range ans.Hits.Hits {
-		var j jobmodel.Job
-		if err := json.Unmarshal(h.Source, &j); err != nil {
-			// A document that does not decode is skipped and counted:
-			// one bad document must not blank a panel.
-			ctxQ.skipped++
-			continue
-		}
+	docs, total, skipped, err := decodeJobs(raw)
+	if err != nil {
+		return nil, 0, &backendError{backend: "Elasticsearch", msg: fmt.Sprintf("Elasticsearch: the search answer is not JSON: %v", err)}
+	}
+	ctxQ.skipped += skipped
+	jobs := docs[:0]
+	for _, j := range docs {
 		// The index holds what the agents wrote; the access rule is
 		// checked again on what came back.
 		if !sc.v.canSee(j.User, j.Account) {
 			continue
 		}
+		// The wildcard matched the name's special characters as "any
+		// character": keep only names that contain the text itself.
+		if sc.q.Name != "" && !strings.Contains(j.Name, sc.q.Name) {
+			continue
+		}
 		jobs = append(jobs, j)
 	}
-	return jobs, ans.Hits.Total.Value, nil
+	return jobs, total, nil
+}
+
+// jobHits is a search answer whose sources are job documents.
+type jobHits struct {
+	Hits struct {
+		Total struct {
+			Value int64 `json:"value"`
+		} `json:"total"`
+		Hits []struct {
+			Source jobmodel.Job `json:"_source"`
+		} `json:"hits"`
+	} `json:"hits"`
+}
+
+// decodeJobs decodes a search answer's job documents in one pass (with
+// goccy/go-json: decoding is most of the plugin's own time on large
+// answers, see docs/performance.md). When a document does not decode, the
+// answer is decoded again document by document and the bad ones are
+// skipped and counted: one bad document must not blank a panel.
+func decodeJobs(raw []byte) ([]jobmodel.Job, int64, int, error) {
+	var ans jobHits
+	if err := gojson.Unmarshal(raw, &ans); err == nil {
+		jobs := make([]jobmodel.Job, len(ans.Hits.Hits))
+		for i := range ans.Hits.Hits {
+			jobs[i] = ans.Hits.Hits[i].Source
+		}
+		return jobs, ans.Hits.Total.Value, 0, nil
+	}
+	var loose esSearch
+	if err := gojson.Unmarshal(raw, &loose); err != nil {
+		return nil, 0, 0, err
+	}
+	jobs := make([]jobmodel.Job, 0, len(loose.Hits.Hits))
+	skipped := 0
+	for _, h := range loose.Hits.Hits {
+		var j jobmodel.Job
+		if err := gojson.Unmarshal(h.Source, &j); err != nil {
+			skipped++
+			continue
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs, loose.Hits.Total.Value, skipped, nil
 }
 
 // figures are one job's reserved and used amounts (hours; memory in

@@ -115,7 +115,51 @@ func (d *Datasource) checkElasticsearch(ctx context.Context) BackendHealth {
 	if p := httpProblem("Elasticsearch", base, "HEAD /"+index, status, body, "elasticsearchUser and elasticsearchPassword"); p != "" {
 		return BackendHealth{Version: version, Message: p}
 	}
-	return BackendHealth{OK: true, Version: version, Message: fmt.Sprintf("%s: job index %s found", version, index)}
+	if p := d.checkJobMapping(ctx, index); p != "" {
+		return BackendHealth{Version: version, Message: p}
+	}
+	return BackendHealth{OK: true, Version: version, Message: fmt.Sprintf("%s: job index %s found with Jobsight's mapping", version, index)}
+}
+
+// mappedFields are the job-index fields every query relies on.
+var mappedFields = []string{"cluster", "job_id", "user", "account", "partition", "state", "start_time", "end_time", "final", "requested"}
+
+// checkJobMapping reads the job index's mapping and names the fields the
+// datasource needs that it lacks, or returns "".
+func (d *Datasource) checkJobMapping(ctx context.Context, index string) string {
+	base := d.settings.ElasticsearchURL
+	status, body, err := send(ctx, d.es, http.MethodGet, base, "/"+url.PathEscape(index)+"/_mapping")
+	if err != nil {
+		return fmt.Sprintf("Elasticsearch at %s failed while reading the mapping of %s: %v", base, index, rootCause(err))
+	}
+	if p := httpProblem("Elasticsearch", base, "GET /"+index+"/_mapping", status, body, "elasticsearchUser and elasticsearchPassword"); p != "" {
+		return p
+	}
+	var ans map[string]struct {
+		Mappings struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+		} `json:"mappings"`
+	}
+	if err := json.Unmarshal(body, &ans); err != nil {
+		return fmt.Sprintf("Elasticsearch: the mapping of %s is not JSON: %v", index, err)
+	}
+	props := map[string]bool{}
+	for _, idx := range ans {
+		for k := range idx.Mappings.Properties {
+			props[k] = true
+		}
+	}
+	var missing []string
+	for _, f := range mappedFields {
+		if !props[f] {
+			missing = append(missing, f)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Sprintf("Elasticsearch: index %s lacks the fields %s of Jobsight's job mapping: it was not created by a Jobsight agent (check elasticsearchJobIndex)",
+			index, strings.Join(missing, ", "))
+	}
+	return ""
 }
 
 // checkPrometheus asks for the build info; servers that do not serve it
@@ -154,7 +198,33 @@ func (d *Datasource) checkPrometheus(ctx context.Context) BackendHealth {
 		return BackendHealth{Message: fmt.Sprintf("Prometheus: %s does not look like Prometheus (its build info is not a Prometheus API answer): check prometheusUrl", base)}
 	}
 	version := strings.TrimSpace("Prometheus " + bi.Data.Version)
-	return BackendHealth{OK: true, Version: version, Message: version + ": ready"}
+	return d.checkSeries(ctx, BackendHealth{OK: true, Version: version, Message: version + ": ready"})
+}
+
+// checkSeries asks whether Prometheus holds any Jobsight job series (the
+// metric names matching jobsight_job_*).
+func (d *Datasource) checkSeries(ctx context.Context, h BackendHealth) BackendHealth {
+	base := d.settings.PrometheusURL
+	path := "/api/v1/label/__name__/values?match[]=" + url.QueryEscape(`{__name__=~"jobsight_job_.+"}`)
+	status, body, err := send(ctx, d.prom, http.MethodGet, base, path)
+	if err != nil {
+		return BackendHealth{Version: h.Version, Message: fmt.Sprintf("Prometheus at %s failed while listing Jobsight series: %v", base, rootCause(err))}
+	}
+	if p := httpProblem("Prometheus", base, "GET /api/v1/label/__name__/values", status, body, "prometheusBearerToken, or prometheusUser and prometheusPassword"); p != "" {
+		return BackendHealth{Version: h.Version, Message: p}
+	}
+	var ans struct {
+		Data []string `json:"data"`
+	}
+	if err := json.Unmarshal(body, &ans); err != nil {
+		return BackendHealth{Version: h.Version, Message: fmt.Sprintf("Prometheus: the list of series names is not JSON: %v", err)}
+	}
+	if len(ans.Data) == 0 {
+		return BackendHealth{Version: h.Version, Message: fmt.Sprintf(
+			"Prometheus at %s holds no jobsight_job_* series: have agents run, and can they remote-write to it (--web.enable-remote-write-receiver)? Check prometheusUrl", base)}
+	}
+	h.Message = fmt.Sprintf("%s with %d Jobsight job metrics", h.Message, len(ans.Data))
+	return h
 }
 
 // send sends one request to base+path and returns the status and (bounded)

@@ -15,7 +15,9 @@ import (
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 
+	"github.com/jobsight/jobsight/agent/sink/promremote"
 	"github.com/jobsight/jobsight/internal/stack"
+	"github.com/jobsight/jobsight/pkg/jobmodel"
 	"github.com/jobsight/jobsight/pkg/plugin"
 )
 
@@ -62,7 +64,11 @@ func uniqueIndex(t *testing.T, what string) string {
 // reports it.
 func createIndex(t *testing.T, es *stack.ESServer, index string) {
 	t.Helper()
-	body := `{"mappings":{"properties":{"job_id":{"type":"keyword"},"cluster":{"type":"keyword"}}}}`
+	createIndexWith(t, es, index, string(jobmodel.JobMapping()))
+}
+
+func createIndexWith(t *testing.T, es *stack.ESServer, index, body string) {
+	t.Helper()
 	if code := esDo(t, es, http.MethodPut, "/"+index, body); code != http.StatusOK {
 		t.Fatalf("creating index %s: HTTP %d", index, code)
 	}
@@ -153,6 +159,25 @@ func TestCheckHealthAgainstRealServers(t *testing.T) {
 	jobIndex := uniqueIndex(t, "jobs")
 	createIndex(t, srv.es, jobIndex)
 	password := map[string]string{"elasticsearchPassword": srv.es.Password}
+
+	t.Run("no Jobsight series yet", func(t *testing.T) {
+		res, details := checkHealth(t, instance(srv.es.URL, srv.es.User, jobIndex, srv.prom.URL, password))
+		if res.Status != backend.HealthStatusError || details.Prometheus.OK || !details.Elasticsearch.OK {
+			t.Fatalf("status %s: %s", res.Status, res.Message)
+		}
+		wantContains(t, res.Message, "holds no jobsight_job_* series", "remote-write")
+	})
+	pushSeries(t, srv.prom.URL)
+
+	t.Run("index of another shape", func(t *testing.T) {
+		other := uniqueIndex(t, "other")
+		createIndexWith(t, srv.es, other, `{"mappings":{"properties":{"job_id":{"type":"keyword"},"cluster":{"type":"keyword"}}}}`)
+		res, _ := checkHealth(t, instance(srv.es.URL, srv.es.User, other, srv.prom.URL, password))
+		if res.Status != backend.HealthStatusError {
+			t.Fatalf("status %s, want error: %s", res.Status, res.Message)
+		}
+		wantContains(t, res.Message, "lacks the fields user, account, partition, state, start_time, end_time, final, requested", "not created by a Jobsight agent")
+	})
 
 	t.Run("both up", func(t *testing.T) {
 		res, details := checkHealth(t, instance(srv.es.URL, srv.es.User, jobIndex, srv.prom.URL, password))
@@ -351,4 +376,30 @@ func ExampleDatasource_CheckHealth() {
 	res, _ := i.(*plugin.Datasource).CheckHealth(ctx, &backend.CheckHealthRequest{})
 	fmt.Println(res.Status, res.Message)
 	// Output: ERROR Invalid settings: setting prometheusUrl: is required (e.g. http://localhost:9090)
+}
+
+// pushSeries writes one Jobsight job sample to Prometheus by remote write,
+// as an agent does, and waits until Prometheus lists it.
+func pushSeries(t *testing.T, promURL string) {
+	t.Helper()
+	c, err := promremote.New(promremote.Config{URL: promURL + "/api/v1/write"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Write(context.Background(), []promremote.Series{{Name: "jobsight_job_cpu_usage_seconds_total",
+		Labels:  []promremote.Label{{Name: "cluster", Value: "c"}, {Name: "job_id", Value: "1"}, {Name: "node", Value: "n1"}},
+		Samples: []promremote.Sample{{TimestampMs: time.Now().UnixMilli(), Value: 1}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, ok, _ := stack.PromQuery(context.Background(), promURL, "jobsight_job_cpu_usage_seconds_total"); ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the pushed series is not queryable after 30 s")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }

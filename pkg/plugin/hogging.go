@@ -166,8 +166,7 @@ func (d *Datasource) hogRows(qc *queryCtx, jobs []jobmodel.Job, resources []stri
 	if err != nil {
 		return nil, nil, err
 	}
-	type use struct{ gpuIdle, gpuSeen, cpuPeak, cpuAlloc, memPeak, memLimit *float64 }
-	uses := map[string]*use{}
+	uses := byJob(vec)
 	type pstate struct {
 		cpus, gpus       map[string]float64
 		pendCPU, pendGPU *float64
@@ -194,27 +193,6 @@ func (d *Datasource) hogRows(qc *queryCtx, jobs []jobmodel.Job, resources []stri
 			case "p_pending_gpus":
 				p.pendGPU = &v
 			}
-			continue
-		}
-		k := sampleKey(s.Metric)
-		u := uses[k]
-		if u == nil {
-			u = &use{}
-			uses[k] = u
-		}
-		switch tag {
-		case "gpu_idle":
-			u.gpuIdle = &v
-		case "gpu_seen":
-			u.gpuSeen = &v
-		case "cpu_peak":
-			u.cpuPeak = &v
-		case "cpu_alloc":
-			u.cpuAlloc = &v
-		case "mem_peak":
-			u.memPeak = &v
-		case "mem_limit":
-			u.memLimit = &v
 		}
 	}
 
@@ -257,9 +235,6 @@ func (d *Datasource) hogRows(qc *queryCtx, jobs []jobmodel.Job, resources []stri
 	for i := range jobs {
 		j := &jobs[i]
 		u := uses[j.Cluster+":"+j.JobID]
-		if u == nil {
-			u = &use{}
-		}
 		for _, res := range resources {
 			var held, idle float64
 			switch res {
@@ -268,37 +243,37 @@ func (d *Datasource) hogRows(qc *queryCtx, jobs []jobmodel.Job, resources []stri
 					continue
 				}
 				held = float64(*j.Requested.GPUs)
-				if u.gpuSeen == nil {
+				if u["gpu_seen"] == nil {
 					continue // no GPU series: nothing known, nothing claimed
 				}
-				if u.gpuIdle != nil {
-					idle = *u.gpuIdle
+				if u["gpu_idle"] != nil {
+					idle = *u["gpu_idle"]
 				}
 			case models.ResourceCPU:
 				switch {
-				case u.cpuAlloc != nil:
-					held = *u.cpuAlloc
+				case u["cpu_alloc"] != nil:
+					held = *u["cpu_alloc"]
 				case j.Requested.CPUs != nil:
 					held = float64(*j.Requested.CPUs)
 				}
-				if held == 0 || u.cpuPeak == nil {
+				if held == 0 || u["cpu_peak"] == nil {
 					continue
 				}
-				if *u.cpuPeak/held < thr {
-					idle = math.Floor(held - *u.cpuPeak)
+				if *u["cpu_peak"]/held < thr {
+					idle = math.Floor(held - *u["cpu_peak"])
 				}
 			case models.ResourceMemory:
 				switch {
-				case u.memLimit != nil:
-					held = *u.memLimit
+				case u["mem_limit"] != nil:
+					held = *u["mem_limit"]
 				case j.Requested.MemoryBytes != nil:
 					held = float64(*j.Requested.MemoryBytes)
 				}
-				if held == 0 || u.memPeak == nil {
+				if held == 0 || u["mem_peak"] == nil {
 					continue
 				}
-				if *u.memPeak/held < thr {
-					idle = held - *u.memPeak
+				if *u["mem_peak"]/held < thr {
+					idle = held - *u["mem_peak"]
 				}
 			}
 			cres := res

@@ -22,8 +22,7 @@ var sortFields = map[string]string{
 }
 
 // jobsFields are the fields the Jobs table reads.
-var jobsFields = append(append([]string{}, compactFields...), "memory.max_node_peak_bytes", "memory.limit_bytes",
-	"gpu.effective_ratio", "reason", "exit_code", "nodes")
+var jobsFields = append(append([]string{}, compactFields...), "analysis", "reason", "exit_code")
 
 // queryJobs answers the Jobs table: one page of the jobs overlapping the
 // range, sorted; running jobs' usage from Prometheus (one request for the
@@ -68,20 +67,15 @@ func (d *Datasource) queryJobs(qc *queryCtx) (data.Frames, error) {
 	return data.Frames{frame}, nil
 }
 
-// liveValues are a running job's current usage from Prometheus.
-type liveValues struct {
-	cores, memBytes, gpuUtil *float64
-}
-
-// liveUsage reads the running jobs' current usage, one Prometheus request
-// for all of them (their ids in one matcher).
-func (d *Datasource) liveUsage(qc *queryCtx, jobs []jobmodel.Job) (map[string]*liveValues, error) {
+func (d *Datasource) liveUsage(qc *queryCtx, jobs []jobmodel.Job) (map[string]jobValues, error) {
 	var clusters, ids []string
 	seenC := map[string]bool{}
+	interval := 0.0
 	for _, j := range jobs {
 		if j.Final {
 			continue
 		}
+		interval = max(interval, j.Sampling.IntervalSeconds)
 		ids = append(ids, j.JobID)
 		if !seenC[j.Cluster] {
 			seenC[j.Cluster] = true
@@ -93,7 +87,7 @@ func (d *Datasource) liveUsage(qc *queryCtx, jobs []jobmodel.Job) (map[string]*l
 	}
 	by := "sum by (cluster, job_id) "
 	expr := strings.Join([]string{
-		labeled("cores", by+"(rate("+selector("jobsight_job_cpu_usage_seconds_total", clusters, ids)+"[2m]))"),
+		labeled("cores", by+"(rate("+selector("jobsight_job_cpu_usage_seconds_total", clusters, ids)+"["+rateWindow(20*time.Second, interval)+"]))"),
 		labeled("mem", by+"("+selector("jobsight_job_memory_used_bytes", clusters, ids)+")"),
 		labeled("gpu", "avg by (cluster, job_id) ("+selector("jobsight_job_gpu_utilization_ratio", clusters, ids)+")"),
 	}, " or ")
@@ -101,29 +95,11 @@ func (d *Datasource) liveUsage(qc *queryCtx, jobs []jobmodel.Job) (map[string]*l
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]*liveValues{}
-	for _, s := range vec {
-		k := string(s.Metric["cluster"]) + ":" + string(s.Metric["job_id"])
-		lv := out[k]
-		if lv == nil {
-			lv = &liveValues{}
-			out[k] = lv
-		}
-		v := float64(s.Value)
-		switch s.Metric["jobsight_metric"] {
-		case "cores":
-			lv.cores = &v
-		case "mem":
-			lv.memBytes = &v
-		case "gpu":
-			lv.gpuUtil = &v
-		}
-	}
-	return out, nil
+	return byJob(vec), nil
 }
 
 // jobsFrame builds the Jobs table.
-func (d *Datasource) jobsFrame(qc *queryCtx, jobs []jobmodel.Job, live map[string]*liveValues) *data.Frame {
+func (d *Datasource) jobsFrame(qc *queryCtx, jobs []jobmodel.Job, live map[string]jobValues) *data.Frame {
 	n := len(jobs)
 	str := func() []*string { return make([]*string, n) }
 	num := func() []*float64 { return make([]*float64, n) }
@@ -184,9 +160,9 @@ func (d *Datasource) jobsFrame(qc *queryCtx, jobs []jobmodel.Job, live map[strin
 		if !j.Final {
 			if lv := live[j.Cluster+":"+j.JobID]; lv != nil {
 				isLive[i] = true
-				cpuCores[i], memUsed[i], gpuUtil[i] = lv.cores, lv.memBytes, lv.gpuUtil
-				if lv.cores != nil && f.cpus != nil && *f.cpus > 0 {
-					cpuEff[i] = ptr(*lv.cores / *f.cpus)
+				cpuCores[i], memUsed[i], gpuUtil[i] = lv["cores"], lv["mem"], lv["gpu"]
+				if lv["cores"] != nil && f.cpus != nil && *f.cpus > 0 {
+					cpuEff[i] = ptr(*lv["cores"] / *f.cpus)
 				}
 			}
 		}

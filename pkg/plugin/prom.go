@@ -142,3 +142,37 @@ func promDuration(d time.Duration) string {
 	}
 	return strconv.FormatInt(s, 10) + "s"
 }
+
+// rateWindow is the range of a rate() over samples taken every interval
+// seconds, drawn every step: at least two steps and three samples, so
+// that a job shorter than the window is not diluted over it (rate divides
+// by the window, not by the span of the samples it found).
+func rateWindow(step time.Duration, intervalSeconds float64) string {
+	iv := time.Duration(intervalSeconds * float64(time.Second))
+	if iv <= 0 {
+		iv = 15 * time.Second
+	}
+	return promDuration(max(2*step, 3*iv))
+}
+
+// jobValues are the values of one job in a tagged answer, by tag.
+type jobValues map[string]*float64
+
+// byJob splits a tagged instant answer (sub-queries joined with "or",
+// see labeled) by job ("<cluster>:<job_id>") and tag. Samples without a
+// job_id label are left out.
+func byJob(vec model.Vector) map[string]jobValues {
+	out := map[string]jobValues{}
+	for _, s := range vec {
+		if s.Metric["job_id"] == "" {
+			continue
+		}
+		k := sampleKey(s.Metric)
+		if out[k] == nil {
+			out[k] = jobValues{}
+		}
+		v := float64(s.Value)
+		out[k][string(s.Metric["jobsight_metric"])] = &v
+	}
+	return out
+}

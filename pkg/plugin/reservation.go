@@ -81,22 +81,20 @@ func (d *Datasource) liveFigures(qc *queryCtx, jobs []jobmodel.Job, figs []figur
 			idx[j.Cluster+":"+j.JobID] = i
 		}
 	}
-	for _, s := range vec {
-		i, ok := idx[sampleKey(s.Metric)]
+	for k, vals := range byJob(vec) {
+		i, ok := idx[k]
 		if !ok {
 			continue
 		}
 		f := &figs[i]
-		v := float64(s.Value)
-		switch s.Metric["jobsight_metric"] {
-		case "cpu_s":
-			f.cpuUsedH = ptr(v / 3600)
-		case "gpu":
-			if f.gpuResH != nil {
-				f.gpuUsedH = ptr(v * *f.gpuResH)
-			}
-		case "mem":
-			f.memUsedH = ptr(v / gib * *f.elapsedH)
+		if v := vals["cpu_s"]; v != nil {
+			f.cpuUsedH = ptr(*v / 3600)
+		}
+		if v := vals["gpu"]; v != nil && f.gpuResH != nil {
+			f.gpuUsedH = ptr(*v * *f.gpuResH)
+		}
+		if v := vals["mem"]; v != nil {
+			f.memUsedH = ptr(*v / gib * *f.elapsedH)
 		}
 	}
 	return nil

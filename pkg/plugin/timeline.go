@@ -96,7 +96,7 @@ func (d *Datasource) queryTimeline(qc *queryCtx) (data.Frames, error) {
 		end = start.Add(time.Second)
 	}
 	step := promStep(start, end, qc.maxPoints)
-	win := promDuration(max(2*step, time.Minute))
+	win := rateWindow(step, j.Sampling.IntervalSeconds)
 	sel := "{cluster=" + promQuote(j.Cluster) + ",job_id=" + promQuote(j.JobID) + "}"
 	by := "cluster, job_id"
 	if qc.q.PerNode {
