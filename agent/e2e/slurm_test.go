@@ -57,6 +57,16 @@ func TestBusyJobIsMeasuredAgainstItsRequest(t *testing.T) {
 	if job.Sampling.Count < 5 || job.Sampling.IntervalSeconds != 1 {
 		t.Errorf("sampling %+v, want >= 5 samples at 1 s", job.Sampling)
 	}
+	// Energy is measured where the node offers it (RAPL, a BMC), and named
+	// missing where it does not (these VMs have neither): never a zero.
+	switch {
+	case job.Energy != nil:
+		if job.Energy.Method != jobmodel.EnergyMethod || job.Energy.TotalJoules == nil || *job.Energy.TotalJoules < 0 {
+			t.Errorf("energy %+v", job.Energy)
+		}
+	case !slices.Contains(job.MissingMetrics, "energy"):
+		t.Errorf("no energy object and energy not named missing: %v", job.MissingMetrics)
+	}
 
 	node := e.nodeDoc(t, job.DocID)
 	if node.AgentState != jobmodel.AgentFinished || node.JobDocID != job.DocID || deref(node.Allocated.CPUs) < 1 {
