@@ -13,14 +13,17 @@ import (
 	jsoniter "github.com/json-iterator/go"
 
 	"github.com/jobsight/jobsight/pkg/jobmodel"
+	"github.com/jobsight/jobsight/pkg/plugin"
 )
 
 // BenchmarkSearchDecode isolates where the plugin's own share goes for
 // 10,000 jobs: decoding the Elasticsearch answer into jobmodel.Job values.
-// "current" does what pkg/plugin's search and fetchJobs do (json.Unmarshal
-// into hits with a json.RawMessage _source, then json.Unmarshal of each
-// _source); the others are candidate replacements. It reads the answer an
-// earlier BenchmarkDatasource saved (JOBSIGHT_DSBENCH_SAVE):
+// "plugin_decodeJobs" is what pkg/plugin's fetchJobs does now (decodeJobs:
+// goccy/go-json, one pass, the same as gojson_one_pass);
+// "std_rawmessage_then_each" is what it did before (json.Unmarshal into
+// hits with a json.RawMessage _source, then json.Unmarshal of each
+// _source); the others are the alternatives that were compared. It reads
+// the answer an earlier BenchmarkDatasource saved (JOBSIGHT_DSBENCH_SAVE):
 //
 //	JOBSIGHT_DSBENCH_REPLAY=/tmp/dsbench go test -run '^$' -bench SearchDecode -benchmem ./pkg/plugin/
 func BenchmarkSearchDecode(b *testing.B) {
@@ -89,7 +92,11 @@ func BenchmarkSearchDecode(b *testing.B) {
 		name string
 		run  func() (int, error)
 	}{
-		{"current_std_rawmessage_then_each", twoPass(json.Unmarshal)},
+		{"plugin_decodeJobs", func() (int, error) {
+			jobs, _, _, err := plugin.DecodeJobs(body)
+			return len(jobs), err
+		}},
+		{"std_rawmessage_then_each", twoPass(json.Unmarshal)},
 		{"std_one_pass", onePass(json.Unmarshal)},
 		{"std_decoder_stream_per_hit", func() (int, error) { return streamHits(body) }},
 		{"jsoniter_rawmessage_then_each", twoPass(jsoniter.ConfigCompatibleWithStandardLibrary.Unmarshal)},
