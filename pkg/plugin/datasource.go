@@ -146,8 +146,6 @@ type queryCtx struct {
 	maxPoints int
 	refID     string
 	pc        backend.PluginContext
-	// skipped counts documents that did not decode.
-	skipped int
 }
 
 func (d *Datasource) query(ctx context.Context, v Viewer, pc backend.PluginContext, dq backend.DataQuery) backend.DataResponse {
@@ -214,9 +212,9 @@ func (d *Datasource) query(ctx context.Context, v Viewer, pc backend.PluginConte
 			m["elasticsearchRequests"] = qc.st.es.Load()
 			m["prometheusRequests"] = qc.st.prom.Load()
 		}
-		if qc.skipped > 0 {
+		if n := qc.st.skipped.Load(); n > 0 {
 			f.AppendNotices(data.Notice{Severity: data.NoticeSeverityWarning,
-				Text: fmt.Sprintf("%d job documents could not be read and were left out", qc.skipped)})
+				Text: fmt.Sprintf("%d job documents could not be read and were left out", n)})
 		}
 	}
 	return backend.DataResponse{Frames: frames}

@@ -16,6 +16,8 @@ import (
 // is tested and reported in the frame's metadata).
 type stats struct {
 	es, prom, other atomic.Int64
+	// skipped counts job documents that did not decode.
+	skipped atomic.Int64
 }
 
 // jobScope is what limits a query's jobs: its filters, the viewer's
@@ -132,7 +134,7 @@ func (d *Datasource) fetchJobs(ctxQ queryCtx, sc jobScope, sort []any, from, siz
 	if err != nil {
 		return nil, 0, &backendError{backend: "Elasticsearch", msg: fmt.Sprintf("Elasticsearch: the search answer is not JSON: %v", err)}
 	}
-	ctxQ.skipped += skipped
+	ctxQ.st.skipped.Add(int64(skipped))
 	jobs := docs[:0]
 	for _, j := range docs {
 		// The index holds what the agents wrote; the access rule is
