@@ -370,6 +370,31 @@ func TestDatasourceOnRealJobs(t *testing.T) {
 		}
 	})
 
+	t.Run("allocation from the collector's constants", func(t *testing.T) {
+		// The cluster-state collector serves the allocations file at
+		// /constants; the datasource reads it from allocationsUrl.
+		file := filepath.Join(t.TempDir(), "constants.yaml")
+		if err := os.WriteFile(file, []byte("allocations:\n  - {cluster: "+cluster+", resource: cpu, hours: 250, start: 2026-01-01}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		consts, err := clusterstate.OpenConstants(file, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(consts)
+		defer srv.Close()
+		inst := e.dsSettings(t, map[string]any{"allocationsUrl": srv.URL + "/constants"})
+		ds := newDS(t, inst)
+		fs := mustFrames(t, "allocation from URL", dsQuery(t, ds, inst, grafanaAdmin, nil, map[string]any{"queryType": "allocation", "resources": []string{"cpu"}}))
+		kinds := map[string]float64{}
+		for _, f := range fs {
+			kinds[f.Fields[1].Labels["kind"]] = maxValue(f)
+		}
+		if kinds["allocation"] != 250 || kinds["reserved"] <= 0 {
+			t.Errorf("allocation from the collector's constants: %v", kinds)
+		}
+	})
+
 	t.Run("variables", func(t *testing.T) {
 		fs := mustFrames(t, "variable users", admin(map[string]any{"queryType": "variable", "variable": "users"}))
 		if vals := column(t, fs[0], "value"); rowOf(vals, "root") < 0 || rowOf(vals, "nobody") < 0 {
