@@ -327,8 +327,8 @@ func (s *Settings) Validate() error {
 		}
 	}
 	if s.AllocationsURL != "" {
-		if p := checkBaseURL(s.AllocationsURL, "http://collector:9310/constants"); p != "" && !strings.Contains(p, "query") {
-			add("allocationsUrl", p)
+		if u, err := url.Parse(s.AllocationsURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+			add("allocationsUrl", "must be an http:// or https:// URL without credentials (e.g. http://collector:9310/constants)")
 		}
 	}
 	if s.TLSCACert != "" && !strings.Contains(s.TLSCACert, "-----BEGIN CERTIFICATE-----") {

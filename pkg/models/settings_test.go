@@ -179,3 +179,33 @@ func allFieldsSet(t *testing.T, name string, v any) {
 		}
 	}
 }
+
+func TestAccessAndAllocationSettingsNameTheProblem(t *testing.T) {
+	cases := map[string]string{
+		`"userMapping":"uid"`:        "setting userMapping: must be login, email or emailLocalPart",
+		`"fullAccessRoles":["Root"]`: "setting fullAccessRoles: must list Grafana roles",
+		`"maxJobs":0`:                "",
+		`"maxJobs":-5`:               "setting maxJobs: must be between 1 and 100000, got -5",
+		`"allocations":[{"cluster":"c","resource":"disk","hours":1}]`:               `setting allocations[0]: resource must be cpu or gpu, got "disk"`,
+		`"allocations":[{"resource":"gpu","hours":1}]`:                              "setting allocations[0]: cluster is required",
+		`"allocations":[{"cluster":"c","resource":"gpu","hours":-1}]`:               "setting allocations[0]: hours must be positive",
+		`"allocations":[{"cluster":"c","resource":"gpu","hours":1,"start":"soon"}]`: `start "soon" is not a date`,
+		`"allocationsUrl":"ftp://x/constants"`:                                      "setting allocationsUrl: must be an http:// or https:// URL",
+		`"allocationsUrl":"http://u:p@x/constants"`:                                 "setting allocationsUrl: must be an http:// or https:// URL without credentials",
+		`"tlsCaCert":"not a cert"`:                                                  "setting tlsCaCert: must be a PEM certificate bundle",
+		`"jobPageUrl":"javascript:alert(1)"`:                                        "setting jobPageUrl: must be a path",
+	}
+	for extra, want := range cases {
+		in := strings.TrimSuffix(minimal, "}") + "," + extra + "}"
+		_, err := load(in, nil)
+		if want == "" {
+			if err != nil {
+				t.Errorf("%s: %v", extra, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want %q", extra, err, want)
+		}
+	}
+}

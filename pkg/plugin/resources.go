@@ -76,12 +76,11 @@ func (d *Datasource) handleOptions(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, http.StatusForbidden, err)
 		return
 	}
-	if err := qc.q.Validate(); err != nil && len(qc.q.Cluster) > 0 {
-		// Only the cluster comes from the request here.
-		if !strings.Contains(err.Error(), "query type") || strings.Contains(err.Error(), "cluster") {
-			writeJSONError(w, http.StatusBadRequest, err)
-			return
-		}
+	// Only the cluster comes from the request: check it as a query would.
+	check := models.Query{QueryType: models.QueryTypeVariable, Variable: models.VariableClusters, Cluster: qc.q.Cluster}
+	if err := check.Validate(); err != nil {
+		writeJSONError(w, http.StatusBadRequest, err)
+		return
 	}
 	vals, err := d.options(qc, r.URL.Query().Get("kind"))
 	if err != nil {
