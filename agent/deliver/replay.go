@@ -1,0 +1,94 @@
+package deliver
+
+// replay.go: sending what waits in the node's spool.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jobsight/jobsight/agent/sink"
+	"github.com/jobsight/jobsight/agent/sink/elasticsearch"
+	"github.com/jobsight/jobsight/agent/sink/promremote"
+	"github.com/jobsight/jobsight/agent/spool"
+)
+
+func (o *Outputs) Pending() int {
+	st, err := o.spool.Stats()
+	if err != nil {
+		return 0
+	}
+	return st.Items
+}
+
+func (o *Outputs) Replay(ctx context.Context) {
+	defer o.updateSpoolMetrics()
+	// A target found down is skipped for the rest of this replay, and the
+	// other target's items still go: one store's outage must not hold the
+	// other's data back (Prometheus would then refuse it as too old).
+	down := map[string]error{}
+	err := o.spool.Replay(ctx, func(ctx context.Context, it spool.Item) error {
+		if err := down[it.Target]; err != nil {
+			return fmt.Errorf("%w: %v", spool.ErrKeep, err)
+		}
+		var err error
+		switch it.Target {
+		case targetES:
+			if o.es == nil {
+				return spool.ErrKeep
+			}
+			err = o.storeIfNewer(ctx, it.Doc())
+			if errors.Is(err, sink.ErrAccessDenied) {
+				o.noteRefusal("elasticsearch", err) // not the document's fault: keep it
+			} else if err != nil && !errors.Is(err, elasticsearch.ErrUnavailable) {
+				return fmt.Errorf("%w: %v", spool.ErrReject, err)
+			}
+		case targetProm:
+			if o.rw == nil {
+				return spool.ErrKeep
+			}
+			err = o.rw.WriteEncoded(ctx, it.Body)
+			if errors.Is(err, promremote.ErrPermanent) {
+				return fmt.Errorf("%w: %v", spool.ErrReject, err)
+			}
+			o.noteRefusal("prometheus", err)
+		default:
+			return fmt.Errorf("%w: unknown target %q", spool.ErrReject, it.Target)
+		}
+		if err != nil {
+			down[it.Target] = err
+			o.log.Info("spool replay: store still down; keeping its items", "target", it.Target, "err", err)
+			return fmt.Errorf("%w: %v", spool.ErrKeep, err)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, spool.ErrBusy) {
+		o.log.Info("spool replay stopped; will retry", "err", err)
+	}
+}
+
+const replayInterval = 10 * time.Second
+
+func (o *Outputs) replaySoon(ctx context.Context) {
+	o.mu.Lock()
+	due := time.Since(o.lastReplay) >= replayInterval
+	o.mu.Unlock()
+	if due {
+		o.replayIfWaiting(ctx)
+	}
+}
+
+func (o *Outputs) replayIfWaiting(ctx context.Context) {
+	o.mu.Lock()
+	o.lastReplay = time.Now()
+	o.mu.Unlock()
+	st, err := o.spool.Stats()
+	switch {
+	case err != nil:
+	case st.Items > 0:
+		o.Replay(ctx) // refreshes the spool metrics when done
+	default:
+		o.setSpoolMetrics(st) // the spool may have been emptied by another agent
+	}
+}

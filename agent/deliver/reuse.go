@@ -1,0 +1,177 @@
+package deliver
+
+// reuse.go: the ids of reused Slurm job ids, and "never overwrite a newer
+// version", decided against what the store holds.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jobsight/jobsight/agent/sink"
+	"github.com/jobsight/jobsight/agent/sink/elasticsearch"
+	"github.com/jobsight/jobsight/pkg/jobmodel"
+)
+
+func (o *Outputs) olderThanStored(ctx context.Context, d sink.Doc, mine time.Time) (bool, error) {
+	if mine.IsZero() {
+		return false, nil
+	}
+	o.mu.Lock()
+	ours := o.written[d.ID]
+	o.mu.Unlock()
+	if !ours.Before(mine) {
+		return true, nil
+	}
+	got, err := o.es.GetByIDs(ctx, d.Index, []string{d.ID})
+	if err != nil {
+		if errors.Is(err, elasticsearch.ErrNotFound) {
+			return false, nil
+		}
+		return false, err
+	}
+	if raw := got[d.ID]; raw != nil {
+		var theirs stored
+		if json.Unmarshal(raw, &theirs) == nil && !theirs.updated().IsZero() && !theirs.updated().Before(mine) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func (o *Outputs) ResolveDocID(ctx context.Context, base string, submit, start time.Time) string {
+	if o.es == nil {
+		return base
+	}
+	id, err := o.resolve(ctx, base, submit, start)
+	if err != nil {
+		return base
+	}
+	return id
+}
+
+type stored struct {
+	DocID      string         `json:"doc_id"`
+	JobDocID   string         `json:"job_doc_id"`
+	SubmitTime *jobmodel.Time `json:"submit_time"`
+	StartTime  *jobmodel.Time `json:"start_time"`
+	EndTime    *jobmodel.Time `json:"end_time"`
+	UpdatedAt  *jobmodel.Time `json:"updated_at"`
+	Final      bool           `json:"final"`
+}
+
+func (s stored) updated() time.Time {
+	if s.UpdatedAt == nil {
+		return time.Time{}
+	}
+	return s.UpdatedAt.Time
+}
+
+func (o *Outputs) resolve(ctx context.Context, base string, submit, start time.Time) (string, error) {
+	o.mu.Lock()
+	id, ok := o.resolved[base]
+	o.mu.Unlock()
+	if ok {
+		return id, nil
+	}
+	id = base
+	holder, err := o.holder(ctx, base)
+	if err != nil {
+		return "", err
+	}
+	if holder != nil && otherJob(*holder, submit, start) {
+		when := submit
+		if when.IsZero() {
+			when = start
+		}
+		id = jobmodel.ReuseDocID(base, when)
+		o.log.Info("job id reused: storing under a new id so the older job's document stays", "id", base, "new_id", id)
+	}
+	o.mu.Lock()
+	o.resolved[base] = id
+	o.mu.Unlock()
+	return id, nil
+}
+
+func (o *Outputs) holder(ctx context.Context, base string) (*stored, error) {
+	got, err := o.es.GetByIDs(ctx, o.cfg.Elasticsearch.JobIndex, []string{base})
+	if err != nil && !errors.Is(err, elasticsearch.ErrNotFound) {
+		return nil, err
+	}
+	if raw := got[base]; raw != nil {
+		var s stored
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, fmt.Errorf("stored job document %s: %w", base, err)
+		}
+		return &s, nil
+	}
+	q, _ := json.Marshal(map[string]any{"size": 1,
+		"query": map[string]any{"bool": map[string]any{"filter": []any{map[string]any{"term": map[string]any{"job_doc_id": base}}}}}})
+	raw, err := o.es.Search(ctx, o.cfg.Elasticsearch.NodeIndex, q)
+	if err != nil {
+		if errors.Is(err, elasticsearch.ErrNotFound) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var ans struct {
+		Hits struct {
+			Hits []struct {
+				Source stored `json:"_source"`
+			} `json:"hits"`
+		} `json:"hits"`
+	}
+	if err := json.Unmarshal(raw, &ans); err != nil {
+		return nil, err
+	}
+	for _, h := range ans.Hits.Hits {
+		if h.Source.JobDocID == base {
+			return &h.Source, nil
+		}
+	}
+	return nil, nil
+}
+
+func otherJob(s stored, submit, start time.Time) bool {
+	if !submit.IsZero() && s.SubmitTime != nil {
+		return s.SubmitTime.Unix() != submit.Unix()
+	}
+	return s.Final && s.EndTime != nil && !start.IsZero() && s.EndTime.Before(start)
+}
+
+func (o *Outputs) resolveDoc(ctx context.Context, d sink.Doc, s stored) (sink.Doc, error) {
+	base := s.DocID
+	if d.Kind == sink.KindNodeDoc {
+		base = s.JobDocID
+	}
+	if base == "" || strings.Contains(base, jobmodel.ReuseSeparator) {
+		return d, nil
+	}
+	var submit, start time.Time
+	if s.SubmitTime != nil {
+		submit = s.SubmitTime.Time
+	}
+	if s.StartTime != nil {
+		start = s.StartTime.Time
+	}
+	id, err := o.resolve(ctx, base, submit, start)
+	if err != nil || id == base {
+		return d, err
+	}
+	var body map[string]any
+	if err := json.Unmarshal(d.Body, &body); err != nil {
+		return d, err
+	}
+	if d.Kind == sink.KindNodeDoc {
+		body["job_doc_id"] = id
+		body["doc_id"] = id + strings.TrimPrefix(s.DocID, base)
+	} else {
+		body["doc_id"] = id
+	}
+	d.ID, _ = body["doc_id"].(string)
+	d.Body, err = json.Marshal(body)
+	return d, err
+}
