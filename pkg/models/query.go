@@ -66,7 +66,7 @@ var JobSortKeys = []string{"start_time", "end_time", "submit_time", "elapsed", "
 // Limits on what one query may ask.
 const (
 	MaxLimit        = 10000 // rows of one Jobs page
-	MaxFilterValues = 100   // values of one multi-value filter
+	MaxFilterValues = 5000  // values of one multi-value filter (a dashboard's "All" sends every value)
 	MaxFilterLength = 256   // bytes of one filter value
 	DefaultLimit    = 100
 	DefaultWindowS  = 1800 // Hogging: 30 min
