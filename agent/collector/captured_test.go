@@ -27,6 +27,13 @@ func TestCapturedSlurmV1JobCountsOnlyTheJobsProcesses(t *testing.T) {
 	if !s.Has(MetricMemory) || s.MemoryUsedBytes == 0 || !s.Has(MetricCPUsAllocated) || s.CPUsAllocated != 2 {
 		t.Errorf("memory %d cpus %d missing %v", s.MemoryUsedBytes, s.CPUsAllocated, s.Missing)
 	}
+	// memory.stat of the capture: total_rss 21544960, total_shmem 0,
+	// total_mapped_file 0, total_inactive_file 21065728 (the dd's 20 MiB).
+	if !s.Has(memStatMetrics) || s.MemoryRSSBytes != 21544960 || s.MemoryShmemBytes != 0 || s.MemoryMappedFileBytes != 0 ||
+		s.MemoryWorkingSetBytes != s.MemoryUsedBytes-21065728 {
+		t.Errorf("rss %d shmem %d mapped %d working set %d (usage %d), missing %v",
+			s.MemoryRSSBytes, s.MemoryShmemBytes, s.MemoryMappedFileBytes, s.MemoryWorkingSetBytes, s.MemoryUsedBytes, s.Missing)
+	}
 }
 
 // BenchmarkCollectCaptured is one sampling pass over the tree captured from

@@ -34,6 +34,7 @@ func TestCgroupV1Fixture(t *testing.T) {
 				}
 				checkSample(t, s, Sample{
 					CPUUsageNanos: e.CPUUsageNanos, MemoryUsedBytes: e.MemoryUsed, MemoryRSSBytes: e.MemoryRSS,
+					MemoryShmemBytes: e.MemoryShmem, MemoryMappedFileBytes: e.MemoryMapped, MemoryWorkingSetBytes: e.MemoryWorkSet,
 					MemoryPeakBytes: e.MemoryPeak, MemoryLimitBytes: e.MemoryLimit, CPUsAllocated: e.CPUs,
 					Processes: e.Processes, Threads: e.Threads, IOReadBytes: e.ProcReadBytes, IOWriteBytes: e.ProcWriteBytes,
 				})
@@ -53,6 +54,7 @@ func TestCgroupV2Fixture(t *testing.T) {
 	// from io.stat.
 	checkSample(t, s, Sample{
 		CPUUsageNanos: e.CPUUsageNanos, MemoryUsedBytes: e.MemoryUsed, MemoryRSSBytes: e.MemoryRSS,
+		MemoryShmemBytes: e.MemoryShmem, MemoryMappedFileBytes: e.MemoryMapped, MemoryWorkingSetBytes: e.MemoryWorkSet,
 		MemoryPeakBytes: e.MemoryPeak, MemoryLimitBytes: e.MemoryLimit, CPUsAllocated: e.CPUs,
 		Processes: e.Processes, Threads: e.Threads, IOReadBytes: e.IOStatRead, IOWriteBytes: e.IOStatWrite,
 	})
@@ -88,6 +90,7 @@ func TestCgroupV2WithoutIOAndPids(t *testing.T) {
 	}
 	checkSample(t, s, Sample{
 		CPUUsageNanos: e.CPUUsageNanos, MemoryUsedBytes: e.MemoryUsed, MemoryRSSBytes: e.MemoryRSS,
+		MemoryShmemBytes: e.MemoryShmem, MemoryMappedFileBytes: e.MemoryMapped, MemoryWorkingSetBytes: e.MemoryWorkSet,
 		CPUsAllocated: e.CPUs, Processes: e.Processes, Threads: e.Threads,
 		IOReadBytes: e.ProcReadBytes, IOWriteBytes: e.ProcWriteBytes,
 		Missing: MetricMemoryPeak | MetricMemoryLimit,
@@ -261,19 +264,22 @@ func TestStepsComeAndGo(t *testing.T) {
 	}
 }
 
+// memStatMetrics are the metrics read from memory.stat.
+const memStatMetrics = MetricMemoryRSS | MetricMemoryShmem | MetricMemoryMappedFile | MetricMemoryWorkingSet
+
 func TestHostileContents(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		file, content string
 		lost          Metric
 	}{
-		{"memory/slurm_node01/uid_1000/job_4242/memory.usage_in_bytes", "", MetricMemory},
-		{"memory/slurm_node01/uid_1000/job_4242/memory.usage_in_bytes", "12abc\n", MetricMemory},
-		{"memory/slurm_node01/uid_1000/job_4242/memory.usage_in_bytes", "-1\n", MetricMemory},
-		{"memory/slurm_node01/uid_1000/job_4242/memory.usage_in_bytes", "99999999999999999999999\n", MetricMemory},
+		{"memory/slurm_node01/uid_1000/job_4242/memory.usage_in_bytes", "", MetricMemory | MetricMemoryWorkingSet},
+		{"memory/slurm_node01/uid_1000/job_4242/memory.usage_in_bytes", "12abc\n", MetricMemory | MetricMemoryWorkingSet},
+		{"memory/slurm_node01/uid_1000/job_4242/memory.usage_in_bytes", "-1\n", MetricMemory | MetricMemoryWorkingSet},
+		{"memory/slurm_node01/uid_1000/job_4242/memory.usage_in_bytes", "99999999999999999999999\n", MetricMemory | MetricMemoryWorkingSet},
 		{"cpuacct/slurm_node01/uid_1000/job_4242/cpuacct.usage", "\x00\x01\x02", MetricCPU},
-		{"memory/slurm_node01/uid_1000/job_4242/memory.stat", "total_rss lots\n", MetricMemoryRSS},
-		{"memory/slurm_node01/uid_1000/job_4242/memory.stat", "cache 1\n", MetricMemoryRSS},
+		{"memory/slurm_node01/uid_1000/job_4242/memory.stat", "total_rss lots\n", memStatMetrics},
+		{"memory/slurm_node01/uid_1000/job_4242/memory.stat", "cache 1\n", memStatMetrics},
 		{"cpuset/slurm_node01/uid_1000/job_4242/cpuset.cpus", "3-1\n", MetricCPUsAllocated},
 		{"cpuset/slurm_node01/uid_1000/job_4242/cpuset.cpus", "0-4294967295\n", MetricCPUsAllocated},
 		{"memory/slurm_node01/uid_1000/job_4242/step_0/task_0/cgroup.procs", "20500\nnotapid\n", MetricProcesses},

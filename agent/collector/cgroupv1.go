@@ -15,6 +15,10 @@ const v1Unlimited = 1 << 62
 //	cpuacct.usage                CPUUsageNanos
 //	memory.usage_in_bytes        MemoryUsedBytes
 //	memory.stat total_rss        MemoryRSSBytes (includes transparent huge pages)
+//	memory.stat total_shmem      MemoryShmemBytes
+//	memory.stat total_mapped_file MemoryMappedFileBytes
+//	memory.usage_in_bytes − memory.stat total_inactive_file
+//	                             MemoryWorkingSetBytes
 //	memory.max_usage_in_bytes    MemoryPeakBytes
 //	memory.limit_in_bytes        MemoryLimitBytes (missing when unlimited)
 //	cpuset.cpus                  CPUsAllocated
@@ -82,10 +86,7 @@ func (c *CgroupV1) Collect(s *Sample) error {
 		s.MemoryUsedBytes = v
 		s.Missing &^= MetricMemory
 	}
-	if v, ok := readKey(&c.memStat, "total_rss", &c.buf, &errs); ok {
-		s.MemoryRSSBytes = v
-		s.Missing &^= MetricMemoryRSS
-	}
+	readMemStat(&c.memStat, &memStatV1, s, &c.buf, &errs)
 	if v, ok := readUint(&c.memMax, &c.buf, &errs); ok {
 		s.MemoryPeakBytes = v
 		s.Missing &^= MetricMemoryPeak

@@ -10,6 +10,10 @@ import (
 //	cpu.stat usage_usec          CPUUsageNanos
 //	memory.current               MemoryUsedBytes
 //	memory.stat anon             MemoryRSSBytes
+//	memory.stat shmem            MemoryShmemBytes
+//	memory.stat file_mapped      MemoryMappedFileBytes
+//	memory.current − memory.stat inactive_file
+//	                             MemoryWorkingSetBytes
 //	memory.peak                  MemoryPeakBytes (Linux >= 5.19; missing before)
 //	memory.max                   MemoryLimitBytes (missing when "max")
 //	cpuset.cpus.effective        CPUsAllocated
@@ -69,10 +73,7 @@ func (c *CgroupV2) Collect(s *Sample) error {
 		s.MemoryUsedBytes = v
 		s.Missing &^= MetricMemory
 	}
-	if v, ok := readKey(&c.memStat, "anon", &c.buf, &errs); ok {
-		s.MemoryRSSBytes = v
-		s.Missing &^= MetricMemoryRSS
-	}
+	readMemStat(&c.memStat, &memStatV2, s, &c.buf, &errs)
 	if v, ok := readUint(&c.memPeak, &c.buf, &errs); ok {
 		s.MemoryPeakBytes = v
 		s.Missing &^= MetricMemoryPeak

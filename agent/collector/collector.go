@@ -22,15 +22,18 @@ type Metric uint32
 // The metrics a Sample can carry. Their String forms are the names used in
 // documents' missing_metrics lists.
 const (
-	MetricCPU           Metric = 1 << iota // CPUUsageNanos
-	MetricMemory                           // MemoryUsedBytes
-	MetricMemoryRSS                        // MemoryRSSBytes
-	MetricMemoryPeak                       // MemoryPeakBytes
-	MetricMemoryLimit                      // MemoryLimitBytes
-	MetricCPUsAllocated                    // CPUsAllocated
-	MetricProcesses                        // Processes
-	MetricThreads                          // Threads
-	MetricIO                               // IOReadBytes, IOWriteBytes
+	MetricCPU              Metric = 1 << iota // CPUUsageNanos
+	MetricMemory                              // MemoryUsedBytes
+	MetricMemoryRSS                           // MemoryRSSBytes
+	MetricMemoryPeak                          // MemoryPeakBytes
+	MetricMemoryLimit                         // MemoryLimitBytes
+	MetricCPUsAllocated                       // CPUsAllocated
+	MetricProcesses                           // Processes
+	MetricThreads                             // Threads
+	MetricIO                                  // IOReadBytes, IOWriteBytes
+	MetricMemoryShmem                         // MemoryShmemBytes
+	MetricMemoryMappedFile                    // MemoryMappedFileBytes
+	MetricMemoryWorkingSet                    // MemoryWorkingSetBytes
 	metricEnd
 )
 
@@ -40,6 +43,7 @@ const AllMetrics = metricEnd - 1
 var metricNames = [...]string{
 	"cpu", "memory", "memory_rss", "memory_peak", "memory_limit",
 	"cpus_allocated", "processes", "threads", "io",
+	"memory_shmem", "memory_mapped_file", "memory_working_set",
 }
 
 // String returns the metric's name as used in missing_metrics, or a
@@ -72,16 +76,26 @@ func (m Metric) Names() []string {
 type Sample struct {
 	Time time.Time
 
-	CPUUsageNanos    uint64 // cumulative CPU time of all the job's processes on this node
-	MemoryUsedBytes  uint64 // memory charged to the job's cgroup now (includes page cache)
-	MemoryRSSBytes   uint64 // anonymous (resident, non-cache) memory now
-	MemoryPeakBytes  uint64 // kernel-tracked high-water mark of MemoryUsedBytes
-	MemoryLimitBytes uint64 // the cgroup's memory limit (0 and missing when unlimited)
-	CPUsAllocated    uint32 // CPUs in the job's cpuset on this node
-	Processes        uint32 // processes in the job's cgroups now
-	Threads          uint32 // threads of those processes now
-	IOReadBytes      uint64 // cumulative bytes read from storage by the job's processes
-	IOWriteBytes     uint64 // cumulative bytes written to storage by the job's processes
+	CPUUsageNanos   uint64 // cumulative CPU time of all the job's processes on this node
+	MemoryUsedBytes uint64 // memory charged to the job's cgroup now (includes page cache)
+	MemoryRSSBytes  uint64 // anonymous (resident, non-cache) memory now
+	// MemoryShmemBytes is shared memory charged to the cgroup now: tmpfs
+	// and /dev/shm files, SysV and POSIX shared memory (page cache, not
+	// RSS, but not reclaimable without swap).
+	MemoryShmemBytes uint64
+	// MemoryMappedFileBytes is file-backed memory (shared memory included)
+	// mapped into the job's processes now.
+	MemoryMappedFileBytes uint64
+	// MemoryWorkingSetBytes is MemoryUsedBytes minus the inactive file
+	// cache the kernel reclaims first: what the job needs under its limit.
+	MemoryWorkingSetBytes uint64
+	MemoryPeakBytes       uint64 // kernel-tracked high-water mark of MemoryUsedBytes
+	MemoryLimitBytes      uint64 // the cgroup's memory limit (0 and missing when unlimited)
+	CPUsAllocated         uint32 // CPUs in the job's cpuset on this node
+	Processes             uint32 // processes in the job's cgroups now
+	Threads               uint32 // threads of those processes now
+	IOReadBytes           uint64 // cumulative bytes read from storage by the job's processes
+	IOWriteBytes          uint64 // cumulative bytes written to storage by the job's processes
 
 	// Missing is the set of metrics not read in this pass.
 	Missing Metric

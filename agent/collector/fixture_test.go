@@ -25,6 +25,9 @@ type expected struct {
 	MemoryRSS      uint64 `json:"memory_rss_bytes"`
 	MemoryPeak     uint64 `json:"memory_peak_bytes"`
 	MemoryLimit    uint64 `json:"memory_limit_bytes"`
+	MemoryShmem    uint64 `json:"memory_shmem_bytes"`
+	MemoryMapped   uint64 `json:"memory_mapped_file_bytes"`
+	MemoryWorkSet  uint64 `json:"memory_working_set_bytes"`
 	CPUs           uint32 `json:"cpus_allocated"`
 	Processes      uint32 `json:"processes"`
 	Threads        uint32 `json:"threads"`

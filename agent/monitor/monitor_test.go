@@ -311,3 +311,60 @@ func TestSamplingNeverWaitsForTheStore(t *testing.T) {
 		t.Errorf("memory peak %v, want the last sample's %d", p, 1<<20+m.State.Count-1)
 	}
 }
+
+// A job whose memory is shared (/dev/shm) has a small RSS; its working set
+// and shared memory carry it, and memory efficiency rests on the working
+// set. Without a working set, efficiency falls back to RSS.
+func TestNodeStateSharedMemoryAndWorkingSet(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	n := NewNodeState(start, time.Second, 0.5)
+	for i := 0; i <= 10; i++ {
+		shm := uint64(min(i, 5)) * 30 << 20 // 0 … 150 MiB
+		s := reading(float64(i), shm+(12<<20), 1<<20, 1)
+		s.MemoryLimitBytes = 400 << 20
+		s.MemoryShmemBytes, s.MemoryMappedFileBytes, s.MemoryWorkingSetBytes = shm, 2<<20, shm+(10<<20)
+		s.Time = start.Add(time.Duration(i) * time.Second)
+		n.Add(&s)
+	}
+	var doc jobmodel.Node
+	n.Fill(&doc, start.Add(10*time.Second))
+	m := doc.Memory
+	if deref(m.ShmemPeakBytes) != 150<<20 || deref(m.WorkingSetPeakBytes) != 160<<20 || deref(m.RSSPeakBytes) != 1<<20 ||
+		deref(m.MappedFilePeakBytes) != 2<<20 || m.WorkingSetAvgBytes == nil || m.ShmemAvgBytes == nil || m.WorkingSetP95Bytes == nil {
+		t.Errorf("memory = %+v", *m)
+	}
+	if got := deref(m.Efficiency); math.Abs(got-0.4) > 1e-9 {
+		t.Errorf("memory efficiency = %v, want 0.4 (160 MiB working set of 400 MiB), not RSS's 0.0025", got)
+	}
+	if m.MaxNodeWorkingSetPeakBytes != nil {
+		t.Errorf("max_node_working_set_peak_bytes belongs to job documents")
+	}
+
+	// An agent that cannot read memory.stat's newer lines: those fields
+	// are absent and named, and efficiency is RSS over the limit.
+	old := NewNodeState(start, time.Second, 0.5)
+	s := reading(1, 100<<20, 50<<20, 1)
+	s.MemoryLimitBytes = 400 << 20
+	s.Missing |= collector.MetricMemoryShmem | collector.MetricMemoryMappedFile | collector.MetricMemoryWorkingSet
+	s.Time = start
+	old.Add(&s)
+	doc = jobmodel.Node{}
+	old.Fill(&doc, start.Add(time.Second))
+	if doc.Memory.WorkingSetPeakBytes != nil || doc.Memory.ShmemPeakBytes != nil || deref(doc.Memory.Efficiency) != 0.125 {
+		t.Errorf("without a working set: %+v", *doc.Memory)
+	}
+	for _, name := range []string{"memory_shmem", "memory_mapped_file", "memory_working_set"} {
+		if !slices.Contains(doc.MissingMetrics, name) {
+			t.Errorf("missing_metrics %v lacks %s", doc.MissingMetrics, name)
+		}
+	}
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p != nil {
+		return *p
+	}
+	return zero
+}

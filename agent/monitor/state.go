@@ -30,6 +30,9 @@ type NodeState struct {
 	Cores   aggregate.Series  `json:"cores"`
 	Used    aggregate.Series  `json:"memory_used"`
 	RSS     aggregate.Series  `json:"memory_rss"`
+	Shmem   aggregate.Series  `json:"memory_shmem"`
+	Mapped  aggregate.Series  `json:"memory_mapped_file"`
+	WorkSet aggregate.Series  `json:"memory_working_set"`
 	Procs   aggregate.Series  `json:"processes"`
 	Threads aggregate.Series  `json:"threads"`
 	IORead  aggregate.Counter `json:"io_read"`
@@ -59,6 +62,9 @@ func NewNodeState(start time.Time, interval time.Duration, activeThreshold float
 		Cores:       aggregate.NewSeries(activeThreshold),
 		Used:        aggregate.NewSeries(0),
 		RSS:         aggregate.NewSeries(0),
+		Shmem:       aggregate.NewSeries(0),
+		Mapped:      aggregate.NewSeries(0),
+		WorkSet:     aggregate.NewSeries(0),
 		Procs:       aggregate.NewSeries(0),
 		Threads:     aggregate.NewSeries(0),
 	}
@@ -99,6 +105,15 @@ func (n *NodeState) Add(s *collector.Sample) (cores float64, ok bool) {
 	}
 	if s.Has(collector.MetricMemoryRSS) {
 		n.RSS.Add(float64(s.MemoryRSSBytes), dt)
+	}
+	if s.Has(collector.MetricMemoryShmem) {
+		n.Shmem.Add(float64(s.MemoryShmemBytes), dt)
+	}
+	if s.Has(collector.MetricMemoryMappedFile) {
+		n.Mapped.Add(float64(s.MemoryMappedFileBytes), dt)
+	}
+	if s.Has(collector.MetricMemoryWorkingSet) {
+		n.WorkSet.Add(float64(s.MemoryWorkingSetBytes), dt)
 	}
 	if s.Has(collector.MetricMemoryPeak) && s.MemoryPeakBytes > n.KernelPeak {
 		n.KernelPeak = s.MemoryPeakBytes
@@ -160,10 +175,17 @@ func (n *NodeState) Fill(doc *jobmodel.Node, end time.Time) {
 		u.CPU = c
 	}
 	m := jobmodel.MemoryUsage{
-		AvgBytes:     optI(n.Used.Avg()),
-		P95Bytes:     optI(n.Used.Quantile(0.95)),
-		RSSAvgBytes:  optI(n.RSS.Avg()),
-		RSSPeakBytes: optI(n.RSS.Max()),
+		AvgBytes:            optI(n.Used.Avg()),
+		P95Bytes:            optI(n.Used.Quantile(0.95)),
+		RSSAvgBytes:         optI(n.RSS.Avg()),
+		RSSPeakBytes:        optI(n.RSS.Max()),
+		ShmemAvgBytes:       optI(n.Shmem.Avg()),
+		ShmemPeakBytes:      optI(n.Shmem.Max()),
+		MappedFileAvgBytes:  optI(n.Mapped.Avg()),
+		MappedFilePeakBytes: optI(n.Mapped.Max()),
+		WorkingSetAvgBytes:  optI(n.WorkSet.Avg()),
+		WorkingSetP95Bytes:  optI(n.WorkSet.Quantile(0.95)),
+		WorkingSetPeakBytes: optI(n.WorkSet.Max()),
 	}
 	if peak, ok := n.Used.Max(); ok || n.KernelPeak > 0 {
 		m.PeakBytes = jobmodel.Ptr(int64(max(peak, float64(n.KernelPeak))))
@@ -171,8 +193,15 @@ func (n *NodeState) Fill(doc *jobmodel.Node, end time.Time) {
 	if n.Seen&collector.MetricMemoryLimit != 0 && n.Limit > 0 {
 		m.LimitBytes = jobmodel.Ptr(int64(n.Limit))
 		doc.Allocated.MemoryBytes = m.LimitBytes
-		if m.RSSPeakBytes != nil {
-			m.Efficiency = jobmodel.Ptr(math.Min(1, float64(*m.RSSPeakBytes)/float64(n.Limit)))
+		// What the kernel holds against the limit, less the cache it
+		// reclaims first; RSS (which misses shared memory) only where
+		// the working set could not be read.
+		basis := m.WorkingSetPeakBytes
+		if basis == nil {
+			basis = m.RSSPeakBytes
+		}
+		if basis != nil {
+			m.Efficiency = jobmodel.Ptr(math.Min(1, float64(*basis)/float64(n.Limit)))
 		}
 	}
 	if m != (jobmodel.MemoryUsage{}) {

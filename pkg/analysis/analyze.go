@@ -10,12 +10,24 @@ import (
 )
 
 // Version is the analysis rules' version (jobmodel.Analysis.Version). It
-// changes when a class or cause would be computed differently.
-const Version = 1
+// changes when a class or cause would be computed differently. 2: memory
+// efficiency rests on the working set where the document has one.
+const Version = 2
 
 // Memory bases (jobmodel.AnalysisFigures.MemoryBasis): which document
 // fields memory efficiency was computed from.
+//
+// The working set (memory charged less the inactive file cache: what the
+// kernel holds against the limit once it has reclaimed what it reclaims
+// first, shared memory included) is preferred; documents without one
+// (older agents, standalone mode) fall back to the charged peak, then RSS.
 const (
+	// MemoryBasisPerNodeWorkingSet: memory.max_node_working_set_peak_bytes
+	// over requested.memory_per_node_bytes.
+	MemoryBasisPerNodeWorkingSet = "per_node_working_set"
+	// MemoryBasisTotalWorkingSet: memory.working_set_peak_bytes over the
+	// total request (as for MemoryBasisTotal).
+	MemoryBasisTotalWorkingSet = "total_working_set"
 	// MemoryBasisPerNode: memory.max_node_peak_bytes over
 	// requested.memory_per_node_bytes.
 	MemoryBasisPerNode = "per_node"
@@ -373,9 +385,10 @@ func (f *facts) cpuFacts() {
 	}
 }
 
-// memoryFacts computes memory efficiency: the peak on the fullest node
-// over the per-node request where both are known, else the total peak
-// (charged, else RSS) over the total request.
+// memoryFacts computes memory efficiency: the working-set peak on the
+// fullest node over the per-node request where both are known, else the
+// total working-set peak over the total request; for documents without a
+// working set, the same with the charged peak, else the total RSS peak.
 func (f *facts) memoryFacts() {
 	job, m := f.job, f.job.Memory
 	req := job.Requested
@@ -392,7 +405,11 @@ func (f *facts) memoryFacts() {
 	var peak int64
 	hasPeak := false
 	if m != nil {
-		if v, ok := okI(m.MaxNodePeakBytes); ok && hasPerNodeReq {
+		if v, ok := okI(m.MaxNodeWorkingSetPeakBytes); ok && hasPerNodeReq {
+			f.memPeak, f.memReq, f.memBasis = float64(v), float64(perNodeReq), MemoryBasisPerNodeWorkingSet
+		} else if v, ok := okI(m.WorkingSetPeakBytes); ok {
+			peak, hasPeak, f.memBasis = v, true, MemoryBasisTotalWorkingSet
+		} else if v, ok := okI(m.MaxNodePeakBytes); ok && hasPerNodeReq {
 			f.memPeak, f.memReq, f.memBasis = float64(v), float64(perNodeReq), MemoryBasisPerNode
 		} else if v, ok := okI(m.PeakBytes); ok {
 			peak, hasPeak, f.memBasis = v, true, MemoryBasisTotal
@@ -400,7 +417,7 @@ func (f *facts) memoryFacts() {
 			peak, hasPeak, f.memBasis = v, true, MemoryBasisTotalRSS
 		}
 	}
-	if f.memBasis != MemoryBasisPerNode {
+	if !f.memPerNode() {
 		if hasPeak && f.hasMemReqTotal {
 			f.memPeak, f.memReq = float64(peak), f.memReqTotal
 		} else {
@@ -417,6 +434,12 @@ func (f *facts) memoryFacts() {
 	f.memEff, f.hasMemEff = clamp01(f.memPeak/f.memReq), true
 	f.fig.MemoryEfficiency = ptr(f.memEff)
 	f.fig.MemoryBasis = f.memBasis
+}
+
+// memPerNode reports whether memPeak and memReq are per node (else totals
+// over the job's nodes).
+func (f *facts) memPerNode() bool {
+	return f.memBasis == MemoryBasisPerNode || f.memBasis == MemoryBasisPerNodeWorkingSet
 }
 
 // score is the figure the class rests on: average GPU utilisation for GPU

@@ -337,6 +337,26 @@ func TestMemoryBasis(t *testing.T) {
 		{"peak above request is clamped", func(j *jobmodel.Job) {
 			j.Memory.MaxNodePeakBytes = p(20 * giB)
 		}, MemoryBasisPerNode, 1},
+		// The working set is preferred where the document has it.
+		{"working set per node: page cache does not count", func(j *jobmodel.Job) {
+			j.Memory.WorkingSetPeakBytes, j.Memory.MaxNodeWorkingSetPeakBytes = p(4*giB), p(4*giB)
+		}, MemoryBasisPerNodeWorkingSet, 0.25},
+		{"working set per node: shared memory counts", func(j *jobmodel.Job) {
+			j.Memory.RSSPeakBytes, j.Memory.ShmemPeakBytes = p(giB/4), p(10*giB)
+			j.Memory.WorkingSetPeakBytes, j.Memory.MaxNodeWorkingSetPeakBytes = p(11*giB), p(11*giB)
+		}, MemoryBasisPerNodeWorkingSet, 11.0 / 16},
+		{"working set, multi-node: fullest node", func(j *jobmodel.Job) {
+			j.Requested.Nodes = p[int64](2)
+			j.Requested.MemoryBytes = p(32 * giB)
+			j.Memory.WorkingSetPeakBytes, j.Memory.MaxNodeWorkingSetPeakBytes = p(14*giB), p(12*giB)
+		}, MemoryBasisPerNodeWorkingSet, 12.0 / 16},
+		{"working set, no per-node request: totals", func(j *jobmodel.Job) {
+			j.Requested.MemoryPerNodeBytes = nil
+			j.Memory.WorkingSetPeakBytes, j.Memory.MaxNodeWorkingSetPeakBytes = p(2*giB), p(2*giB)
+		}, MemoryBasisTotalWorkingSet, 0.125},
+		{"working set without a node maximum: totals", func(j *jobmodel.Job) {
+			j.Memory.WorkingSetPeakBytes = p(6 * giB)
+		}, MemoryBasisTotalWorkingSet, 6.0 / 16},
 	} {
 		j := baseCPU()
 		tc.edit(&j)

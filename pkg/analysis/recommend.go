@@ -38,7 +38,7 @@ func (f *facts) memRec() (rec, from int64, ok bool) {
 		return 0, 0, false
 	}
 	peak, req := f.memPeak, f.memReq
-	if f.memBasis != MemoryBasisPerNode {
+	if !f.memPerNode() {
 		peak, req = peak/float64(f.nodes), req/float64(f.nodes)
 	}
 	if v, ok := okI(f.job.Requested.MemoryPerNodeBytes); ok && v > 0 {
@@ -175,7 +175,7 @@ func recommend(f *facts, causes []jobmodel.Cause) (jobmodel.Recommendation, jobm
 				r.MemoryBytes = ptr(rec * f.nodes)
 				freed = max(0, f.memReqTotal-float64(rec)*float64(f.nodes))
 				peakPerNode, where := f.memPeak, "the fullest node peaked at"
-				if f.memBasis != MemoryBasisPerNode {
+				if !f.memPerNode() {
 					peakPerNode /= float64(f.nodes)
 					where = "the job peaked at"
 					if f.nodes > 1 {

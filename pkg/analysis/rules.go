@@ -405,7 +405,7 @@ func ruleMemoryOverrequest(f *facts, fired map[string]bool) *jobmodel.Cause {
 		return nil
 	}
 	perNodeReq := f.memReq
-	if f.memBasis != MemoryBasisPerNode {
+	if !f.memPerNode() {
 		perNodeReq = f.memReq / float64(f.nodes)
 	}
 	if perNodeReq < r.MinRequestGiB*gib || f.memEff >= r.MaxMemoryEfficiency {
@@ -417,6 +417,10 @@ func ruleMemoryOverrequest(f *facts, fired map[string]bool) *jobmodel.Cause {
 	conf := 0.7 + 0.2*(1-f.memEff/r.MaxMemoryEfficiency)
 	var ev string
 	switch f.memBasis {
+	case MemoryBasisPerNodeWorkingSet:
+		ev = fmt.Sprintf("Peak working set (memory the kernel could not reclaim: anonymous, shared and active cache) on the fullest node was %s of the %s requested per node (%s)", size(f.memPeak), size(f.memReq), pct(f.memEff))
+	case MemoryBasisTotalWorkingSet:
+		ev = fmt.Sprintf("Peak working set (memory the kernel could not reclaim: anonymous, shared and active cache) was %s of the %s requested (%s)", size(f.memPeak), size(f.memReq), pct(f.memEff))
 	case MemoryBasisPerNode:
 		ev = fmt.Sprintf("Peak memory on the fullest node was %s of the %s requested per node (%s)", size(f.memPeak), size(f.memReq), pct(f.memEff))
 	case MemoryBasisTotalRSS:

@@ -349,6 +349,13 @@ var ruleCases = map[string][]ruleCase{
 	CauseMemoryOverrequest: {
 		{name: "200 MiB of 16 GiB", job: cpuWith(func(j *jobmodel.Job) { j.Memory.MaxNodePeakBytes = p[int64](200 << 20) }),
 			fire: true, conf: 0.89, evidence: []string{"fullest node was 200 MiB of the 16.0 GiB requested per node (1.2%)"}},
+		{name: "200 MiB working set of 16 GiB, 12 GiB charged with page cache", job: cpuWith(func(j *jobmodel.Job) {
+			j.Memory.WorkingSetPeakBytes, j.Memory.MaxNodeWorkingSetPeakBytes = p[int64](200<<20), p[int64](200<<20)
+		}), fire: true, conf: 0.89, evidence: []string{"Peak working set", "fullest node was 200 MiB of the 16.0 GiB requested per node (1.2%)"}},
+		{name: "small RSS but 10 GiB of shared memory in the working set", job: cpuWith(func(j *jobmodel.Job) {
+			j.Memory.MaxNodePeakBytes, j.Memory.RSSPeakBytes, j.Memory.ShmemPeakBytes = p(11*giB), p[int64](200<<20), p(10*giB)
+			j.Memory.WorkingSetPeakBytes, j.Memory.MaxNodeWorkingSetPeakBytes = p(11*giB), p(11*giB)
+		})},
 		{name: "small request", job: cpuWith(func(j *jobmodel.Job) {
 			j.Requested.MemoryBytes, j.Requested.MemoryPerNodeBytes = p(3*giB/2), p(3*giB/2)
 			j.Memory.MaxNodePeakBytes = p[int64](50 << 20)

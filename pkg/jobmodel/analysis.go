@@ -60,9 +60,13 @@ type AnalysisFigures struct {
 	CoreHours          *float64 `json:"core_hours,omitempty"`
 	CoreHoursWasted    *float64 `json:"core_hours_wasted,omitempty"`
 	// MemoryBasis says which document fields MemoryEfficiency was
-	// computed from: per_node (memory.max_node_peak_bytes over
-	// requested.memory_per_node_bytes), total (memory.peak_bytes over the
-	// total request) or total_rss (memory.rss_peak_bytes over the total
+	// computed from: per_node_working_set
+	// (memory.max_node_working_set_peak_bytes over
+	// requested.memory_per_node_bytes), total_working_set
+	// (memory.working_set_peak_bytes over the total request), and for
+	// documents without a working set per_node (memory.max_node_peak_bytes
+	// over requested.memory_per_node_bytes), total (memory.peak_bytes over
+	// the total request) or total_rss (memory.rss_peak_bytes over the total
 	// request). Absent when MemoryEfficiency is.
 	MemoryBasis string `json:"memory_basis,omitempty"`
 }

@@ -65,15 +65,34 @@ func Assemble(job *Job, nodes []Node) {
 		u.CPU = &cpu
 	}
 
+	// Memory: sums over nodes, except the per-node maxima and the
+	// efficiency of the fullest node.
+	memSum := func(get func(*MemoryUsage) *int64) *int64 {
+		return sumI(nodes, func(n *Node) *int64 { return memField(n, get) })
+	}
+	memMax := func(get func(*MemoryUsage) *int64) *int64 {
+		return maxI(nodes, func(n *Node) *int64 { return memField(n, get) })
+	}
+	memMaxF := func(get func(*MemoryUsage) *float64) *float64 {
+		return maxF(nodes, func(n *Node) *float64 { return memField(n, get) })
+	}
 	mem := MemoryUsage{
-		AvgBytes:         sumI(nodes, func(n *Node) *int64 { return memField(n, func(m *MemoryUsage) *int64 { return m.AvgBytes }) }),
-		P95Bytes:         sumI(nodes, func(n *Node) *int64 { return memField(n, func(m *MemoryUsage) *int64 { return m.P95Bytes }) }),
-		PeakBytes:        sumI(nodes, func(n *Node) *int64 { return memField(n, func(m *MemoryUsage) *int64 { return m.PeakBytes }) }),
-		RSSAvgBytes:      sumI(nodes, func(n *Node) *int64 { return memField(n, func(m *MemoryUsage) *int64 { return m.RSSAvgBytes }) }),
-		RSSPeakBytes:     sumI(nodes, func(n *Node) *int64 { return memField(n, func(m *MemoryUsage) *int64 { return m.RSSPeakBytes }) }),
-		LimitBytes:       sumI(nodes, func(n *Node) *int64 { return memField(n, func(m *MemoryUsage) *int64 { return m.LimitBytes }) }),
-		MaxNodePeakBytes: maxI(nodes, func(n *Node) *int64 { return memField(n, func(m *MemoryUsage) *int64 { return m.PeakBytes }) }),
-		Efficiency:       maxF(nodes, func(n *Node) *float64 { return memField(n, func(m *MemoryUsage) *float64 { return m.Efficiency }) }),
+		AvgBytes:                   memSum(func(m *MemoryUsage) *int64 { return m.AvgBytes }),
+		P95Bytes:                   memSum(func(m *MemoryUsage) *int64 { return m.P95Bytes }),
+		PeakBytes:                  memSum(func(m *MemoryUsage) *int64 { return m.PeakBytes }),
+		RSSAvgBytes:                memSum(func(m *MemoryUsage) *int64 { return m.RSSAvgBytes }),
+		RSSPeakBytes:               memSum(func(m *MemoryUsage) *int64 { return m.RSSPeakBytes }),
+		ShmemAvgBytes:              memSum(func(m *MemoryUsage) *int64 { return m.ShmemAvgBytes }),
+		ShmemPeakBytes:             memSum(func(m *MemoryUsage) *int64 { return m.ShmemPeakBytes }),
+		MappedFileAvgBytes:         memSum(func(m *MemoryUsage) *int64 { return m.MappedFileAvgBytes }),
+		MappedFilePeakBytes:        memSum(func(m *MemoryUsage) *int64 { return m.MappedFilePeakBytes }),
+		WorkingSetAvgBytes:         memSum(func(m *MemoryUsage) *int64 { return m.WorkingSetAvgBytes }),
+		WorkingSetP95Bytes:         memSum(func(m *MemoryUsage) *int64 { return m.WorkingSetP95Bytes }),
+		WorkingSetPeakBytes:        memSum(func(m *MemoryUsage) *int64 { return m.WorkingSetPeakBytes }),
+		LimitBytes:                 memSum(func(m *MemoryUsage) *int64 { return m.LimitBytes }),
+		MaxNodePeakBytes:           memMax(func(m *MemoryUsage) *int64 { return m.PeakBytes }),
+		MaxNodeWorkingSetPeakBytes: memMax(func(m *MemoryUsage) *int64 { return m.WorkingSetPeakBytes }),
+		Efficiency:                 memMaxF(func(m *MemoryUsage) *float64 { return m.Efficiency }),
 	}
 	if mem != (MemoryUsage{}) {
 		u.Memory = &mem
@@ -144,6 +163,16 @@ func PeakAtLimitIfOOM(job *Job, nodes []Node) {
 		m.PeakFromLimit = true
 		if m.PeakBytes == nil || *m.PeakBytes < *limit {
 			m.PeakBytes = Ptr(*limit)
+		}
+	}
+	// The kernel kills for memory only once it cannot reclaim cache, so
+	// the working set too reached the limit. Where it was measured, its
+	// peak is not left below it.
+	if m.MaxNodeWorkingSetPeakBytes != nil && *m.MaxNodeWorkingSetPeakBytes < *limit {
+		m.MaxNodeWorkingSetPeakBytes = Ptr(*limit)
+		m.PeakFromLimit = true
+		if m.WorkingSetPeakBytes == nil || *m.WorkingSetPeakBytes < *limit {
+			m.WorkingSetPeakBytes = Ptr(*limit)
 		}
 	}
 }

@@ -158,3 +158,42 @@ func TestPeakAtLimitIfOOM(t *testing.T) {
 		t.Error("peak_from_limit set although the sampled peak reached the limit")
 	}
 }
+
+// Shared memory, mapped files and the working set are summed over nodes
+// like the other memory fields; the fullest node's working-set peak is kept.
+func TestAssembleWorkingSetAndSharedMemory(t *testing.T) {
+	t.Parallel()
+	withWS := func(n Node, shm, ws int64) Node {
+		m := *n.Memory
+		m.ShmemAvgBytes, m.ShmemPeakBytes = Ptr(shm/2), Ptr(shm)
+		m.MappedFileAvgBytes, m.MappedFilePeakBytes = Ptr(shm/4), Ptr(shm/2)
+		m.WorkingSetAvgBytes, m.WorkingSetP95Bytes, m.WorkingSetPeakBytes = Ptr(ws/2), Ptr(ws-1), Ptr(ws)
+		n.Memory = &m
+		return n
+	}
+	nodes := []Node{withWS(node("n1", 1, 1, 1000, 4000), 300, 900), withWS(node("n2", 1, 1, 3000, 4000), 100, 2500)}
+	job := Job{Nodes: []string{"n1", "n2"}}
+	Assemble(&job, nodes)
+	m := job.Memory
+	got := []int64{deref(m.ShmemAvgBytes), deref(m.ShmemPeakBytes), deref(m.MappedFileAvgBytes), deref(m.MappedFilePeakBytes),
+		deref(m.WorkingSetAvgBytes), deref(m.WorkingSetP95Bytes), deref(m.WorkingSetPeakBytes), deref(m.MaxNodeWorkingSetPeakBytes)}
+	want := []int64{200, 400, 100, 200, 1700, 3398, 3400, 2500}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("shmem avg/peak, mapped avg/peak, working set avg/p95/peak/max node = %v, want %v", got, want)
+	}
+	// A node that could not read the working set leaves it absent there,
+	// not zero: the job's figures come from the nodes that have it.
+	nodes[1].Memory.WorkingSetPeakBytes = nil
+	Assemble(&job, nodes)
+	if deref(job.Memory.WorkingSetPeakBytes) != 900 || deref(job.Memory.MaxNodeWorkingSetPeakBytes) != 900 {
+		t.Errorf("working set peak %v / max node %v, want 900 from n1", job.Memory.WorkingSetPeakBytes, job.Memory.MaxNodeWorkingSetPeakBytes)
+	}
+	// Killed for memory: the working set reached the limit too.
+	oomNode := withWS(node("n1", 1, 1, 100<<20, 100<<20), 0, 60<<20)
+	oom := Job{State: StateOutOfMemory, Nodes: []string{"n1"}}
+	Assemble(&oom, []Node{oomNode})
+	PeakAtLimitIfOOM(&oom, []Node{oomNode})
+	if deref(oom.Memory.MaxNodeWorkingSetPeakBytes) != 100<<20 || deref(oom.Memory.WorkingSetPeakBytes) != 100<<20 || !oom.Memory.PeakFromLimit {
+		t.Errorf("OOM job memory %+v", *oom.Memory)
+	}
+}

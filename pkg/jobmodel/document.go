@@ -336,17 +336,32 @@ type CPUUsage struct {
 
 // MemoryUsage summarises memory. "Used" is what the cgroup is charged
 // (includes page cache; what the kernel compares with the limit); "RSS" is
-// anonymous resident memory (what the job's processes themselves need).
+// anonymous resident memory; "Shmem" is shared memory (tmpfs, /dev/shm,
+// SysV/POSIX shm), charged to the cgroup but not part of RSS; "MappedFile"
+// is file-backed memory mapped into the processes; the "working set" is
+// Used less the inactive file cache the kernel reclaims first — what the
+// job needs under its limit (docs/fields.md).
 type MemoryUsage struct {
-	AvgBytes     *int64 `json:"avg_bytes,omitempty"`
-	P95Bytes     *int64 `json:"p95_bytes,omitempty"`
-	PeakBytes    *int64 `json:"peak_bytes,omitempty"`
-	RSSAvgBytes  *int64 `json:"rss_avg_bytes,omitempty"`
-	RSSPeakBytes *int64 `json:"rss_peak_bytes,omitempty"`
-	LimitBytes   *int64 `json:"limit_bytes,omitempty"`
+	AvgBytes            *int64 `json:"avg_bytes,omitempty"`
+	P95Bytes            *int64 `json:"p95_bytes,omitempty"`
+	PeakBytes           *int64 `json:"peak_bytes,omitempty"`
+	RSSAvgBytes         *int64 `json:"rss_avg_bytes,omitempty"`
+	RSSPeakBytes        *int64 `json:"rss_peak_bytes,omitempty"`
+	ShmemAvgBytes       *int64 `json:"shmem_avg_bytes,omitempty"`
+	ShmemPeakBytes      *int64 `json:"shmem_peak_bytes,omitempty"`
+	MappedFileAvgBytes  *int64 `json:"mapped_file_avg_bytes,omitempty"`
+	MappedFilePeakBytes *int64 `json:"mapped_file_peak_bytes,omitempty"`
+	WorkingSetAvgBytes  *int64 `json:"working_set_avg_bytes,omitempty"`
+	WorkingSetP95Bytes  *int64 `json:"working_set_p95_bytes,omitempty"`
+	WorkingSetPeakBytes *int64 `json:"working_set_peak_bytes,omitempty"`
+	LimitBytes          *int64 `json:"limit_bytes,omitempty"`
 	// MaxNodePeakBytes is the largest PeakBytes of any one node.
 	MaxNodePeakBytes *int64 `json:"max_node_peak_bytes,omitempty"`
-	// Efficiency is peak RSS / limit on the fullest node, 0–1.
+	// MaxNodeWorkingSetPeakBytes is the largest WorkingSetPeakBytes of any
+	// one node (job documents).
+	MaxNodeWorkingSetPeakBytes *int64 `json:"max_node_working_set_peak_bytes,omitempty"`
+	// Efficiency is the peak working set / limit on the fullest node, 0–1
+	// (peak RSS / limit where the working set could not be read).
 	Efficiency *float64 `json:"efficiency,omitempty"`
 	// PeakFromLimit is true when the job was killed for memory but the
 	// sampled peak stayed below its limit (the kill came between two

@@ -404,6 +404,12 @@ func memoryBars(j *jobmodel.Job, simulated bool) string {
 		if m.RSSPeakBytes != nil {
 			addRow("Job memory, peak resident", m.RSSPeakBytes, limit)
 		}
+		if m.ShmemPeakBytes != nil && *m.ShmemPeakBytes > 0 {
+			addRow("Job memory, peak shared (/dev/shm, tmpfs)", m.ShmemPeakBytes, limit)
+		}
+		if m.WorkingSetPeakBytes != nil {
+			addRow("Job memory, peak working set", m.WorkingSetPeakBytes, limit)
+		}
 		if m.PeakBytes != nil {
 			addRow("Job memory, peak incl. page cache", m.PeakBytes, limit)
 		}

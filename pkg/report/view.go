@@ -492,30 +492,33 @@ func describeAttribution(a string) string {
 
 // metricNames describes the metric names of missing_metrics.
 var metricNames = map[string]string{
-	"cpu":               "CPU time",
-	"memory":            "memory in use",
-	"memory_rss":        "resident memory",
-	"memory_peak":       "peak memory",
-	"memory_limit":      "memory limit",
-	"cpus_allocated":    "allocated CPUs",
-	"processes":         "process count",
-	"threads":           "thread count",
-	"io":                "storage I/O",
-	"gpu":               "GPU data",
-	"gpu_utilization":   "GPU utilisation",
-	"gpu_memory_used":   "GPU memory in use",
-	"gpu_memory_total":  "GPU memory capacity",
-	"gpu_power":         "GPU power",
-	"gpu_energy":        "GPU energy",
-	"gpu_temperature":   "GPU temperature",
-	"gpu_sm_clock":      "GPU clock",
-	"gpu_memory_clock":  "GPU memory clock",
-	"gpu_pcie":          "GPU PCIe traffic",
-	"slurm_metadata":    "Slurm job metadata",
-	"elapsed":           "elapsed time",
-	"cpu_efficiency":    "CPU efficiency",
-	"memory_efficiency": "memory efficiency",
-	"time_limit":        "time limit",
+	"cpu":                "CPU time",
+	"memory":             "memory in use",
+	"memory_rss":         "resident memory",
+	"memory_peak":        "peak memory",
+	"memory_limit":       "memory limit",
+	"cpus_allocated":     "allocated CPUs",
+	"processes":          "process count",
+	"threads":            "thread count",
+	"io":                 "storage I/O",
+	"memory_shmem":       "shared memory",
+	"memory_mapped_file": "mapped file memory",
+	"memory_working_set": "memory working set",
+	"gpu":                "GPU data",
+	"gpu_utilization":    "GPU utilisation",
+	"gpu_memory_used":    "GPU memory in use",
+	"gpu_memory_total":   "GPU memory capacity",
+	"gpu_power":          "GPU power",
+	"gpu_energy":         "GPU energy",
+	"gpu_temperature":    "GPU temperature",
+	"gpu_sm_clock":       "GPU clock",
+	"gpu_memory_clock":   "GPU memory clock",
+	"gpu_pcie":           "GPU PCIe traffic",
+	"slurm_metadata":     "Slurm job metadata",
+	"elapsed":            "elapsed time",
+	"cpu_efficiency":     "CPU efficiency",
+	"memory_efficiency":  "memory efficiency",
+	"time_limit":         "time limit",
 }
 
 // missingMetrics lists, in the order first named and without repeats,
@@ -581,6 +584,10 @@ func analysisFigures(a *jobmodel.Analysis) []field {
 	if fig.MemoryEfficiency != nil {
 		m := formatPct(*fig.MemoryEfficiency)
 		switch fig.MemoryBasis {
+		case "per_node_working_set":
+			m += " (fullest node's peak working set over the per-node request)"
+		case "total_working_set":
+			m += " (peak working set over the request)"
 		case "per_node":
 			m += " (fullest node's peak over the per-node request)"
 		case "total":

@@ -32,35 +32,44 @@ type leaf struct {
 
 // Expected is what a collector must report for the fixture.
 type Expected struct {
-	JobID          uint64 `json:"job_id"`
-	UID            uint32 `json:"uid"`
-	Host           string `json:"host"`
-	CPUUsageNanos  uint64 `json:"cpu_usage_nanos"`
-	MemoryUsed     uint64 `json:"memory_used_bytes"`
-	MemoryRSS      uint64 `json:"memory_rss_bytes"`
-	MemoryPeak     uint64 `json:"memory_peak_bytes"`
-	MemoryLimit    uint64 `json:"memory_limit_bytes"`
-	CPUs           uint32 `json:"cpus_allocated"`
-	Processes      uint32 `json:"processes"`
-	Threads        uint32 `json:"threads"`
-	ProcReadBytes  uint64 `json:"proc_read_bytes"`
-	ProcWriteBytes uint64 `json:"proc_write_bytes"`
-	IOStatRead     uint64 `json:"iostat_read_bytes,omitempty"`
-	IOStatWrite    uint64 `json:"iostat_write_bytes,omitempty"`
-	PIDs           []int  `json:"pids"`
+	JobID         uint64 `json:"job_id"`
+	UID           uint32 `json:"uid"`
+	Host          string `json:"host"`
+	CPUUsageNanos uint64 `json:"cpu_usage_nanos"`
+	MemoryUsed    uint64 `json:"memory_used_bytes"`
+	MemoryRSS     uint64 `json:"memory_rss_bytes"`
+	MemoryPeak    uint64 `json:"memory_peak_bytes"`
+	MemoryLimit   uint64 `json:"memory_limit_bytes"`
+	MemoryShmem   uint64 `json:"memory_shmem_bytes"`
+	MemoryMapped  uint64 `json:"memory_mapped_file_bytes"`
+	// MemoryWorkingSet is memory_used_bytes − inactive_file.
+	MemoryWorkingSet uint64 `json:"memory_working_set_bytes"`
+	CPUs             uint32 `json:"cpus_allocated"`
+	Processes        uint32 `json:"processes"`
+	Threads          uint32 `json:"threads"`
+	ProcReadBytes    uint64 `json:"proc_read_bytes"`
+	ProcWriteBytes   uint64 `json:"proc_write_bytes"`
+	IOStatRead       uint64 `json:"iostat_read_bytes,omitempty"`
+	IOStatWrite      uint64 `json:"iostat_write_bytes,omitempty"`
+	PIDs             []int  `json:"pids"`
 }
 
 const (
-	jobID     = 4242
-	uid       = 1000
-	host      = "node01"
-	cpuList   = "0-7,16-23\n"
-	memUsed   = 6442450944
-	memRSS    = 5368709120
-	memPeak   = 7516192768
-	memLimit  = 17179869184
-	cpuNanos  = 123456789000
-	stepdBase = 9000
+	jobID    = 4242
+	uid      = 1000
+	host     = "node01"
+	cpuList  = "0-7,16-23\n"
+	memUsed  = 6442450944
+	memRSS   = 5368709120
+	memPeak  = 7516192768
+	memLimit = 17179869184
+	// memory.stat (total_)shmem, (total_)mapped_file / file_mapped and
+	// (total_)inactive_file, as written in memStatV1 and memStatV2.
+	memShmem        = 9084928
+	memMapped       = 11108352
+	memInactiveFile = 536870912
+	cpuNanos        = 123456789000
+	stepdBase       = 9000
 )
 
 func main() {
@@ -68,7 +77,8 @@ func main() {
 	flag.Parse()
 	leaves := job()
 	exp := Expected{JobID: jobID, UID: uid, Host: host, CPUUsageNanos: cpuNanos, MemoryUsed: memUsed,
-		MemoryRSS: memRSS, MemoryPeak: memPeak, MemoryLimit: memLimit, CPUs: 16}
+		MemoryRSS: memRSS, MemoryPeak: memPeak, MemoryLimit: memLimit, CPUs: 16,
+		MemoryShmem: memShmem, MemoryMapped: memMapped, MemoryWorkingSet: memUsed - memInactiveFile}
 	for _, l := range leaves {
 		for _, p := range l.procs {
 			exp.Processes++
