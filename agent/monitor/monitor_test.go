@@ -368,3 +368,42 @@ func deref[T any](p *T) T {
 	}
 	return zero
 }
+
+// A spike between two samples (a process that grows by 200 MiB and exits
+// within an interval) is missed by the sampled working set but not by the
+// kernel's high-water mark: the working-set peak is raised to the mark less
+// the inactive file cache around it. Page cache that grows steadily with the
+// usage (a large file read) does not raise it.
+func TestNodeStateWorkingSetPeakFromKernelMark(t *testing.T) {
+	t.Parallel()
+	const mib = 1 << 20
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	run := func(samples [][3]uint64) *jobmodel.MemoryUsage { // used, inactive file, kernel mark
+		n := NewNodeState(start, time.Second, 0.5)
+		for i, v := range samples {
+			s := reading(float64(i), v[0], v[0]-v[1], 1)
+			s.MemoryWorkingSetBytes, s.MemoryPeakBytes = v[0]-v[1], v[2]
+			s.Missing = 0
+			s.Time = start.Add(time.Duration(i) * time.Second)
+			n.Add(&s)
+		}
+		var doc jobmodel.Node
+		n.Fill(&doc, start.Add(time.Duration(len(samples))*time.Second))
+		return doc.Memory
+	}
+	spike := run([][3]uint64{{10 * mib, 1 * mib, 10 * mib}, {12 * mib, 2 * mib, 212 * mib}, {11 * mib, 2 * mib, 212 * mib}})
+	if got := deref(spike.WorkingSetPeakBytes); got != 211*mib {
+		t.Errorf("spike: working_set_peak_bytes = %d MiB, want 211 (mark 212 less the smaller cache, 1)", got/mib)
+	}
+	if deref(spike.PeakBytes) != 212*mib {
+		t.Errorf("spike: peak_bytes = %d", deref(spike.PeakBytes))
+	}
+	// A file read: cache and usage grow together, the mark is the usage.
+	read := run([][3]uint64{{100 * mib, 0, 100 * mib}, {1100 * mib, 1000 * mib, 1100 * mib}, {2100 * mib, 2000 * mib, 2100 * mib}})
+	if got := deref(read.WorkingSetPeakBytes); got != 100*mib {
+		t.Errorf("file read: working_set_peak_bytes = %d MiB, want the 100 without the cache", got/mib)
+	}
+	if got := deref(read.Efficiency); math.Abs(got-100.0/4096) > 1e-9 {
+		t.Errorf("file read: efficiency %v, want 100 MiB of the 4 GiB limit", got)
+	}
+}

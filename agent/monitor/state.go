@@ -39,6 +39,12 @@ type NodeState struct {
 	IOWrite aggregate.Counter `json:"io_write"`
 
 	KernelPeak uint64 `json:"kernel_peak_bytes"`
+	// WorkSetKernelPeak is the working-set peak the kernel's high-water
+	// mark shows between samples (see Add); PrevInactive the inactive
+	// file cache at the last sample that read it (HavePrevInactive).
+	WorkSetKernelPeak uint64 `json:"working_set_kernel_peak_bytes,omitempty"`
+	PrevInactive      uint64 `json:"prev_inactive_file_bytes,omitempty"`
+	HavePrevInactive  bool   `json:"have_prev_inactive_file,omitempty"`
 	Limit      uint64 `json:"limit_bytes"`
 	CPUs       uint32 `json:"cpus"`
 
@@ -115,9 +121,7 @@ func (n *NodeState) Add(s *collector.Sample) (cores float64, ok bool) {
 	if s.Has(collector.MetricMemoryWorkingSet) {
 		n.WorkSet.Add(float64(s.MemoryWorkingSetBytes), dt)
 	}
-	if s.Has(collector.MetricMemoryPeak) && s.MemoryPeakBytes > n.KernelPeak {
-		n.KernelPeak = s.MemoryPeakBytes
-	}
+	n.addKernelPeak(s)
 	if s.Has(collector.MetricMemoryLimit) {
 		n.Limit = s.MemoryLimitBytes
 	}
@@ -141,6 +145,42 @@ func (n *NodeState) Add(s *collector.Sample) (cores float64, ok bool) {
 		n.Energy.Add(s.Time, s.CPUUsageNanos, s.Has(collector.MetricCPU), &s.Energy)
 	}
 	return cores, ok
+}
+
+// peakSlack is how far the kernel's high-water mark may lie above the
+// usage read just before it and still count as the usage at the sample:
+// the two are read a few microseconds apart.
+const peakSlack = 4 << 20
+
+// addKernelPeak follows the kernel's high-water mark of the charge. The
+// kernel keeps none of the working set, and a spike between two samples (a
+// process that grows and exits within an interval) is missed by the sampled
+// working set, though not by the high-water mark. So where the mark rose
+// since the last sample, the working set at that peak was the mark less the
+// inactive file cache then: at this sample's when the mark is this sample's
+// usage; when the peak came between samples, the smaller of the cache at
+// the two samples around it (a conservative choice: it overstates the peak
+// by at most the cache's growth in one interval, never leaves it plainly
+// too low).
+func (n *NodeState) addKernelPeak(s *collector.Sample) {
+	ws := s.Has(collector.MetricMemoryWorkingSet)
+	var inactive uint64
+	if ws {
+		inactive = s.MemoryUsedBytes - s.MemoryWorkingSetBytes
+	}
+	if s.Has(collector.MetricMemoryPeak) && s.MemoryPeakBytes > n.KernelPeak {
+		n.KernelPeak = s.MemoryPeakBytes
+		if ws {
+			cache := inactive
+			if n.HavePrevInactive && s.MemoryPeakBytes > s.MemoryUsedBytes+peakSlack {
+				cache = min(cache, n.PrevInactive)
+			}
+			n.WorkSetKernelPeak = max(n.WorkSetKernelPeak, s.MemoryPeakBytes-min(s.MemoryPeakBytes, cache))
+		}
+	}
+	if ws {
+		n.PrevInactive, n.HavePrevInactive = inactive, true
+	}
 }
 
 // Fill writes the state's summary into a node document: usage, allocation,
@@ -189,6 +229,9 @@ func (n *NodeState) Fill(doc *jobmodel.Node, end time.Time) {
 	}
 	if peak, ok := n.Used.Max(); ok || n.KernelPeak > 0 {
 		m.PeakBytes = jobmodel.Ptr(int64(max(peak, float64(n.KernelPeak))))
+	}
+	if m.WorkingSetPeakBytes != nil && n.WorkSetKernelPeak > uint64(*m.WorkingSetPeakBytes) {
+		m.WorkingSetPeakBytes = jobmodel.Ptr(int64(n.WorkSetKernelPeak))
 	}
 	if n.Seen&collector.MetricMemoryLimit != 0 && n.Limit > 0 {
 		m.LimitBytes = jobmodel.Ptr(int64(n.Limit))
