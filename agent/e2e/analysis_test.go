@@ -32,8 +32,12 @@ func change(a *jobmodel.Analysis, option string) *jobmodel.SbatchChange {
 func TestOverRequestingJobIsAnalysed(t *testing.T) {
 	e := need(t)
 	t.Parallel()
+	// ~200 MB held for the whole run (tail keeps its input until the
+	// sleep ends), and one busy core started after the copy is done, so
+	// that no sample sees both at once on a loaded machine (the p95 of
+	// cores must be one core, not two).
 	id := e.submit(t, "-J", "overask", "-c", "2", "--mem=8G", "--time=60", "--wrap",
-		"head -c 200M /dev/zero | tail > /dev/null & timeout 15 sh -c 'while :; do :; done'; wait")
+		"(head -c 200M /dev/zero; sleep 18) | tail > /dev/null & sleep 2; timeout 15 sh -c 'while :; do :; done'; wait")
 	job := e.finalJob(t, e.docID(id), jobWait)
 	a := job.Analysis
 	if a == nil {
