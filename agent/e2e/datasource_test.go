@@ -253,7 +253,7 @@ func TestDatasourceOnRealJobs(t *testing.T) {
 		}
 		// The link goes to the job page.
 		f, _ := fs[0].FieldByName("job_id")
-		if link := f.Config.Links[0].URL; !strings.Contains(link, "/resources/job?cluster=${__data.fields.cluster:percentencode}") {
+		if link := f.Config.Links[0].URL; !strings.Contains(link, "/resources/job?job=${__data.fields.doc_id:percentencode}") {
 			t.Errorf("job link %q", link)
 		}
 

@@ -256,8 +256,34 @@ func (q *Query) Resource() string {
 }
 
 // SplitJobID splits a job reference into its cluster ("" when not
-// qualified) and Slurm job id, and checks both.
+// qualified) and Slurm job id, and checks both. A document id of a job
+// whose Slurm id was reused ("<cluster>:<id>@<submit time>") is accepted;
+// see ParseJobRef for its suffix.
 func SplitJobID(ref string) (cluster, jobID string, err error) {
+	cluster, jobID, _, err = ParseJobRef(ref)
+	return cluster, jobID, err
+}
+
+// reuseSuffix is the submit-time suffix of a reused id's document id
+// (jobmodel.ReuseDocID).
+var reuseSuffix = regexp.MustCompile(`^[0-9]{8}T[0-9]{6}Z$`)
+
+// ParseJobRef is SplitJobID that also returns the submit-time suffix of a
+// reused id's document id ("" for a plain reference). A suffix needs the
+// cluster in the reference.
+func ParseJobRef(ref string) (cluster, jobID, suffix string, err error) {
+	if i := strings.LastIndexByte(ref, '@'); i >= 0 {
+		suffix = ref[i+1:]
+		ref = ref[:i]
+		if !reuseSuffix.MatchString(suffix) || !strings.Contains(ref, ":") {
+			return "", "", "", fmt.Errorf("jobId %q: after @ must come a submit time such as 20261123T101500Z, and the reference must name its cluster", clip(ref+"@"+suffix))
+		}
+	}
+	cl, id, err := splitPlain(ref)
+	return cl, id, suffix, err
+}
+
+func splitPlain(ref string) (cluster, jobID string, err error) {
 	jobID = ref
 	if i := strings.LastIndexByte(ref, ':'); i >= 0 {
 		cluster, jobID = ref[:i], ref[i+1:]

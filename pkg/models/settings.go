@@ -398,7 +398,7 @@ func (a Allocation) Check() error {
 		return fmt.Errorf("resource must be cpu or gpu, got %q", a.Resource)
 	case a.Hours <= 0:
 		return fmt.Errorf("hours must be positive, got %g", a.Hours)
-	case a.PeriodDays < 0 || a.PeriodDays > 3660:
+	case a.PeriodDays < 1 || a.PeriodDays > 3660:
 		return fmt.Errorf("periodDays must be between 1 and 3660, got %g", a.PeriodDays)
 	}
 	if a.Start != "" {

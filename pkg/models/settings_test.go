@@ -186,14 +186,15 @@ func TestAccessAndAllocationSettingsNameTheProblem(t *testing.T) {
 		`"fullAccessRoles":["Root"]`: "setting fullAccessRoles: must list Grafana roles",
 		`"maxJobs":0`:                "",
 		`"maxJobs":-5`:               "setting maxJobs: must be between 1 and 100000, got -5",
-		`"allocations":[{"cluster":"c","resource":"disk","hours":1}]`:               `setting allocations[0]: resource must be cpu or gpu, got "disk"`,
-		`"allocations":[{"resource":"gpu","hours":1}]`:                              "setting allocations[0]: cluster is required",
-		`"allocations":[{"cluster":"c","resource":"gpu","hours":-1}]`:               "setting allocations[0]: hours must be positive",
-		`"allocations":[{"cluster":"c","resource":"gpu","hours":1,"start":"soon"}]`: `start "soon" is not a date`,
-		`"allocationsUrl":"ftp://x/constants"`:                                      "setting allocationsUrl: must be an http:// or https:// URL",
-		`"allocationsUrl":"http://u:p@x/constants"`:                                 "setting allocationsUrl: must be an http:// or https:// URL without credentials",
-		`"tlsCaCert":"not a cert"`:                                                  "setting tlsCaCert: must be a PEM certificate bundle",
-		`"jobPageUrl":"javascript:alert(1)"`:                                        "setting jobPageUrl: must be a path",
+		`"allocations":[{"cluster":"c","resource":"disk","hours":1}]`:                      `setting allocations[0]: resource must be cpu or gpu, got "disk"`,
+		`"allocations":[{"resource":"gpu","hours":1}]`:                                     "setting allocations[0]: cluster is required",
+		`"allocations":[{"cluster":"c","resource":"gpu","hours":-1}]`:                      "setting allocations[0]: hours must be positive",
+		`"allocations":[{"cluster":"c","resource":"gpu","hours":1,"start":"soon"}]`:        `start "soon" is not a date`,
+		`"allocations":[{"cluster":"c","resource":"gpu","hours":1,"periodDays":0.000001}]`: "setting allocations[0]: periodDays must be between 1 and 3660",
+		`"allocationsUrl":"ftp://x/constants"`:                                             "setting allocationsUrl: must be an http:// or https:// URL",
+		`"allocationsUrl":"http://u:p@x/constants"`:                                        "setting allocationsUrl: must be an http:// or https:// URL without credentials",
+		`"tlsCaCert":"not a cert"`:                                                         "setting tlsCaCert: must be a PEM certificate bundle",
+		`"jobPageUrl":"javascript:alert(1)"`:                                               "setting jobPageUrl: must be a path",
 	}
 	for extra, want := range cases {
 		in := strings.TrimSuffix(minimal, "}") + "," + extra + "}"
@@ -206,6 +207,31 @@ func TestAccessAndAllocationSettingsNameTheProblem(t *testing.T) {
 		}
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: got %v, want %q", extra, err, want)
+		}
+	}
+}
+
+func TestParseJobRef(t *testing.T) {
+	cases := []struct{ ref, cluster, id, suffix, err string }{
+		{"1234", "", "1234", "", ""},
+		{"alpha:1234_7", "alpha", "1234_7", "", ""},
+		{"alpha:200+1", "alpha", "200+1", "", ""},
+		{"alpha:1234@20261123T101500Z", "alpha", "1234", "20261123T101500Z", ""},
+		{"1234@20261123T101500Z", "", "", "", "must name its cluster"},
+		{"alpha:1234@yesterday", "", "", "", "after @ must come a submit time"},
+		{"alpha:12 34", "", "", "", "is not a Slurm job id"},
+		{`alpha:1"}) or up{x="`, "", "", "", "is not a Slurm job id"},
+	}
+	for _, c := range cases {
+		cl, id, suf, err := models.ParseJobRef(c.ref)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%q: err %v, want %q", c.ref, err, c.err)
+			}
+			continue
+		}
+		if err != nil || cl != c.cluster || id != c.id || suf != c.suffix {
+			t.Errorf("%q: %q %q %q %v", c.ref, cl, id, suf, err)
 		}
 	}
 }

@@ -41,13 +41,18 @@ var errNoUser = errors.New("the request carries no Grafana user: Jobsight answer
 // viewerFor resolves the Viewer of a request. headers are the request's
 // headers (QueryData's Headers; CallResource's, flattened).
 func viewerFor(s *models.Settings, u *backend.User, headers map[string]string) (Viewer, error) {
-	if u == nil || (u.Login == "" && u.Email == "" && u.Role == "") {
+	if u == nil {
 		// Grafana's alert engine marks its queries; a browser's request
 		// always carries its signed-in user, so it never gets here.
 		if strings.EqualFold(headers[backend.FromAlertHeaderName], "true") {
 			return Viewer{Full: true, Alert: true, Login: "alert engine"}, nil
 		}
 		return Viewer{}, errNoUser
+	}
+	if u.Login == "" && u.Email == "" {
+		// An identity without a name (an anonymous visitor) is never
+		// the alert engine, whatever headers it sends.
+		return Viewer{}, errors.New("the request's Grafana user has no login: Jobsight answers signed-in users only")
 	}
 	v := Viewer{Login: u.Login, Alert: strings.EqualFold(headers[backend.FromAlertHeaderName], "true")}
 	for _, r := range s.FullAccessRoles {

@@ -36,6 +36,10 @@ func TestViewerFor(t *testing.T) {
 		{"no email, no mapping", &backend.User{Login: "x", Role: "Viewer"}, nil, Viewer{}, "has no Slurm user"},
 		{"alert engine", nil, alert, Viewer{Full: true, Alert: true, Login: "alert engine"}, ""},
 		{"no user, no alert header", nil, nil, Viewer{}, "no Grafana user"},
+		// An anonymous identity (no login, no email) is not the alert
+		// engine, even with its header.
+		{"anonymous with alert header", &backend.User{Role: "Viewer"}, alert, Viewer{}, "has no login"},
+		{"anonymous admin with alert header", &backend.User{Role: "Admin"}, alert, Viewer{}, "has no login"},
 		// A signed-in viewer cannot become the alert engine by a header.
 		{"viewer with alert header", &backend.User{Login: "b", Email: "bob@x", Role: "Viewer"}, alert,
 			Viewer{Login: "b", User: "bob", Alert: true, Accounts: []string{"chem"}}, ""},

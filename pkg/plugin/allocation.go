@@ -7,11 +7,13 @@ import (
 	"io"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
+	"github.com/jobsight/jobsight/pkg/jobmodel"
 	"github.com/jobsight/jobsight/pkg/models"
 )
 
@@ -45,14 +47,14 @@ func (d *Datasource) allocations(ctx context.Context, st *stats) ([]models.Alloc
 }
 
 func (d *Datasource) fetchAllocations(ctx context.Context, st *stats) ([]models.Allocation, error) {
-	u := d.settings.AllocationsURL
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.settings.AllocationsURL, nil)
+	u := redactQuery(d.settings.AllocationsURL)
 	if err != nil {
 		return nil, fmt.Errorf("allocationsUrl: %w", err)
 	}
 	req.Header.Set("Accept", "application/json")
 	st.other.Add(1)
-	resp, err := d.prom.Do(req)
+	resp, err := d.plain.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("allocationsUrl %s is unreachable: %v", u, rootCause(err))
 	}
@@ -89,9 +91,9 @@ func periodStart(a models.Allocation, t time.Time) time.Time {
 			start = s
 		}
 	}
-	period := time.Duration(a.PeriodDays * 24 * float64(time.Hour))
-	for start.Add(period).Before(t) {
-		start = start.Add(period)
+	period := time.Duration(max(a.PeriodDays, 1) * 24 * float64(time.Hour))
+	if t.After(start) {
+		start = start.Add(t.Sub(start) / period * period)
 	}
 	return start
 }
@@ -173,42 +175,7 @@ func (d *Datasource) queryAllocation(qc *queryCtx) (data.Frames, error) {
 	var frames data.Frames
 	for ai, a := range allocs {
 		ps := periodStart(a, qc.to)
-		reserved, used := make([]float64, n), make([]float64, n)
-		for i := range jobs {
-			j := &jobs[i]
-			if j.Cluster != a.Cluster || (a.Account != "" && j.Account != a.Account) {
-				continue
-			}
-			f := figs[i]
-			var resH, usedH *float64
-			if res == models.ResourceGPU {
-				resH, usedH = f.gpuResH, f.gpuUsedH
-			} else {
-				resH, usedH = f.cpuResH, f.cpuUsedH
-			}
-			if resH == nil || f.elapsedH == nil || *f.elapsedH <= 0 {
-				continue
-			}
-			// Each job's hours accrue over its run, clipped to the
-			// period and the range.
-			s := maxT(maxT(f.start, ps), qc.from)
-			e := f.end
-			for b := 0; b < n; b++ {
-				t := times[b]
-				if !t.After(s) {
-					continue
-				}
-				o := minT(t, e).Sub(s).Hours()
-				if o <= 0 {
-					continue
-				}
-				frac := o / *f.elapsedH
-				reserved[b] += *resH * frac
-				if usedH != nil {
-					used[b] += *usedH * frac
-				}
-			}
-		}
+		reserved, used := accrue(a, res, ps, times, jobs, figs)
 		off := offsets[ai]
 		for b := range reserved {
 			reserved[b] += off.reserved
@@ -367,4 +334,53 @@ func appendUnique(list []string, v string) []string {
 		}
 	}
 	return append(list, v)
+}
+
+// redactQuery drops a URL's query string (it may hold a token) for messages.
+func redactQuery(raw string) string {
+	if i := strings.IndexByte(raw, '?'); i >= 0 {
+		return raw[:i] + "?…"
+	}
+	return raw
+}
+
+// accrue is an allocation's cumulative reserved and used hours at each of
+// times, from the jobs of its cluster (and account). Each job's hours
+// accrue evenly over its run, from the later of its start and the period's
+// start: hours before the first time are in the first value.
+func accrue(a models.Allocation, res string, ps time.Time, times []time.Time, jobs []jobmodel.Job, figs []figures) (reserved, used []float64) {
+	n := len(times)
+	reserved, used = make([]float64, n), make([]float64, n)
+	for i := range jobs {
+		j := &jobs[i]
+		if j.Cluster != a.Cluster || (a.Account != "" && j.Account != a.Account) {
+			continue
+		}
+		f := figs[i]
+		var resH, usedH *float64
+		if res == models.ResourceGPU {
+			resH, usedH = f.gpuResH, f.gpuUsedH
+		} else {
+			resH, usedH = f.cpuResH, f.cpuUsedH
+		}
+		if resH == nil || f.elapsedH == nil || *f.elapsedH <= 0 {
+			continue
+		}
+		s := maxT(f.start, ps)
+		for b, t := range times {
+			if !t.After(s) {
+				continue
+			}
+			o := minT(t, f.end).Sub(s).Hours()
+			if o <= 0 {
+				continue
+			}
+			frac := o / *f.elapsedH
+			reserved[b] += *resH * frac
+			if usedH != nil {
+				used[b] += *usedH * frac
+			}
+		}
+	}
+	return reserved, used
 }

@@ -47,6 +47,7 @@ type Datasource struct {
 
 	es     *http.Client // Elasticsearch, with basic auth when configured
 	prom   *http.Client // Prometheus, with bearer token or basic auth
+	plain  *http.Client // allocationsUrl: TLS settings only, no store credentials
 	logger log.Logger
 
 	promOnce sync.Once
@@ -101,6 +102,12 @@ func NewDatasource(_ context.Context, inst backend.DataSourceInstanceSettings) (
 		ds.es.CloseIdleConnections()
 		return nil, fmt.Errorf("creating the Prometheus HTTP client: %w", err)
 	}
+	plainOpts := httpclient.Options{Timeouts: &timeouts, TLS: tlsOpts, Labels: map[string]string{"backend": "allocations"}}
+	if ds.plain, err = httpclient.New(plainOpts); err != nil {
+		ds.es.CloseIdleConnections()
+		ds.prom.CloseIdleConnections()
+		return nil, fmt.Errorf("creating the allocations HTTP client: %w", err)
+	}
 	return ds, nil
 }
 
@@ -112,6 +119,9 @@ func (d *Datasource) Dispose() {
 	}
 	if d.prom != nil {
 		d.prom.CloseIdleConnections()
+	}
+	if d.plain != nil {
+		d.plain.CloseIdleConnections()
 	}
 }
 

@@ -64,13 +64,17 @@ func (d *Datasource) esQuery(sc jobScope) (map[string]any, error) {
 		f = append(f, map[string]any{"wildcard": map[string]any{"name": map[string]any{"value": "*" + wildcardLiteral(q.Name) + "*"}}})
 	}
 	if q.JobID != "" {
-		cluster, id, err := models.SplitJobID(q.JobID)
+		cluster, id, suffix, err := models.ParseJobRef(q.JobID)
 		if err != nil {
 			return nil, err
 		}
 		f = append(f, esTerm("job_id", id))
 		if cluster != "" {
 			f = append(f, esTerm("cluster", cluster))
+		}
+		if suffix != "" {
+			// A reused id: exactly the document named.
+			f = append(f, esTerm("doc_id", q.JobID))
 		}
 	}
 	if !sc.noTime {
@@ -118,9 +122,16 @@ var compactFields = []string{"doc_id", "cluster", "job_id", "name", "user", "acc
 // fetchJobs reads the jobs of a scope (compact sources), at most
 // maxJobs; the total tells whether the answer was truncated.
 func (d *Datasource) fetchJobs(ctxQ queryCtx, sc jobScope, sort []any, from, size int, fields []string) ([]jobmodel.Job, int64, error) {
+	jobs, total, _, err := d.fetchJobsRaw(ctxQ, sc, sort, from, size, fields)
+	return jobs, total, err
+}
+
+// fetchJobsRaw is fetchJobs that also returns how many hits the store
+// answered before the documents were checked (truncation is judged on it).
+func (d *Datasource) fetchJobsRaw(ctxQ queryCtx, sc jobScope, sort []any, from, size int, fields []string) ([]jobmodel.Job, int64, int, error) {
 	query, err := d.esQuery(sc)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
 	body := map[string]any{"query": query, "size": size, "from": from, "track_total_hits": true, "_source": fields}
 	if sort != nil {
@@ -128,11 +139,12 @@ func (d *Datasource) fetchJobs(ctxQ queryCtx, sc jobScope, sort []any, from, siz
 	}
 	raw, err := d.searchRaw(ctxQ.ctx, ctxQ.st, d.settings.ElasticsearchJobIndex, body)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
 	docs, total, skipped, err := decodeJobs(raw)
+	hits := len(docs) + skipped
 	if err != nil {
-		return nil, 0, &backendError{backend: "Elasticsearch", msg: fmt.Sprintf("Elasticsearch: the search answer is not JSON: %v", err)}
+		return nil, 0, 0, &backendError{backend: "Elasticsearch", msg: fmt.Sprintf("Elasticsearch: the search answer is not JSON: %v", err)}
 	}
 	ctxQ.st.skipped.Add(int64(skipped))
 	jobs := docs[:0]
@@ -149,7 +161,7 @@ func (d *Datasource) fetchJobs(ctxQ queryCtx, sc jobScope, sort []any, from, siz
 		}
 		jobs = append(jobs, j)
 	}
-	return jobs, total, nil
+	return jobs, total, hits, nil
 }
 
 // jobHits is a search answer whose sources are job documents.

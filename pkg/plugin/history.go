@@ -74,7 +74,7 @@ func (d *Datasource) historySeries(qc *queryCtx, jobs []jobmodel.Job, figs []fig
 	if step < 5*time.Minute {
 		step = 5 * time.Minute
 	}
-	n := int(qc.to.Sub(qc.from)/step) + 1
+	n := int((qc.to.Sub(qc.from) + step - 1) / step)
 	type acc struct{ used, reserved []float64 }
 	groups := map[string]*acc{}
 	total := map[string]float64{}

@@ -60,12 +60,12 @@ func (d *Datasource) queryHogging(qc *queryCtx) (data.Frames, error) {
 	// Only jobs that have run for the whole window can have hogged for it.
 	sc := jobScope{q: q, v: qc.v, from: qc.now, to: qc.now.Add(-window), running: true}
 	sortStart := []any{map[string]any{"start_time": map[string]any{"order": "asc"}}}
-	jobs, total, err := d.fetchJobs(*qc, sc, sortStart, 0, d.settings.MaxJobs, compactFields)
+	jobs, total, hits, err := d.fetchJobsRaw(*qc, sc, sortStart, 0, d.settings.MaxJobs, compactFields)
 	if err != nil {
 		return nil, err
 	}
 	var notices []data.Notice
-	if total > int64(len(jobs)) && len(jobs) >= d.settings.MaxJobs {
+	if total > int64(hits) && hits >= d.settings.MaxJobs {
 		notices = append(notices, data.Notice{Severity: data.NoticeSeverityWarning,
 			Text: fmt.Sprintf("Truncated: %d running jobs match, only the %d longest-running are checked (maxJobs)", total, len(jobs))})
 	}
@@ -138,7 +138,9 @@ func signalHelp(used []string) string {
 func (d *Datasource) hogRows(qc *queryCtx, jobs []jobmodel.Job, resources []string, window time.Duration, thr float64) ([]hogRow, map[string]map[string]contention, error) {
 	var ids, clusters []string
 	seen := map[string]bool{}
+	interval := 0.0
 	for _, j := range jobs {
+		interval = max(interval, j.Sampling.IntervalSeconds)
 		ids = append(ids, j.JobID)
 		if !seen[j.Cluster] {
 			seen[j.Cluster] = true
@@ -152,7 +154,7 @@ func (d *Datasource) hogRows(qc *queryCtx, jobs []jobmodel.Job, resources []stri
 		labeled("gpu_idle", "count "+by+" (max_over_time("+selector("jobsight_job_gpu_utilization_ratio", clusters, ids)+"["+w+"]) < "+fmt.Sprint(thr)+")"),
 		labeled("gpu_seen", "count "+by+" (max_over_time("+selector("jobsight_job_gpu_utilization_ratio", clusters, ids)+"["+w+"]))"),
 		// Peak cores over 1-minute rates within the window.
-		labeled("cpu_peak", "max "+by+" (max_over_time((sum by (cluster, job_id) (rate("+selector("jobsight_job_cpu_usage_seconds_total", clusters, ids)+"[1m])))["+w+":1m]))"),
+		labeled("cpu_peak", "max "+by+" (max_over_time((sum by (cluster, job_id) (rate("+selector("jobsight_job_cpu_usage_seconds_total", clusters, ids)+"["+rateWindow(30*time.Second, interval)+"])))["+w+":1m]))"),
 		labeled("cpu_alloc", "sum "+by+" (max_over_time("+selector("jobsight_job_allocated_cpus", clusters, ids)+"["+w+"]))"),
 		labeled("mem_peak", "max "+by+" (max_over_time((sum by (cluster, job_id) ("+selector("jobsight_job_memory_used_bytes", clusters, ids)+"))["+w+":1m]))"),
 		labeled("mem_limit", "sum "+by+" (max_over_time("+selector("jobsight_job_memory_limit_bytes", clusters, ids)+"["+w+"]))"),

@@ -56,7 +56,10 @@ func (d *Datasource) queryJobs(qc *queryCtx) (data.Frames, error) {
 	frame := d.jobsFrame(qc, jobs, live)
 	custom := map[string]any{"total": total, "offset": q.Offset, "limit": limit}
 	frame.Meta = &data.FrameMeta{Custom: custom, PreferredVisualization: data.VisTypeTable}
-	if shown := int64(q.Offset + len(jobs)); total > shown || q.Offset > 0 {
+	if shown := int64(q.Offset + len(jobs)); len(jobs) == 0 && q.Offset > 0 {
+		frame.AppendNotices(data.Notice{Severity: data.NoticeSeverityInfo,
+			Text: fmt.Sprintf("No jobs at offset %d: there are %d", q.Offset, total)})
+	} else if total > shown || q.Offset > 0 {
 		frame.AppendNotices(data.Notice{Severity: data.NoticeSeverityInfo,
 			Text: fmt.Sprintf("Showing jobs %d–%d of %d: page with offset/limit, or narrow the filters", q.Offset+1, shown, total)})
 	}
@@ -106,6 +109,7 @@ func (d *Datasource) jobsFrame(qc *queryCtx, jobs []jobmodel.Job, live map[strin
 	tim := func() []*time.Time { return make([]*time.Time, n) }
 	var (
 		cluster, jobID, name, user, account, partition, state, class = str(), str(), str(), str(), str(), str(), str(), str()
+		docID                                                         = str()
 		start, end                                                   = tim(), tim()
 		elapsed, limit, wallRatio                                    = num(), num(), num()
 		cpusReq, cpuCores, cpuEff                                    = num(), num(), num()
@@ -123,7 +127,7 @@ func (d *Datasource) jobsFrame(qc *queryCtx, jobs []jobmodel.Job, live map[strin
 	for i := range jobs {
 		j := &jobs[i]
 		f := jobFigures(j, qc.now)
-		cluster[i], jobID[i], name[i] = sp(j.Cluster), sp(j.JobID), sp(j.Name)
+		cluster[i], jobID[i], name[i], docID[i] = sp(j.Cluster), sp(j.JobID), sp(j.Name), sp(j.DocID)
 		user[i], account[i], partition[i], state[i] = sp(j.User), sp(j.Account), sp(j.Partition), sp(j.State)
 		if j.Analysis != nil {
 			class[i] = sp(j.Analysis.Class)
@@ -177,6 +181,7 @@ func (d *Datasource) jobsFrame(qc *queryCtx, jobs []jobmodel.Job, live map[strin
 	return data.NewFrame("jobs",
 		data.NewField("cluster", nil, cluster),
 		idField,
+		data.NewField("doc_id", nil, docID),
 		data.NewField("name", nil, name),
 		data.NewField("user", nil, user),
 		data.NewField("account", nil, account),
@@ -212,9 +217,11 @@ func (d *Datasource) jobLink(qc *queryCtx) string {
 		if qc.pc.DataSourceInstanceSettings != nil {
 			uid = qc.pc.DataSourceInstanceSettings.UID
 		}
-		tmpl = "/api/datasources/uid/" + url.PathEscape(uid) + "/resources/job?cluster=${cluster}&job=${job_id}"
+		// The document id names the job exactly, a reused Slurm id too.
+		tmpl = "/api/datasources/uid/" + url.PathEscape(uid) + "/resources/job?job=${doc_id}"
 	}
-	r := strings.NewReplacer("${cluster}", "${__data.fields.cluster:percentencode}", "${job_id}", "${__data.fields.job_id:percentencode}")
+	r := strings.NewReplacer("${cluster}", "${__data.fields.cluster:percentencode}", "${job_id}", "${__data.fields.job_id:percentencode}",
+		"${doc_id}", "${__data.fields.doc_id:percentencode}")
 	return r.Replace(tmpl)
 }
 

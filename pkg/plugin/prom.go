@@ -107,7 +107,7 @@ func (d *Datasource) promError(err error) error {
 	var pe *promv1.Error
 	if errors.As(err, &pe) {
 		msg := pe.Msg
-		if strings.Contains(pe.Error(), "401") || strings.Contains(pe.Error(), "403") {
+		if pe.Type == promv1.ErrClient && (pe.Msg == "client error: 401" || pe.Msg == "client error: 403") {
 			return &backendError{backend: "Prometheus", msg: fmt.Sprintf("Prometheus at %s refused the query (%s): check prometheusBearerToken, or prometheusUser and prometheusPassword", d.settings.PrometheusURL, msg)}
 		}
 		return &backendError{backend: "Prometheus", msg: fmt.Sprintf("Prometheus at %s: %s: %s", d.settings.PrometheusURL, pe.Type, msg)}

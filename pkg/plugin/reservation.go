@@ -18,12 +18,12 @@ import (
 // the jobs with their figures and a notice when truncated.
 func (d *Datasource) scopeJobs(qc *queryCtx, sc jobScope) ([]jobmodel.Job, []figures, []data.Notice, error) {
 	sortStart := []any{map[string]any{"start_time": map[string]any{"order": "desc"}}}
-	jobs, total, err := d.fetchJobs(*qc, sc, sortStart, 0, d.settings.MaxJobs, compactFields)
+	jobs, total, hits, err := d.fetchJobsRaw(*qc, sc, sortStart, 0, d.settings.MaxJobs, compactFields)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	var notices []data.Notice
-	if total > int64(len(jobs)) && len(jobs) >= d.settings.MaxJobs {
+	if total > int64(hits) && hits >= d.settings.MaxJobs {
 		notices = append(notices, data.Notice{Severity: data.NoticeSeverityWarning,
 			Text: fmt.Sprintf("Truncated: %d jobs match, only the %d most recent are counted (maxJobs): narrow the time range or filters", total, len(jobs))})
 	}
@@ -102,13 +102,17 @@ func (d *Datasource) liveFigures(qc *queryCtx, jobs []jobmodel.Job, figs []figur
 
 // usageRow sums the figures of a group of jobs.
 type usageRow struct {
-	key                         string
-	jobs, running               int64
-	cpuRes, cpuUsed             *float64
-	gpuRes, gpuUsed             *float64
-	memRes, memUsed             *float64
-	wallRes, wallUsed           *float64
-	cluster, jobID, user, state string
+	key               string
+	jobs, running     int64
+	cpuRes, cpuUsed   *float64
+	gpuRes, gpuUsed   *float64
+	memRes, memUsed   *float64
+	wallRes, wallUsed *float64
+	// The reserved amounts of the jobs whose use is known: what is
+	// unused is computed over these only, never over a job whose use
+	// could not be read (that would count all its reservation as waste).
+	cpuResKnown, gpuResKnown, memResKnown *float64
+	cluster, jobID, user, state           string
 }
 
 func addTo(dst **float64, v *float64) {
@@ -132,6 +136,15 @@ func (r *usageRow) add(f figures) {
 	addTo(&r.gpuUsed, f.gpuUsedH)
 	addTo(&r.memRes, f.memResH)
 	addTo(&r.memUsed, f.memUsedH)
+	if f.cpuUsedH != nil {
+		addTo(&r.cpuResKnown, f.cpuResH)
+	}
+	if f.gpuUsedH != nil {
+		addTo(&r.gpuResKnown, f.gpuResH)
+	}
+	if f.memUsedH != nil {
+		addTo(&r.memResKnown, f.memResH)
+	}
 	if f.limitH != nil {
 		addTo(&r.wallRes, f.limitH)
 		addTo(&r.wallUsed, f.elapsedH)
@@ -194,11 +207,11 @@ func (d *Datasource) queryReservation(qc *queryCtx) (data.Frames, error) {
 // core-hours here (only the order of rows depends on it).
 func waste(r *usageRow) float64 {
 	w := 0.0
-	if r.cpuRes != nil && r.cpuUsed != nil {
-		w += *r.cpuRes - *r.cpuUsed
+	if r.cpuResKnown != nil && r.cpuUsed != nil {
+		w += *r.cpuResKnown - *r.cpuUsed
 	}
-	if r.gpuRes != nil && r.gpuUsed != nil {
-		w += 8 * (*r.gpuRes - *r.gpuUsed)
+	if r.gpuResKnown != nil && r.gpuUsed != nil {
+		w += 8 * (*r.gpuResKnown - *r.gpuUsed)
 	}
 	return w
 }
@@ -238,6 +251,9 @@ func reservationFrame(by string, rows map[string]*usageRow, order []string) *dat
 	memUsed := func(r *usageRow) *float64 { return r.memUsed }
 	wallRes := func(r *usageRow) *float64 { return r.wallRes }
 	wallUsed := func(r *usageRow) *float64 { return r.wallUsed }
+	cpuKnown := func(r *usageRow) *float64 { return r.cpuResKnown }
+	gpuKnown := func(r *usageRow) *float64 { return r.gpuResKnown }
+	memKnown := func(r *usageRow) *float64 { return r.memResKnown }
 
 	var fields []*data.Field
 	if by == models.GroupNone {
@@ -264,13 +280,13 @@ func reservationFrame(by string, rows map[string]*usageRow, order []string) *dat
 	fields = append(fields,
 		num("cpu_hours_reserved", "CPU-hours reserved", "none", cpuRes),
 		num("cpu_hours_used", "CPU-hours used", "none", cpuUsed),
-		num("cpu_hours_wasted", "CPU-hours unused", "none", diff(cpuRes, cpuUsed)),
+		num("cpu_hours_wasted", "CPU-hours unused", "none", diff(cpuKnown, cpuUsed)),
 		num("gpu_hours_reserved", "GPU-hours reserved", "none", gpuRes),
 		num("gpu_hours_used", "GPU-hours used", "none", gpuUsed),
-		num("gpu_hours_wasted", "GPU-hours unused", "none", diff(gpuRes, gpuUsed)),
+		num("gpu_hours_wasted", "GPU-hours unused", "none", diff(gpuKnown, gpuUsed)),
 		num("memory_gib_hours_reserved", "Memory GiB-hours reserved", "none", memRes),
 		num("memory_gib_hours_used", "Memory GiB-hours used", "none", memUsed),
-		num("memory_gib_hours_wasted", "Memory GiB-hours unused", "none", diff(memRes, memUsed)),
+		num("memory_gib_hours_wasted", "Memory GiB-hours unused", "none", diff(memKnown, memUsed)),
 		num("walltime_hours_reserved", "Walltime hours reserved", "none", wallRes),
 		num("walltime_hours_used", "Walltime hours used", "none", wallUsed),
 		num("walltime_hours_wasted", "Walltime hours unused", "none", diff(wallRes, wallUsed)),

@@ -18,11 +18,14 @@ import (
 // with the query's cluster), as the viewer may see it. A reused id gives
 // the most recent job starting before the range's end. One request.
 func (d *Datasource) findJob(qc *queryCtx, ref string, fields []string) (*jobmodel.Job, error) {
-	cluster, id, err := models.SplitJobID(ref)
+	cluster, id, suffix, err := models.ParseJobRef(ref)
 	if err != nil {
 		return nil, err
 	}
 	q := models.Query{JobID: id}
+	if suffix != "" {
+		q.JobID = ref // the document id itself
+	}
 	switch {
 	case cluster != "":
 		q.Cluster = []string{cluster}
@@ -61,6 +64,12 @@ var timelineMetrics = []timelineMetric{
 	}},
 	{tag: "rss", display: "Memory (resident)", unit: "bytes", expr: func(sel, by, _ string) string {
 		return "sum by (" + by + ") (jobsight_job_memory_rss_bytes" + sel + ")"
+	}},
+	{tag: "working_set", display: "Memory (working set)", unit: "bytes", expr: func(sel, by, _ string) string {
+		return "sum by (" + by + ") (jobsight_job_memory_working_set_bytes" + sel + ")"
+	}},
+	{tag: "shmem", display: "Memory (shared)", unit: "bytes", expr: func(sel, by, _ string) string {
+		return "sum by (" + by + ") (jobsight_job_memory_shmem_bytes" + sel + ")"
 	}},
 	{tag: "io_read", display: "Storage read", unit: "Bps", expr: func(sel, by, win string) string {
 		return "sum by (" + by + ") (rate(jobsight_job_io_read_bytes_total" + sel + "[" + win + "]))"
