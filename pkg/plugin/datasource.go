@@ -91,7 +91,11 @@ func NewDatasource(_ context.Context, inst backend.DataSourceInstanceSettings) (
 		return nil, fmt.Errorf("creating the Elasticsearch HTTP client: %w", err)
 	}
 
-	promOpts := httpclient.Options{Timeouts: &timeouts, TLS: tlsOpts, Labels: map[string]string{"backend": "prometheus"}}
+	// A Prometheus answer is bounded in bytes before it is decoded (a
+	// per-node timeline of a very large job could otherwise be hundreds
+	// of MB); the series cap (maxSeries) is checked after decoding.
+	promOpts := httpclient.Options{Timeouts: &timeouts, TLS: tlsOpts, Labels: map[string]string{"backend": "prometheus"},
+		Middlewares: withResponseLimit(maxPromBody)}
 	switch {
 	case settings.Secrets.PrometheusBearerToken != "":
 		promOpts.Header = http.Header{"Authorization": []string{"Bearer " + settings.Secrets.PrometheusBearerToken}}
@@ -237,4 +241,17 @@ var errNotFound = errors.New("job not found")
 // oneLine joins a multi-line (errors.Join) message into one line.
 func oneLine(err error) string {
 	return strings.ReplaceAll(err.Error(), "\n", "; ")
+}
+
+// withResponseLimit is the SDK's default middlewares with the response
+// limit set to limit bytes (GF_DATAPROXY_RESPONSE_LIMIT still wins).
+func withResponseLimit(limit int64) []httpclient.Middleware {
+	var out []httpclient.Middleware
+	for _, m := range httpclient.DefaultMiddlewares() {
+		if n, ok := m.(httpclient.MiddlewareName); ok && n.MiddlewareName() == httpclient.ResponseLimitMiddlewareName {
+			continue
+		}
+		out = append(out, m)
+	}
+	return append(out, httpclient.ResponseLimitMiddleware(limit))
 }

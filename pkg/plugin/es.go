@@ -15,6 +15,9 @@ import (
 // a few MiB).
 const maxSearchBody = 256 << 20
 
+// maxPromBody bounds one Prometheus answer.
+const maxPromBody = 256 << 20
+
 // esSearch is the part of a search answer the datasource reads.
 type esSearch struct {
 	Hits struct {
