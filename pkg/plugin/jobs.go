@@ -109,7 +109,7 @@ func (d *Datasource) jobsFrame(qc *queryCtx, jobs []jobmodel.Job, live map[strin
 	tim := func() []*time.Time { return make([]*time.Time, n) }
 	var (
 		cluster, jobID, name, user, account, partition, state, class = str(), str(), str(), str(), str(), str(), str(), str()
-		docID                                                         = str()
+		docID                                                        = str()
 		start, end                                                   = tim(), tim()
 		elapsed, limit, wallRatio                                    = num(), num(), num()
 		cpusReq, cpuCores, cpuEff                                    = num(), num(), num()
