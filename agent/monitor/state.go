@@ -45,8 +45,8 @@ type NodeState struct {
 	WorkSetKernelPeak uint64 `json:"working_set_kernel_peak_bytes,omitempty"`
 	PrevInactive      uint64 `json:"prev_inactive_file_bytes,omitempty"`
 	HavePrevInactive  bool   `json:"have_prev_inactive_file,omitempty"`
-	Limit      uint64 `json:"limit_bytes"`
-	CPUs       uint32 `json:"cpus"`
+	Limit             uint64 `json:"limit_bytes"`
+	CPUs              uint32 `json:"cpus"`
 
 	// PrevCPUTime is when CPU was last read, for the cores rate.
 	PrevCPUTime time.Time `json:"prev_cpu_time"`
