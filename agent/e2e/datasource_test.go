@@ -195,6 +195,14 @@ func TestDatasourceOnRealJobs(t *testing.T) {
 		defer cancel()
 		_ = e.st.Slurm.Scancel(ctx, hog)
 	})
+	// Another user's long job on the same partition: it counts in the
+	// partition's contention for everyone, though only nobody sees it.
+	theirsLong := e.submit(t, "--uid=nobody", "--chdir=/tmp", "-p", "multi", "-w", "e2enode3", "--cpus-per-task=1", "--mem=50M", "-J", "nobody-long", "--wrap", "sleep 600")
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = e.st.Slurm.Scancel(ctx, theirsLong)
+	})
 	name := `train "x"|* ` + "\u202e" + `evil`
 	busy := e.submit(t, "--cpus-per-task=2", "--mem=200M", "-J", name, "--wrap", `timeout 12 sh -c 'while :; do :; done' & timeout 12 sh -c 'while :; do :; done'; wait`)
 	theirs := e.submit(t, "--uid=nobody", "--chdir=/tmp", "-J", "nobody-secret", "--wrap", "sleep 6")
@@ -576,6 +584,23 @@ func TestDatasourceOnRealJobs(t *testing.T) {
 		ids = column(t, fs[0], "job_id")
 		if i := rowOf(ids, hog); i < 0 || number(t, fs[0], "hogging", i) >= 1 || number(t, fs[0], "hogging", i) <= 0 {
 			t.Errorf("weighted hogging of %s: rows %v", hog, ids)
+		}
+		// The weight counts every running job of the partition, not only
+		// those the asker may see: nobody (a Viewer) sees root's hogging
+		// job's share in the CPU weight, and root's filtered query sees
+		// nobody's.
+		weight := func(fs data.Frames, res string) float64 {
+			custom := fs[0].Meta.Custom.(map[string]any)
+			parts, _ := custom["partitions"].(map[string]any)
+			p, _ := parts[cluster+"/multi"].(map[string]any)
+			r, _ := p[res].(map[string]any)
+			w, _ := r["weight"].(float64)
+			return w
+		}
+		fsV := mustFrames(t, "viewer hogging weighted", dsQuery(t, ds2, inst2, grafanaNobody, nil, map[string]any{"queryType": "hogging", "windowSeconds": 60, "resources": []string{"cpu"}}))
+		fsA := mustFrames(t, "admin hogging weighted, filtered", dsQuery(t, ds2, inst2, grafanaAdmin, nil, map[string]any{"queryType": "hogging", "windowSeconds": 60, "resources": []string{"cpu"}, "user": []string{"root"}}))
+		if wv, wa := weight(fsV, "cpu"), weight(fsA, "cpu"); wv < 2.0/6-0.01 || wv != wa {
+			t.Errorf("CPU contention weight of multi: %g for the Viewer, %g for root's filtered query; want the same, at least 2 of 6 CPUs", wv, wa)
 		}
 		// With the cluster-state collector's series (one poll of the real
 		// cluster), the weight comes from them and the frame says so.

@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"sort"
@@ -198,19 +199,14 @@ func (d *Datasource) hogRows(qc *queryCtx, jobs []jobmodel.Job, resources []stri
 		}
 	}
 
-	// Contention per partition and resource.
+	// Contention per partition and resource. The running_jobs fallback
+	// needs what every running job of the partition holds, not only the
+	// jobs this query may see or asked for: one unfiltered aggregation
+	// (numbers only, no names), made only when a capacity is configured.
 	allocByPart := map[string]map[string]float64{}
-	for i := range jobs {
-		j := &jobs[i]
-		k := pkey(j.Cluster, j.Partition)
-		if allocByPart[k] == nil {
-			allocByPart[k] = map[string]float64{}
-		}
-		if j.Requested.CPUs != nil {
-			allocByPart[k][models.ResourceCPU] += float64(*j.Requested.CPUs)
-		}
-		if j.Requested.GPUs != nil {
-			allocByPart[k][models.ResourceGPU] += float64(*j.Requested.GPUs)
+	if len(d.settings.PartitionCapacity) > 0 {
+		if allocByPart, err = d.runningAllocations(qc, clusters); err != nil {
+			return nil, nil, err
 		}
 	}
 	conts := map[string]map[string]contention{}
@@ -351,4 +347,58 @@ func hoggingFrame(v Viewer, rows []hogRow) (*data.Frame, []map[string]any) {
 		data.NewField("resource", nil, resource),
 		vf)
 	return f, details
+}
+
+// runningAllocations sums the requested CPUs and GPUs of all running jobs
+// per "cluster/partition" of the clusters, whoever runs them: one terms
+// aggregation.
+func (d *Datasource) runningAllocations(qc *queryCtx, clusters []string) (map[string]map[string]float64, error) {
+	filters := []any{esTerm("final", false)}
+	if len(clusters) > 0 {
+		filters = append(filters, esTerms("cluster", clusters))
+	}
+	sums := map[string]any{
+		"cpus": map[string]any{"sum": map[string]any{"field": "requested.cpus"}},
+		"gpus": map[string]any{"sum": map[string]any{"field": "requested.gpus"}},
+	}
+	body := map[string]any{"size": 0, "query": esFilter(filters), "aggs": map[string]any{
+		"c": map[string]any{"terms": map[string]any{"field": "cluster", "size": 1000}, "aggs": map[string]any{
+			"p": map[string]any{"terms": map[string]any{"field": "partition", "size": 10000}, "aggs": sums}}}}}
+	ans, err := d.search(qc.ctx, qc.st, d.settings.ElasticsearchJobIndex, body)
+	if err != nil {
+		return nil, err
+	}
+	var agg struct {
+		Buckets []struct {
+			Key string `json:"key"`
+			P   struct {
+				Buckets []struct {
+					Key  string `json:"key"`
+					CPUs struct{ Value *float64 } `json:"cpus"`
+					GPUs struct{ Value *float64 } `json:"gpus"`
+				} `json:"buckets"`
+			} `json:"p"`
+		} `json:"buckets"`
+	}
+	out := map[string]map[string]float64{}
+	raw, ok := ans.Aggregations["c"]
+	if !ok {
+		return out, nil
+	}
+	if err := json.Unmarshal(raw, &agg); err != nil {
+		return nil, fmt.Errorf("decoding the running allocations: %w", err)
+	}
+	for _, c := range agg.Buckets {
+		for _, p := range c.P.Buckets {
+			m := map[string]float64{}
+			if p.CPUs.Value != nil {
+				m[models.ResourceCPU] = *p.CPUs.Value
+			}
+			if p.GPUs.Value != nil {
+				m[models.ResourceGPU] = *p.GPUs.Value
+			}
+			out[c.Key+"/"+p.Key] = m
+		}
+	}
+	return out, nil
 }
