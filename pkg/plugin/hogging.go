@@ -373,7 +373,7 @@ func (d *Datasource) runningAllocations(qc *queryCtx, clusters []string) (map[st
 			Key string `json:"key"`
 			P   struct {
 				Buckets []struct {
-					Key  string `json:"key"`
+					Key  string                   `json:"key"`
 					CPUs struct{ Value *float64 } `json:"cpus"`
 					GPUs struct{ Value *float64 } `json:"gpus"`
 				} `json:"buckets"`
