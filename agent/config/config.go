@@ -243,14 +243,22 @@ func Load(path string) (Config, error) {
 		c := Default()
 		return c, c.Validate()
 	}
+	return LoadFile(path, Parse)
+}
+
+// LoadFile opens the configuration file path and decodes it with parse;
+// errors name the file. The agent, the site command and the cluster-state
+// collector load their files this way.
+func LoadFile[T any](path string, parse func(io.Reader) (T, error)) (T, error) {
+	var zero T
 	f, err := os.Open(path)
 	if err != nil {
-		return Config{}, fmt.Errorf("config: %w", err)
+		return zero, fmt.Errorf("config: %w", err)
 	}
 	defer f.Close()
-	c, err := Parse(f)
+	c, err := parse(f)
 	if err != nil {
-		return Config{}, fmt.Errorf("config %s: %w", path, err)
+		return zero, fmt.Errorf("config %s: %w", path, err)
 	}
 	return c, nil
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"strings"
 	"time"
 
@@ -99,16 +98,7 @@ func DefaultConfig() Config {
 
 // LoadConfig reads a configuration file over the defaults.
 func LoadConfig(path string) (Config, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return Config{}, fmt.Errorf("config: %w", err)
-	}
-	defer f.Close()
-	c, err := ParseConfig(f)
-	if err != nil {
-		return Config{}, fmt.Errorf("config %s: %w", path, err)
-	}
-	return c, nil
+	return config.LoadFile(path, ParseConfig)
 }
 
 // ParseConfig decodes YAML over the defaults, strictly, and validates it.
