@@ -137,17 +137,7 @@ func signalHelp(used []string) string {
 // hogRows reads the running jobs' use over the window and the partitions'
 // contention in one Prometheus request.
 func (d *Datasource) hogRows(qc *queryCtx, jobs []jobmodel.Job, resources []string, window time.Duration, thr float64) ([]hogRow, map[string]map[string]contention, error) {
-	var ids, clusters []string
-	seen := map[string]bool{}
-	interval := 0.0
-	for _, j := range jobs {
-		interval = max(interval, j.Sampling.IntervalSeconds)
-		ids = append(ids, j.JobID)
-		if !seen[j.Cluster] {
-			seen[j.Cluster] = true
-			clusters = append(clusters, j.Cluster)
-		}
-	}
+	clusters, ids, interval := jobMatchers(jobs, func(*jobmodel.Job) bool { return true })
 	w := promDuration(window)
 	by := "by (cluster, job_id)"
 	parts := []string{

@@ -71,20 +71,7 @@ func (d *Datasource) queryJobs(qc *queryCtx) (data.Frames, error) {
 }
 
 func (d *Datasource) liveUsage(qc *queryCtx, jobs []jobmodel.Job) (map[string]jobValues, error) {
-	var clusters, ids []string
-	seenC := map[string]bool{}
-	interval := 0.0
-	for _, j := range jobs {
-		if j.Final {
-			continue
-		}
-		interval = max(interval, j.Sampling.IntervalSeconds)
-		ids = append(ids, j.JobID)
-		if !seenC[j.Cluster] {
-			seenC[j.Cluster] = true
-			clusters = append(clusters, j.Cluster)
-		}
-	}
+	clusters, ids, interval := jobMatchers(jobs, func(j *jobmodel.Job) bool { return !j.Final })
 	if len(ids) == 0 {
 		return nil, nil
 	}

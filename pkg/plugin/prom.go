@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jobsight/jobsight/pkg/jobmodel"
 	promapi "github.com/prometheus/client_golang/api"
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
@@ -175,4 +176,23 @@ func byJob(vec model.Vector) map[string]jobValues {
 		out[k][string(s.Metric["jobsight_metric"])] = &v
 	}
 	return out
+}
+
+// jobMatchers collects, for one batched selector, the clusters and job ids
+// of the jobs keep accepts, and their longest sampling interval.
+func jobMatchers(jobs []jobmodel.Job, keep func(*jobmodel.Job) bool) (clusters, ids []string, interval float64) {
+	seen := map[string]bool{}
+	for i := range jobs {
+		j := &jobs[i]
+		if !keep(j) {
+			continue
+		}
+		interval = max(interval, j.Sampling.IntervalSeconds)
+		ids = append(ids, j.JobID)
+		if !seen[j.Cluster] {
+			seen[j.Cluster] = true
+			clusters = append(clusters, j.Cluster)
+		}
+	}
+	return clusters, ids, interval
 }

@@ -42,24 +42,16 @@ func (d *Datasource) scopeJobs(qc *queryCtx, sc jobScope) ([]jobmodel.Job, []fig
 // CPU time so far (the counter is cumulative since the job started), mean
 // GPU utilisation and mean memory since the job started. One request.
 func (d *Datasource) liveFigures(qc *queryCtx, jobs []jobmodel.Job, figs []figures) error {
-	var ids, clusters []string
-	seen := map[string]bool{}
-	earliest := qc.now
-	for i, j := range jobs {
-		if j.Final || figs[i].elapsedH == nil {
-			continue
-		}
-		ids = append(ids, j.JobID)
-		if !seen[j.Cluster] {
-			seen[j.Cluster] = true
-			clusters = append(clusters, j.Cluster)
-		}
-		if figs[i].start.Before(earliest) {
-			earliest = figs[i].start
-		}
-	}
+	// A running job without a start has no figures to fill (jobFigures).
+	clusters, ids, _ := jobMatchers(jobs, func(j *jobmodel.Job) bool { return !j.Final && j.StartTime != nil })
 	if len(ids) == 0 {
 		return nil
+	}
+	earliest := qc.now
+	for i, j := range jobs {
+		if !j.Final && figs[i].elapsedH != nil && figs[i].start.Before(earliest) {
+			earliest = figs[i].start
+		}
 	}
 	win := qc.now.Sub(earliest) + time.Minute
 	if win > 31*24*time.Hour {
