@@ -11,7 +11,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unkn
 AGENT_LDFLAGS = -s -w -X github.com/jobsight/jobsight/agent/jobagent.Version=$(VERSION)
 GOTEST_TIMEOUT ?= 20m
 
-.PHONY: all build agent agent-static site spank backend frontend test gotest frontend-test bench clean
+.PHONY: all build agent agent-static site spank backend frontend test gotest grafana-test screenshots frontend-test bench clean
 
 all: build
 
@@ -44,13 +44,27 @@ backend:
 frontend:
 	@if [ -f package.json ]; then npm run build; fi
 
-test: gotest frontend-test
+# The frontend first: its dist/ bundle is what the Grafana tests install.
+test: frontend-test gotest grafana-test
 
 # -count=1: never reuse cached results. The end-to-end tests build the agent
 # and the SPANK plugin at run time, which Go's test cache does not see.
+# The Grafana tests run on their own afterwards (grafana-test): each
+# end-to-end package runs a Slurm cluster and servers, and the machine has
+# two cores.
+GRAFANA_PKG = ./e2e/grafana
 gotest:
 	$(GO) vet ./...
-	$(GO) test -count=1 -timeout $(GOTEST_TIMEOUT) ./...
+	$(GO) test -count=1 -timeout $(GOTEST_TIMEOUT) $$($(GO) list ./... | grep -v '/e2e/grafana$$')
+
+# Dashboards, provisioning, alert rules and the plugin in a real Grafana
+# (built once by scripts/build-grafana.sh and cached) and a real browser.
+grafana-test:
+	$(GO) test -count=1 -timeout $(GOTEST_TIMEOUT) $(GRAFANA_PKG)
+
+# Regenerates docs/dashboards/*.png from a real Grafana over real jobs.
+screenshots:
+	JOBSIGHT_SCREENSHOTS=$(CURDIR)/docs/dashboards $(GO) test -count=1 -timeout $(GOTEST_TIMEOUT) -run 'TestGrafana' $(GRAFANA_PKG)
 
 # The plugin frontend: types (against the Go models' JSON examples too),
 # lint, the editor and datasource tests (jest, CI mode: no watch, no

@@ -107,6 +107,15 @@ describe('metricFindQuery', () => {
     expect(request.range.from.isBefore(request.range.to)).toBe(true);
   });
 
+  it('gives each variable query its own request id, so that Grafana cancels none of them', async () => {
+    const { ds } = mockDataSource();
+    const query = jest.spyOn(ds, 'query').mockReturnValue(of({ data: [] } as DataQueryResponse));
+    await Promise.all([ds.metricFindQuery({ variable: 'users' }), ds.metricFindQuery({ variable: 'accounts' })]);
+    const ids = query.mock.calls.map((c) => (c[0] as DataQueryRequest<JobsightQuery>).requestId);
+    expect(ids).toHaveLength(2);
+    expect(new Set(ids).size).toBe(2);
+  });
+
   it('fails with the backend error', async () => {
     const { ds } = mockDataSource();
     jest.spyOn(ds, 'query').mockReturnValue(of({ data: [], error: { message: 'variable "x" is unknown' } }));

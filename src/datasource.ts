@@ -76,7 +76,10 @@ export class DataSource extends DataSourceWithBackend<JobsightQuery, JobsightOpt
       range,
       rangeRaw: range.raw,
       scopedVars: options?.scopedVars ?? {},
-      requestId: 'jobsight-variable',
+      // Grafana cancels an in-flight request when another comes with the
+      // same requestId: variables refreshed together (user, account and
+      // partition after cluster) each need their own.
+      requestId: `jobsight-variable-${++variableRequests}`,
       interval: '1m',
       intervalMs: 60000,
       timezone: 'browser',
@@ -90,6 +93,9 @@ export class DataSource extends DataSourceWithBackend<JobsightQuery, JobsightOpt
     return framesToMetricFindValues(response.data ?? []);
   }
 }
+
+/** Variable queries sent so far, for unique request ids. */
+let variableRequests = 0;
 
 /** The last 24 hours, for variable queries run without a dashboard range. */
 function defaultRange(): TimeRange {

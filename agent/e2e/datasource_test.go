@@ -88,7 +88,7 @@ func dsQuery(t *testing.T, ds *plugin.Datasource, inst backend.DataSourceInstanc
 
 // mustFrames fails unless the response has frames and no error, and
 // checks the per-panel request budget.
-func mustFrames(t *testing.T, what string, r backend.DataResponse) data.Frames {
+func mustFrames(t testing.TB, what string, r backend.DataResponse) data.Frames {
 	t.Helper()
 	if r.Error != nil {
 		t.Fatalf("%s: %v", what, r.Error)

@@ -98,31 +98,17 @@ func TestMain(m *testing.M) {
 		shared = &env{st: st, es: es, cluster: cluster, node: st.Slurm.NodeName, agent: agent, dir: dir}
 		code := m.Run()
 		if code != 0 {
-			dumpLog(st.Agent.Log)
+			stack.DumpLog(st.Agent.Log, 20000)
 		}
 		return code
 	}()
 	os.Exit(code)
 }
 
-func dumpLog(path string) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return
-	}
-	if len(b) > 20000 {
-		b = b[len(b)-20000:]
-	}
-	fmt.Fprintf(os.Stderr, "--- last of %s ---\n%s\n", path, b)
-}
-
 // need returns the shared stack or skips (fails with CI=true).
 func need(t *testing.T) *env {
 	t.Helper()
-	stack.Require(t, "root", "slurm", "cgroupv1", "cc", "prometheus")
-	if shared == nil {
-		stack.Unavailable(t, "the test stack did not start: %v", setupErr)
-	}
+	stack.RequireCluster(t, shared != nil, setupErr)
 	return shared
 }
 

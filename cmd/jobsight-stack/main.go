@@ -1,10 +1,12 @@
 // Command jobsight-stack starts, on this machine, everything Jobsight runs
 // against — a single-node Slurm cluster with the Jobsight SPANK plugin,
-// Prometheus with the remote-write receiver and an Elasticsearch-API server —
-// submits a few sample jobs, prints where the data is and stays in the
-// foreground until Ctrl-C or SIGTERM, then stops everything.
+// Prometheus with the remote-write receiver, an Elasticsearch-API server, the
+// cluster-state collector and Grafana with the Jobsight plugin, its
+// dashboards and alert rules provisioned — submits sample jobs (GPU jobs on
+// the simulated GPUs, a hogging job), prints the dashboard URLs and a login
+// and stays in the foreground until Ctrl-C or SIGTERM, then stops everything.
 //
-//	go run ./cmd/jobsight-stack up [--dir D] [--build] [--no-jobs]
+//	go run ./cmd/jobsight-stack up [--dir D] [--build] [--no-jobs] [--no-grafana]
 //	go run ./cmd/jobsight-stack down [--dir D]
 //
 // It needs root (Slurm runs jobs as their users and creates cgroups).
@@ -24,19 +26,21 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jobsight/jobsight/internal/clusterstate"
 	"github.com/jobsight/jobsight/internal/stack"
 )
 
 func main() {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("component", "jobsight-stack")
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: jobsight-stack up|down [--dir D] [--build] [--no-jobs]")
+		fmt.Fprintln(os.Stderr, "usage: jobsight-stack up|down [--dir D] [--build] [--no-jobs] [--no-grafana]")
 		os.Exit(2)
 	}
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 	dir := fs.String("dir", "", "directory for all state, logs and configuration (up: default a new one under $TMPDIR; down: required)")
 	build := fs.Bool("build", false, "build the agent (./agent/cmd/jobsight-agent) and the SPANK plugin first")
 	noJobs := fs.Bool("no-jobs", false, "submit no sample jobs")
+	noGrafana := fs.Bool("no-grafana", false, "start no Grafana (the first start builds it: about 15 minutes)")
 	_ = fs.Parse(os.Args[2:])
 	var err error
 	switch os.Args[1] {
@@ -48,7 +52,7 @@ func main() {
 				break
 			}
 		}
-		err = up(log, *dir, *build, *noJobs)
+		err = up(log, *dir, *build, *noJobs, !*noGrafana)
 	case "down":
 		if *dir == "" {
 			err = fmt.Errorf("down: give --dir, the directory `up` printed")
@@ -66,7 +70,7 @@ func main() {
 
 func pidFile(dir string) string { return filepath.Join(dir, "jobsight-stack.pid") }
 
-func up(log *slog.Logger, dir string, build, noJobs bool) error {
+func up(log *slog.Logger, dir string, build, noJobs, grafana bool) error {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return err
@@ -103,6 +107,25 @@ func up(log *slog.Logger, dir string, build, noJobs bool) error {
 	if err := os.WriteFile(pidFile(dir), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
 		return fmt.Errorf("writing pid file: %w", err)
 	}
+	// The cluster-state collector: the contention the hogging dashboard
+	// and alert rules weigh by.
+	cs, err := startClusterState(ctx, log, dir, st)
+	if err != nil {
+		log.Warn("no cluster-state collector", "err", err)
+	} else {
+		defer cs()
+	}
+	var gf *stack.Grafana
+	if grafana {
+		log.Info("starting Grafana (the first start builds it with scripts/build-grafana.sh: about 15 minutes)")
+		gctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
+		gf, err = stack.StartGrafana(gctx, filepath.Join(dir, "grafana"), stack.GrafanaOptions{Env: st.GrafanaEnv()})
+		cancel()
+		if err != nil {
+			return fmt.Errorf("starting Grafana: %w", err)
+		}
+		defer func() { _ = gf.Stop() }()
+	}
 	if !noJobs {
 		for _, args := range [][]string{
 			{"-J", "sample-sleep", "--wrap", "sleep 60"},
@@ -110,6 +133,11 @@ func up(log *slog.Logger, dir string, build, noJobs bool) error {
 			{"-J", "sample-gpu1", "--gres=gpu:1", "--wrap", "sleep 60"},
 			{"-J", "sample-gpu4-uses-1", "--gres=gpu:4", "--wrap", "sleep 120"},
 			{"-J", "sample-fail", "--wrap", "sleep 5; exit 1"},
+			// Holds four GPUs and uses one for an hour, while the next
+			// job waits for GPUs: the hogging dashboard and alert rules
+			// show it after 30 minutes.
+			{"-J", "sample-hogging", "--gres=gpu:4", "--wrap", "sleep 3600"},
+			{"-J", "sample-waiting-for-gpus", "--gres=gpu:8", "--wrap", "sleep 60"},
 		} {
 			id, err := st.Slurm.Sbatch(ctx, append([]string{"--output=/dev/null", "--chdir=/tmp"}, args...)...)
 			if err != nil {
@@ -120,6 +148,17 @@ func up(log *slog.Logger, dir string, build, noJobs bool) error {
 		}
 	}
 	st.Describe(os.Stdout)
+	if gf != nil {
+		fmt.Printf("  %s\n", gf.Describe())
+		for _, d := range []struct{ uid, title string }{
+			{"jobsight-my-jobs", "My jobs"}, {"jobsight-job-detail", "Job detail"},
+			{"jobsight-cluster-efficiency", "Cluster efficiency"}, {"jobsight-hogging", "Hogging now"},
+			{"jobsight-allocations", "Allocations"}, {"jobsight-agent-health", "Agent health"},
+		} {
+			fmt.Printf("    %-19s %s/d/%s\n", d.title, gf.URL, d.uid)
+		}
+		fmt.Printf("    %-19s %s/alerting/list\n", "Alert rules", gf.URL)
+	}
 	fmt.Printf("  stop with Ctrl-C, or: go run ./cmd/jobsight-stack down --dir %s\n", dir)
 	<-ctx.Done()
 	log.Info("stopping")
@@ -172,4 +211,15 @@ func down(dir string) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return fmt.Errorf("stack pid %d did not stop within 60 s", pid)
+}
+
+// startClusterState runs the cluster-state collector against the stack,
+// polling every 15 s, until the returned stop is called.
+func startClusterState(ctx context.Context, log *slog.Logger, dir string, st *stack.Stack) (func(), error) {
+	cfg := clusterstate.DefaultConfig()
+	cfg.Cluster, cfg.Listen, cfg.Interval = st.Slurm.ClusterName, "", 15*time.Second
+	cfg.Slurm.Conf = st.Slurm.Conf
+	cfg.Prometheus.RemoteWriteURL = st.Prometheus.URL + "/api/v1/write"
+	cfg.Spool.Dir = filepath.Join(dir, "cluster-state-spool")
+	return clusterstate.Background(ctx, cfg, clusterstate.Options{Logger: log.With("component", "cluster-state")})
 }

@@ -186,6 +186,23 @@ func (c *Collector) Run(ctx context.Context) error {
 	}
 }
 
+// Background runs a collector for cfg in a goroutine until the returned
+// stop is called (or ctx ends); stop waits for it to finish. The local
+// stack and the Grafana tests run one beside their cluster this way.
+func Background(ctx context.Context, cfg Config, opts Options) (stop func(), err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	c, err := New(cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { _ = c.Run(ctx); close(done) }()
+	return func() { cancel(); <-done }, nil
+}
+
 // Poll reads the cluster once (two Slurm calls) and writes the series
 // and, at the start of each document bucket, the document. It returns the
 // snapshot; an error says which stage failed. A store that is down is not

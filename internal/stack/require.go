@@ -62,3 +62,28 @@ func Require(t testing.TB, needs ...string) {
 		}
 	}
 }
+
+// RequireCluster is what every end-to-end test calls first: it needs root,
+// Slurm, cgroup v1, a C compiler and Prometheus, and the package's shared
+// stack (started reports whether TestMain brought it up; setupErr says why
+// not). It skips, or fails with CI=true, when anything is missing.
+func RequireCluster(t testing.TB, started bool, setupErr error) {
+	t.Helper()
+	Require(t, "root", "slurm", "cgroupv1", "cc", "prometheus")
+	if !started {
+		Unavailable(t, "the test stack did not start: %v", setupErr)
+	}
+}
+
+// DumpLog writes the last max bytes of a server's log to stderr, for a
+// failed test run.
+func DumpLog(path string, max int) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	if len(b) > max {
+		b = b[len(b)-max:]
+	}
+	fmt.Fprintf(os.Stderr, "--- last of %s ---\n%s\n", path, b)
+}

@@ -80,10 +80,22 @@ func ZincBinary(ctx context.Context) (string, error) {
 		}
 		return bin, nil
 	}
-	script, err := buildScript()
+	bin, err := runBuildScript(ctx, "scripts/build-zincsearch.sh")
+	if err != nil {
+		return "", fmt.Errorf("%w (or set %s to a zincsearch binary)", err, EnvZincBin)
+	}
+	return bin, nil
+}
+
+// runBuildScript runs one of the repository's build scripts (rel, relative
+// to the repository root) and returns the path it prints on its last line,
+// which must exist.
+func runBuildScript(ctx context.Context, rel string) (string, error) {
+	root, err := RepoRoot()
 	if err != nil {
 		return "", err
 	}
+	script := filepath.Join(root, rel)
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, "bash", script)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -92,39 +104,39 @@ func ZincBinary(ctx context.Context) (string, error) {
 		if len(msg) > 4000 {
 			msg = msg[len(msg)-4000:]
 		}
-		return "", fmt.Errorf("building zincsearch with %s: %w\n%s", script, err, msg)
+		return "", fmt.Errorf("running %s: %w\n%s", script, err, msg)
 	}
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
-	bin := strings.TrimSpace(lines[len(lines)-1])
-	if _, err := os.Stat(bin); err != nil {
-		return "", fmt.Errorf("%s printed %q, which is not a binary: %w", script, bin, err)
+	out := strings.TrimSpace(lines[len(lines)-1])
+	if _, err := os.Stat(out); err != nil {
+		return "", fmt.Errorf("%s printed %q, which does not exist: %w", script, out, err)
 	}
-	return bin, nil
+	return out, nil
 }
 
-// buildScript finds scripts/build-zincsearch.sh: beside this source file
-// when it is still where it was compiled, else in the module of the working
-// directory.
-func buildScript() (string, error) {
-	const rel = "scripts/build-zincsearch.sh"
+// RepoRoot returns the root of the Jobsight repository: two levels above
+// this source file when it is still where it was compiled, else the
+// directory of the go.mod of the working directory's module.
+func RepoRoot() (string, error) {
+	const marker = "scripts/build-zincsearch.sh"
 	var tried []string
 	if _, file, _, ok := runtime.Caller(0); ok {
-		p := filepath.Join(filepath.Dir(file), "..", "..", rel)
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
+		root := filepath.Join(filepath.Dir(file), "..", "..")
+		if _, err := os.Stat(filepath.Join(root, marker)); err == nil {
+			return filepath.Abs(root)
 		}
-		tried = append(tried, p)
+		tried = append(tried, root)
 	}
 	if out, err := exec.Command("go", "env", "GOMOD").Output(); err == nil {
 		if mod := strings.TrimSpace(string(out)); mod != "" && mod != os.DevNull {
-			p := filepath.Join(filepath.Dir(mod), rel)
-			if _, err := os.Stat(p); err == nil {
-				return p, nil
+			root := filepath.Dir(mod)
+			if _, err := os.Stat(filepath.Join(root, marker)); err == nil {
+				return root, nil
 			}
-			tried = append(tried, p)
+			tried = append(tried, root)
 		}
 	}
-	return "", fmt.Errorf("cannot find %s (tried %s); set %s to a zincsearch binary", rel, strings.Join(tried, ", "), EnvZincBin)
+	return "", fmt.Errorf("cannot find the Jobsight repository (tried %s)", strings.Join(tried, ", "))
 }
 
 // StartZinc starts ZincSearch (building it first if no cached build exists)

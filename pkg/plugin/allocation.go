@@ -133,9 +133,14 @@ func (d *Datasource) queryAllocation(qc *queryCtx) (data.Frames, error) {
 	if len(allocs) == 0 {
 		msg := fmt.Sprintf("no %s allocation matches (configure allocations in the datasource, or allocationsUrl)", res)
 		if allocErr != nil {
-			msg += "; " + allocErr.Error()
+			// A source that fails is the admin's to fix: an error.
+			return nil, fmt.Errorf("%s; %v", msg, allocErr)
 		}
-		return nil, fmt.Errorf("%s", msg)
+		// Nothing configured (or nothing this user may see): no data,
+		// with the reason beside it, not a panel error.
+		f := data.NewFrame("allocation")
+		f.AppendNotices(data.Notice{Severity: data.NoticeSeverityInfo, Text: msg})
+		return data.Frames{f}, nil
 	}
 	sort.SliceStable(allocs, func(a, b int) bool { return allocs[a].Cluster+allocs[a].Account < allocs[b].Cluster+allocs[b].Account })
 
