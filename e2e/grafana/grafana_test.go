@@ -37,6 +37,7 @@ func TestGrafana(t *testing.T) {
 	// Finished jobs: a GPU job of account dashboards (the job detail
 	// dashboard's job), a two-node job, a CPU-bound job, and a job of
 	// another user (nobody), with a name a user could type.
+	jobFrom := time.Now().Add(-time.Minute)
 	gpuJob := e.submit(t, "--gres=gpu:2", "--mem=100M", "-A", "dashboards", "-J", "dash-gpu", "--wrap", "sleep 15")
 	multi := e.submit(t, "-p", "multi", "-N", "2", "--mem=50M", "-A", "dashboards", "-J", "dash-multi", "--wrap", "srun sleep 8")
 	busy := e.submit(t, "--mem=50M", "-J", `busy "x"|* <b>`, "--wrap", "timeout 10 sh -c 'while :; do :; done'")
@@ -44,6 +45,7 @@ func TestGrafana(t *testing.T) {
 	for _, id := range []string{gpuJob, multi, busy, theirs} {
 		e.finalJob(t, id)
 	}
+	jobTo := time.Now().Add(time.Minute)
 	rootJobs := []string{gpuJob, multi, busy}
 
 	t.Run("plugin and provisioning", func(t *testing.T) {
@@ -249,7 +251,7 @@ func TestGrafana(t *testing.T) {
 	// query editor and dashboard show them) and are cancelled at the end.
 	t.Run("hogging alert", func(st *testing.T) { e.hoggingAlert(st, t, adm) })
 
-	t.Run("browser", func(t *testing.T) { e.browser(t, gpuJob) })
+	t.Run("browser", func(t *testing.T) { e.browser(t, gpuJob, jobFrom, jobTo) })
 }
 
 // runner runs dashboards through Grafana's /api/ds/query as c.
@@ -374,7 +376,7 @@ func (e *env) hoggingAlert(t, parent *testing.T, adm client) {
 		} `json:"data"`
 	}
 	firing := map[string]alert{} // rule title → the hogging job's alert
-	deadline := time.Now().Add(4 * time.Minute)
+	deadline := time.Now().Add(5 * time.Minute)
 	for len(firing) < 2 {
 		if time.Now().After(deadline) {
 			b, _ := json.MarshalIndent(rules, "", " ")
@@ -423,7 +425,7 @@ func (e *env) hoggingAlert(t, parent *testing.T, adm client) {
 
 // browser runs the Playwright tests (e2e/grafana/browser) against this
 // Grafana with Debian's Chromium.
-func (e *env) browser(t *testing.T, jobID string) {
+func (e *env) browser(t *testing.T, jobID string, from, to time.Time) {
 	chromium, err := exec.LookPath("chromium")
 	if err != nil {
 		t.Fatalf("the browser tests need Debian's chromium: %v", err)
@@ -443,6 +445,7 @@ func (e *env) browser(t *testing.T, jobID string) {
 		"JOBSIGHT_ES_URL="+e.st.Elasticsearch.URL, "JOBSIGHT_ES_USER="+e.st.Elasticsearch.User, "JOBSIGHT_ES_PASSWORD="+e.st.Elasticsearch.Password,
 		"JOBSIGHT_PROMETHEUS_URL="+e.st.Prometheus.URL,
 		"JOBSIGHT_TEST_JOB="+e.docID(jobID),
+		fmt.Sprintf("JOBSIGHT_TEST_JOB_RANGE=from=%d&to=%d", from.UnixMilli(), to.UnixMilli()),
 		"PLAYWRIGHT_HTML_OPEN=never",
 	)
 	out, err := cmd.CombinedOutput()

@@ -18,12 +18,16 @@ const dashboards = fs
   );
 const shots = process.env.JOBSIGHT_SCREENSHOTS;
 const job = process.env.JOBSIGHT_TEST_JOB ?? '';
+// The job detail dashboard is opened on its job's own run, as a person
+// looking at one job would zoom to it.
+const jobRange = new URLSearchParams(process.env.JOBSIGHT_TEST_JOB_RANGE ?? '');
 
 for (const d of dashboards) {
   test(`dashboard ${d.title}`, async ({ gotoDashboardPage, page }) => {
     const queryParams = new URLSearchParams({ from: 'now-1h', to: 'now' });
     if (d.uid === 'jobsight-job-detail' && job) {
       queryParams.set('var-job', job);
+      jobRange.forEach((v, k) => queryParams.set(k, v));
     }
     const failed: string[] = [];
     page.on('response', (r) => {
