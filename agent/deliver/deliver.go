@@ -256,7 +256,14 @@ func (o *Outputs) put(ctx context.Context, d sink.Doc, onlyIfNewer bool) error {
 		return err
 	}
 	mine := meta.updated()
-	if onlyIfNewer {
+	if !mine.IsZero() {
+		// The server decides where it can (Elasticsearch: a version at
+		// least as new is kept, this write answered as superseded)...
+		d.Version = mine.UnixMicro()
+	}
+	// ... and where it cannot (ZincSearch ignores versions), a replay is
+	// checked against the stored version first.
+	if onlyIfNewer && !o.es.HonoursVersions() {
 		older, err := o.olderThanStored(ctx, d, mine)
 		if err != nil || older {
 			if older {

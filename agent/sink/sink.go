@@ -40,6 +40,11 @@ type Doc struct {
 	Index string
 	ID    string
 	Body  []byte
+	// Version, when positive, is the document's external version (its
+	// updated_at in microseconds): a server that honours external
+	// versioning (Elasticsearch) refuses to replace a stored version at
+	// least as new, so a late replay never overwrites newer data.
+	Version int64
 }
 
 // ErrAccessDenied matches (with errors.Is) a store's refusal of the

@@ -61,6 +61,9 @@ type Client struct {
 
 	mu      sync.Mutex
 	checked bool // Info() answered; see ready
+	// versions: whether the server honours external versions, learnt
+	// from the first versioned write's answer (0 unknown, 1 yes, -1 no).
+	versions int
 }
 
 // New returns a client for cfg. It does not contact the server; the first
@@ -379,7 +382,8 @@ func (c *Client) putMapping(ctx context.Context, name string, mappings []byte) e
 	return nil
 }
 
-// Index stores doc under its explicit id, replacing an earlier version.
+// Index stores doc under its explicit id, replacing an earlier version
+// (doc.Version is not sent: versioned writes go through Bulk).
 func (c *Client) Index(ctx context.Context, doc sink.Doc) error {
 	if err := checkDoc(doc); err != nil {
 		return err
@@ -436,7 +440,11 @@ func (c *Client) Bulk(ctx context.Context, docs []sink.Doc) ([]Failure, error) {
 			failures = append(failures, Failure{Doc: d, Err: &Error{Op: "bulk", Index: d.Index, ID: d.ID, Status: http.StatusBadRequest, Type: "invalid_document", Reason: err.Error()}})
 			continue
 		}
-		meta, _ := json.Marshal(map[string]map[string]string{"index": {"_index": d.Index, "_id": d.ID}})
+		action := map[string]any{"_index": d.Index, "_id": d.ID}
+		if d.Version > 0 {
+			action["version"], action["version_type"] = d.Version, "external"
+		}
+		meta, _ := json.Marshal(map[string]any{"index": action})
 		body.Write(meta)
 		body.WriteByte('\n')
 		body.Write(compactLine(d.Body))
@@ -485,10 +493,20 @@ func (c *Client) Bulk(ctx context.Context, docs []sink.Doc) ([]Failure, error) {
 		for _, v := range item { // one key: the action
 			a = v
 		}
+		d := sent[i]
 		if a.Status >= 200 && a.Status < 300 && a.Error == nil {
+			if d.Version > 0 {
+				c.learnVersions(a.Version == d.Version)
+			}
 			continue
 		}
-		d := sent[i]
+		if d.Version > 0 && a.Status == http.StatusConflict && a.Error != nil && a.Error.Type == "version_conflict_engine_exception" {
+			// A version at least as new is stored: this one is
+			// superseded, which is what the caller wants, not a failure.
+			c.learnVersions(true)
+			c.log.Debug("superseded: the store holds a newer version", "index", d.Index, "id", d.ID, "version", d.Version)
+			continue
+		}
 		e := &Error{Op: "bulk", Index: d.Index, ID: d.ID, Status: a.Status}
 		if a.Error != nil {
 			e.Type, e.Reason = a.Error.Type, a.Error.Reason
@@ -499,10 +517,37 @@ func (c *Client) Bulk(ctx context.Context, docs []sink.Doc) ([]Failure, error) {
 }
 
 type bulkItemAnswer struct {
-	Index  string     `json:"_index"`
-	ID     string     `json:"_id"`
-	Status int        `json:"status"`
-	Error  *errAnswer `json:"error"`
+	Index   string     `json:"_index"`
+	ID      string     `json:"_id"`
+	Version int64      `json:"_version"`
+	Status  int        `json:"status"`
+	Error   *errAnswer `json:"error"`
+}
+
+// learnVersions records whether the server honoured an external version
+// (its answer carries the version sent, or a version conflict) and says
+// once when it does not.
+func (c *Client) learnVersions(honoured bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.versions != 0 {
+		return
+	}
+	if honoured {
+		c.versions = 1
+		return
+	}
+	c.versions = -1
+	c.log.Info("the Elasticsearch-API server ignores external document versions; replays are checked against the stored version before writing instead")
+}
+
+// HonoursVersions reports whether the server is known to honour external
+// versions (Elasticsearch does; ZincSearch ignores them). Until a
+// versioned write has been answered it reports false.
+func (c *Client) HonoursVersions() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.versions == 1
 }
 
 // errAnswer is Elasticsearch's error object. Some servers send a plain

@@ -483,3 +483,93 @@ func TestUnsupportedServerIsAClearPermanentError(t *testing.T) {
 		t.Errorf("error %v: want ErrUnsupportedServer, not retryable, naming OpenSearch", err)
 	}
 }
+
+// TestBulkExternalVersionsFake: versioned writes carry the version, and a
+// version the server refuses as not newer than the stored one is
+// superseded, not a failure. ZincSearch ignores external versions, so the
+// Elasticsearch side runs on a FAKE server, only for this case: an
+// httptest server keeping one version per id the way Elasticsearch 8 does
+// (version_type external: the write wins only with a greater version).
+func TestBulkExternalVersionsFake(t *testing.T) {
+	stored := map[string]int64{}
+	var actions []string
+	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Elastic-Product", "Elasticsearch")
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/" {
+			io.WriteString(w, `{"cluster_name":"fake","version":{"number":"8.19.0"}}`)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		lines := bytes.Split(bytes.TrimSpace(body), []byte("\n"))
+		var items []string
+		for i := 0; i+1 < len(lines); i += 2 {
+			actions = append(actions, string(lines[i]))
+			var a struct {
+				Index struct {
+					ID          string `json:"_id"`
+					Version     int64  `json:"version"`
+					VersionType string `json:"version_type"`
+				} `json:"index"`
+			}
+			_ = json.Unmarshal(lines[i], &a)
+			id, v := a.Index.ID, a.Index.Version
+			if a.Index.VersionType == "external" && v <= stored[id] {
+				items = append(items, fmt.Sprintf(`{"index":{"_index":"jobs","_id":%q,"status":409,"error":{"type":"version_conflict_engine_exception","reason":"[%s]: version conflict, current version [%d] is higher or equal to the one provided [%d]"}}}`, id, id, stored[id], v))
+				continue
+			}
+			stored[id] = v
+			items = append(items, fmt.Sprintf(`{"index":{"_index":"jobs","_id":%q,"_version":%d,"result":"updated","status":200}}`, id, v))
+		}
+		fmt.Fprintf(w, `{"took":1,"errors":false,"items":[%s]}`, strings.Join(items, ","))
+	}))
+	defer fake.Close()
+	c, err := New(Config{URLs: []string{fake.URL}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	newer := sink.Doc{Index: "jobs", ID: "c1:1", Body: []byte(`{"final":true}`), Version: 2_000_000}
+	older := sink.Doc{Index: "jobs", ID: "c1:1", Body: []byte(`{"final":false}`), Version: 1_000_000}
+	if c.HonoursVersions() {
+		t.Fatal("HonoursVersions before any versioned write")
+	}
+	for _, d := range []sink.Doc{newer, older, newer} {
+		failures, err := c.Bulk(ctx, []sink.Doc{d})
+		if err != nil || len(failures) > 0 {
+			t.Fatalf("version %d: %v %v; a superseded version is not a failure", d.Version, err, failures)
+		}
+	}
+	if stored["c1:1"] != 2_000_000 {
+		t.Errorf("stored version %d, want the newer one", stored["c1:1"])
+	}
+	if !c.HonoursVersions() {
+		t.Error("the server honoured the versions, HonoursVersions says no")
+	}
+	if !strings.Contains(actions[0], `"version":2000000`) || !strings.Contains(actions[0], `"version_type":"external"`) {
+		t.Errorf("action line %s carries no external version", actions[0])
+	}
+	// Unversioned documents (feedback, cluster state) are sent as before.
+	if _, err := c.Bulk(ctx, []sink.Doc{{Index: "jobs", ID: "c1:2", Body: []byte(`{}`)}}); err != nil || strings.Contains(actions[len(actions)-1], "version") {
+		t.Errorf("unversioned write: %v, action %s", err, actions[len(actions)-1])
+	}
+}
+
+// TestZincIgnoresExternalVersions pins what the docs say of the test
+// server: it takes versioned writes but does not honour them, and the
+// client notices (so the agent keeps checking replays itself).
+func TestZincIgnoresExternalVersions(t *testing.T) {
+	needES(t)
+	if os.Getenv(stack.EnvTestESURL) != "" {
+		t.Skip("a real Elasticsearch honours versions: covered by TestBulkExternalVersionsFake's semantics")
+	}
+	c := newTestClient(t)
+	idx := indexName(t)
+	failures, err := c.Bulk(context.Background(), []sink.Doc{{Index: idx, ID: "v:1", Body: []byte(`{"a":1}`), Version: 5_000_000}})
+	if err != nil || len(failures) > 0 {
+		t.Fatalf("versioned write: %v %v", err, failures)
+	}
+	if c.HonoursVersions() {
+		t.Error("ZincSearch answered as if it honoured external versions: update docs/agent-config.md and this test")
+	}
+}
