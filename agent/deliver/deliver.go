@@ -46,7 +46,8 @@ type Outputs struct {
 	lastReplay  time.Time
 	written     map[string]time.Time // document id -> updated_at of what this process stored
 	indicesOK   bool
-	resolved    map[string]string // job document id as Slurm gives it -> id in the store
+	resolved    map[string]string // job document id as Slurm gives it -> id in the store (latest)
+	byIdentity  map[string]string // the same by id and submit time
 	lastDropped map[sink.DocKind]uint64
 	// lastRejected and lastCorrupt are the spool's set-aside counts the
 	// health metrics have seen.
@@ -58,7 +59,7 @@ type Outputs struct {
 // their files here; errors name the option, never the secret.
 func New(ctx context.Context, cfg config.Config, health *monitor.Health, log *slog.Logger) (*Outputs, error) {
 	o := &Outputs{cfg: cfg, health: health, log: log.With("component", "deliver"),
-		resolved: map[string]string{}, lastDropped: map[sink.DocKind]uint64{}, written: map[string]time.Time{}}
+		resolved: map[string]string{}, byIdentity: map[string]string{}, lastDropped: map[sink.DocKind]uint64{}, written: map[string]time.Time{}}
 	if len(cfg.Elasticsearch.URLs) > 0 {
 		pw, err := config.ReadSecret("elasticsearch.password_file", cfg.Elasticsearch.PasswordFile)
 		if err != nil {

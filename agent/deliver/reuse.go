@@ -4,10 +4,12 @@ package deliver
 // version", decided against what the store holds.
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -71,8 +73,14 @@ func (s stored) updated() time.Time {
 }
 
 func (o *Outputs) resolve(ctx context.Context, base string, submit, start time.Time) (string, error) {
+	// Cached by the job's identity, not its id alone: one process may
+	// write for two jobs of one id (an earlier one it finishes as lost).
+	key := base + "|" + strconv.FormatInt(cmp.Or(submit, start).Unix(), 10)
+	if submit.IsZero() && start.IsZero() {
+		key = base
+	}
 	o.mu.Lock()
-	id, ok := o.resolved[base]
+	id, ok := o.byIdentity[key]
 	o.mu.Unlock()
 	if ok {
 		return id, nil
@@ -91,7 +99,8 @@ func (o *Outputs) resolve(ctx context.Context, base string, submit, start time.T
 		o.log.Info("job id reused: storing under a new id so the older job's document stays", "id", base, "new_id", id)
 	}
 	o.mu.Lock()
-	o.resolved[base] = id
+	o.resolved[base] = id // the latest, for Where and NodeDocs
+	o.byIdentity[key] = id
 	o.mu.Unlock()
 	return id, nil
 }

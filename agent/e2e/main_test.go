@@ -30,6 +30,7 @@ type env struct {
 	cluster string
 	node    string
 	agent   string // the built agent binary
+	plugin  string // the built SPANK plugin
 	dir     string
 }
 
@@ -95,7 +96,7 @@ func TestMain(m *testing.M) {
 			setupErr = err
 			return m.Run()
 		}
-		shared = &env{st: st, es: es, cluster: cluster, node: st.Slurm.NodeName, agent: agent, dir: dir}
+		shared = &env{st: st, es: es, cluster: cluster, node: st.Slurm.NodeName, agent: agent, plugin: plugin, dir: dir}
 		code := m.Run()
 		if code != 0 {
 			stack.DumpLog(st.Agent.Log, 20000)

@@ -142,6 +142,28 @@ func (f files) isDone(submit time.Time) bool {
 	return err == nil && v == submit.Unix()
 }
 
+// stopAsked reports whether a stop for the job whose run began at start
+// is recorded (the epilog came before this agent got going). A marker
+// older than that run is a leftover of an earlier job with this id: it is
+// removed and does not count. Slurm's start time and this node's clock
+// may differ by seconds, hence the minute of slack; an unknown start
+// accepts a marker of the last ten minutes.
+func (f files) stopAsked(start time.Time) bool {
+	st, err := os.Stat(f.stopped())
+	if err != nil {
+		return false
+	}
+	since := start.Add(-time.Minute)
+	if start.IsZero() {
+		since = time.Now().Add(-10 * time.Minute)
+	}
+	if st.ModTime().Before(since) {
+		_ = os.Remove(f.stopped())
+		return false
+	}
+	return true
+}
+
 // ensureStateDirs makes state_dir and its jobs directory private (0700,
 // ours, not a symbolic link): checkpoints name users, accounts and usage.
 func ensureStateDirs(stateDir string) error {

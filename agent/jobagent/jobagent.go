@@ -10,6 +10,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"runtime/debug"
@@ -144,6 +145,15 @@ func (a *Agent) Start(ctx context.Context, jobID uint64, uid uint32) error {
 		a.Log.Info("job already finalized on this node; exiting", "job_id", jobID)
 		return nil
 	}
+	// Slurm reuses ids (after a state reset, or when they wrap): what an
+	// older job of this id left here is finished as that job's, never
+	// taken for this one's.
+	if err := a.finishOlder(ctx, f, job); err != nil {
+		return err
+	}
+	if err := f.writePID(); err != nil { // finishing an older job removed it
+		return err
+	}
 	job.DocID = a.Outputs.ResolveDocID(ctx, job.DocID, timeOf(job.SubmitTime), started)
 	leader := isLeader(job, a.Config.Node)
 	node := nodeTemplate(job, a.Config.Node)
@@ -160,7 +170,7 @@ func (a *Agent) Start(ctx context.Context, jobID uint64, uid uint32) error {
 	ck := &Checkpoint{Job: job, Node: node, State: state, Leader: leader}
 	_ = f.saveCheckpoint(ck)
 
-	if _, err := os.Stat(f.stopped()); err == nil {
+	if f.stopAsked(timeOf(job.StartTime)) {
 		a.Log.Info("job ended before the agent started; finalizing", "job_id", jobID)
 	} else {
 		a.watch(ctx, jobID, uid, ck, f)
@@ -247,13 +257,24 @@ func (a *Agent) Stop(ctx context.Context, jobID uint64) error {
 		return f.signalAgent()
 	}
 	defer release()
+	// Which job Slurm means now: a checkpoint here may be an earlier
+	// job's with this id (Slurm reuses ids, and slurmd skips the prolog of
+	// a reused id it still remembers, so no agent ever started for this
+	// one). One controller call, on this no-agent path only.
+	job := a.lookup(ctx, jobID, 0)
+	if err := a.finishOlder(ctx, f, job); err != nil {
+		return err
+	}
 	ck, err := f.loadCheckpoint()
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
 			a.Log.Warn("unreadable checkpoint; finalizing without it", "err", err)
 		}
-		job := a.lookup(ctx, jobID, 0)
 		if f.isDone(timeOf(job.SubmitTime)) {
+			// Finalized already (its agent ended by itself): the marker
+			// must not outlive this stop, or a later job reusing the id
+			// would be taken as ended before it began.
+			_ = os.Remove(f.stopped())
 			return nil
 		}
 		job.DocID = a.Outputs.ResolveDocID(ctx, job.DocID, timeOf(job.SubmitTime), a.now())
@@ -264,9 +285,48 @@ func (a *Agent) Stop(ctx context.Context, jobID uint64) error {
 	return a.finalize(ctx, ck, jobmodel.AgentLost, f)
 }
 
+// finishOlder finalizes, as lost, a job that had this job's id on this
+// node before and whose agent died without a stop (its checkpoint has
+// another submit time). Its documents get what its agent sampled and no
+// longer say RUNNING; this job starts with nothing of it.
+func (a *Agent) finishOlder(ctx context.Context, f files, job jobmodel.Job) error {
+	ck, err := f.loadCheckpoint()
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			a.Log.Warn("unreadable checkpoint of an earlier agent; removing it", "err", err)
+			_ = os.Remove(f.checkpoint())
+		}
+		return nil
+	}
+	older, mine := timeOf(ck.Job.SubmitTime), timeOf(job.SubmitTime)
+	if older.IsZero() || mine.IsZero() || older.Equal(mine) {
+		return nil // this job's own checkpoint (a restarted agent), or unknowable
+	}
+	a.Log.Warn("an earlier job with this id left a checkpoint and no final documents; finalizing it as lost",
+		"job_id", job.SlurmJobID, "earlier_submit", older, "submit", mine, "earlier_doc_id", ck.Job.DocID)
+	if ck.Job.EndTime == nil && !ck.State.LastSample.IsZero() {
+		// Slurm no longer knows it: it ended, at the latest, when its
+		// agent last saw it.
+		ck.Job.EndTime = jobmodel.At(ck.State.LastSample)
+	}
+	a.finalDocs(ctx, ck, jobmodel.AgentLost, f)
+	return nil
+}
+
 // finalize writes the final node document and, on the leader node, the
 // final job document assembled from all node documents.
 func (a *Agent) finalize(ctx context.Context, ck *Checkpoint, agentState string, f files) error {
+	a.finalDocs(ctx, ck, agentState, f)
+	a.linger(ctx)
+	if agentState != jobmodel.AgentLost { // stop logs its own use
+		a.logUsage(a.now().Sub(ck.State.Started), ck.State.Count)
+	}
+	return nil
+}
+
+// finalDocs writes the final node document and, on the leader node, the
+// final job document, and marks the job done on this node.
+func (a *Agent) finalDocs(ctx context.Context, ck *Checkpoint, agentState string, f files) {
 	a.cpuAtFinalize = ReadSelfUsage().CPU
 	end := a.now()
 	if agentState == jobmodel.AgentLost && !ck.State.LastSample.IsZero() {
@@ -293,11 +353,6 @@ func (a *Agent) finalize(ctx context.Context, ck *Checkpoint, agentState string,
 	}
 	a.Outputs.Replay(ctx)
 	f.markDone(timeOf(ck.Job.SubmitTime))
-	a.linger(ctx)
-	if agentState != jobmodel.AgentLost { // stop logs its own use
-		a.logUsage(a.now().Sub(ck.State.Started), ck.State.Count)
-	}
-	return nil
 }
 
 // writeFinal runs the post-job analysis on a final job document, stores it
@@ -367,6 +422,11 @@ func (a *Agent) finalJob(ctx context.Context, job jobmodel.Job) jobmodel.Job {
 	wait := cmp.Or(a.FinalPoll, time.Second)
 	for {
 		got, err := a.Slurm.Lookup(ctx, job.Cluster, job.SlurmJobID, uidOf(job))
+		if err == nil && !sameSubmit(got, job) {
+			// Slurm's job of this id is another (a reused id): this
+			// one it no longer knows.
+			err = fmt.Errorf("job %d now names a job submitted at %s: %w", job.SlurmJobID, timeOf(got.SubmitTime), slurminfo.ErrJobNotFound)
+		}
 		if err == nil && terminal(got.State) {
 			got.DocID, got.Source = job.DocID, job.Source
 			got.MissingMetrics = job.MissingMetrics
@@ -389,6 +449,13 @@ func (a *Agent) finalJob(ctx context.Context, job jobmodel.Job) jobmodel.Job {
 		}
 		wait = min(2*wait, 30*time.Second)
 	}
+}
+
+// sameSubmit reports whether two views of a job id are the same job: their
+// submit times agree, or one is unknown.
+func sameSubmit(a, b jobmodel.Job) bool {
+	x, y := timeOf(a.SubmitTime), timeOf(b.SubmitTime)
+	return x.IsZero() || y.IsZero() || x.Equal(y)
 }
 
 // nodeDocs gathers the final node documents of every node of the job,

@@ -1,6 +1,7 @@
 package jobagent
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -22,9 +23,11 @@ import (
 // are exercised in agent/e2e.
 
 type fakeSlurm struct {
-	mu    sync.Mutex
-	state string
-	calls int
+	mu     sync.Mutex
+	state  string
+	calls  int
+	submit time.Time // default 1_700_000_000
+	start  time.Time // default unknown
 }
 
 func (f *fakeSlurm) Lookup(_ context.Context, cluster string, jobID uint64, _ uint32) (jobmodel.Job, error) {
@@ -35,9 +38,13 @@ func (f *fakeSlurm) Lookup(_ context.Context, cluster string, jobID uint64, _ ui
 		return jobmodel.Job{}, slurminfo.ErrJobNotFound
 	}
 	id := jobmodel.Identity{Cluster: cluster, JobID: jobID}
-	return jobmodel.Job{DocID: id.DocID(), Cluster: cluster, JobID: id.Key(), SlurmJobID: jobID, State: f.state,
+	j := jobmodel.Job{DocID: id.DocID(), Cluster: cluster, JobID: id.Key(), SlurmJobID: jobID, State: f.state,
 		Nodes: []string{"n1"}, NodeCount: 1, Requested: jobmodel.Request{CPUs: jobmodel.Ptr[int64](2)},
-		SubmitTime: jobmodel.At(time.Unix(1_700_000_000, 0))}, nil
+		SubmitTime: jobmodel.At(cmp.Or(f.submit, time.Unix(1_700_000_000, 0)))}
+	if !f.start.IsZero() {
+		j.StartTime = jobmodel.At(f.start)
+	}
+	return j, nil
 }
 
 func (f *fakeSlurm) set(state string) { f.mu.Lock(); f.state = state; f.mu.Unlock() }
@@ -202,5 +209,133 @@ func TestSelfUsagePeakRSSIsPlausible(t *testing.T) {
 	u := ReadSelfUsage()
 	if u.MaxRSSBytes < 1<<20 || u.MaxRSSBytes > 1<<30 {
 		t.Fatalf("peak RSS %d bytes is implausible for this test process", u.MaxRSSBytes)
+	}
+}
+
+// startAsync runs Start in the background and returns its result channel.
+func startAsync(a *Agent, ctx context.Context, jobID uint64) chan error {
+	done := make(chan error, 1)
+	go func() { done <- a.Start(ctx, jobID, 0) }()
+	return done
+}
+
+// A stop marker left by an earlier job with the same id (Slurm reuses ids
+// after a state reset) does not make the new job's agent finalize at once.
+func TestLeftoverStopMarkerOfAnEarlierJobIsIgnored(t *testing.T) {
+	t.Parallel()
+	slurm := &fakeSlurm{state: jobmodel.StateRunning, start: time.Now()}
+	out := &memOutputs{}
+	a := testAgent(t, slurm, out, noCgroup)
+	f := jobFiles(a.Config.StateDir, "c", "n1", 12)
+	if err := ensureStateDirs(a.Config.StateDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeAtomic(f.stopped(), []byte("stop\n")); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-2 * time.Hour)
+	if err := os.Chtimes(f.stopped(), old, old); err != nil {
+		t.Fatal(err)
+	}
+	done := startAsync(a, context.Background(), 12)
+	select {
+	case err := <-done:
+		t.Fatalf("the agent finalized the new job at once (%v): it took an earlier job's stop for its own", err)
+	case <-time.After(500 * time.Millisecond):
+	}
+	if _, err := os.Stat(f.stopped()); !os.IsNotExist(err) {
+		t.Errorf("the stale marker is still there: %v", err)
+	}
+	slurm.set(jobmodel.StateCompleted)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// A fresh marker (this job's own epilog came first) still counts.
+	slurm2 := &fakeSlurm{state: jobmodel.StateCompleted, start: time.Now()}
+	b := testAgent(t, slurm2, &memOutputs{}, noCgroup)
+	g := jobFiles(b.Config.StateDir, "c", "n1", 13)
+	_ = ensureStateDirs(b.Config.StateDir)
+	_ = writeAtomic(g.stopped(), []byte("stop\n"))
+	select {
+	case err := <-startAsync(b, context.Background(), 13):
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a job whose stop came before its agent was watched anyway")
+	}
+}
+
+// The checkpoint of an earlier job with the same id, whose agent died and
+// whose stop never came, is finalized as that job's (lost, state unknown
+// since Slurm now knows another job by the id), and none of it is the new
+// job's.
+func TestEarlierJobsCheckpointIsFinalizedAsItsOwn(t *testing.T) {
+	t.Parallel()
+	earlierSubmit := time.Unix(1_600_000_000, 0)
+	slurm := &fakeSlurm{state: jobmodel.StateRunning, submit: time.Unix(1_700_000_000, 0), start: time.Now()}
+	out := &memOutputs{}
+	a := testAgent(t, slurm, out, noCgroup)
+	earlier, _ := (&fakeSlurm{state: jobmodel.StateRunning, submit: earlierSubmit}).Lookup(context.Background(), "c", 14, 0)
+	earlier.DocID = "c:14@1600000000"
+	state := monitor.NewNodeState(earlierSubmit.Add(time.Minute), time.Second, 0)
+	for i := 0; i < 3; i++ {
+		s := collector.Sample{Time: earlierSubmit.Add(time.Minute + time.Duration(i)*time.Second), CPUUsageNanos: uint64(i) * 1e9,
+			Missing: collector.AllMetrics &^ collector.MetricCPU}
+		state.Add(&s)
+	}
+	f := jobFiles(a.Config.StateDir, "c", "n1", 14)
+	_ = ensureStateDirs(a.Config.StateDir)
+	if err := f.saveCheckpoint(&Checkpoint{Job: earlier, Node: nodeTemplate(earlier, "n1"), State: state, Leader: true}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := startAsync(a, ctx, 14)
+	time.Sleep(500 * time.Millisecond)
+	out.mu.Lock()
+	var found *jobmodel.Job
+	for i := range out.jobs {
+		if out.jobs[i].DocID == earlier.DocID && out.jobs[i].Final {
+			found = &out.jobs[i]
+		}
+	}
+	out.mu.Unlock()
+	if found == nil {
+		t.Fatalf("no final document for the earlier job %s: %+v", earlier.DocID, out.jobs)
+	}
+	if found.State != jobmodel.StateUnknown || !slices.Contains(found.MissingMetrics, "samples_after_agent_loss:n1") ||
+		found.CPU == nil || *found.CPU.CoreSeconds != 2 {
+		t.Errorf("earlier job: state %s, missing %v, cpu %+v; want UNKNOWN, lost, its own 2 core-seconds", found.State, found.MissingMetrics, found.CPU)
+	}
+	// The new job is watched, under its own submit time.
+	select {
+	case err := <-done:
+		t.Fatalf("the new job's agent ended at once: %v", err)
+	default:
+	}
+	ck, err := f.loadCheckpoint()
+	if err != nil || !timeOf(ck.Job.SubmitTime).Equal(time.Unix(1_700_000_000, 0)) || ck.State.Count != 0 {
+		t.Errorf("the checkpoint now: %v %+v", err, ck)
+	}
+	slurm.set(jobmodel.StateCompleted)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A stop for a job already finalized here leaves no marker behind.
+func TestStopOfAFinalizedJobLeavesNoMarker(t *testing.T) {
+	t.Parallel()
+	slurm := &fakeSlurm{state: jobmodel.StateCompleted}
+	a := testAgent(t, slurm, &memOutputs{}, noCgroup)
+	f := jobFiles(a.Config.StateDir, "c", "n1", 15)
+	_ = ensureStateDirs(a.Config.StateDir)
+	f.markDone(time.Unix(1_700_000_000, 0))
+	if err := a.Stop(context.Background(), 15); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(f.stopped()); !os.IsNotExist(err) {
+		t.Errorf("stop left its marker: %v", err)
 	}
 }

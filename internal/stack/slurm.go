@@ -551,6 +551,58 @@ func (s *Slurm) killStepds() {
 	}
 }
 
+// CrashNodes simulates the nodes going down hard: every slurmd is
+// stopped, this cluster's job steps and every process in its job cgroups
+// are killed and the emptied job cgroups removed. No epilog runs. Start
+// the nodes again with StartSlurmd.
+func (s *Slurm) CrashNodes() error {
+	err := s.StopSlurmd()
+	s.killStepds()
+	for _, node := range s.nodes() {
+		jobs, _ := filepath.Glob(filepath.Join(cgroupRoot, "freezer", "slurm_"+node, "uid_*", "job_*"))
+		for _, j := range jobs {
+			killCgroupTree(j)
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // let the kernel reap them
+	s.removeEmptyJobCgroups()
+	return err
+}
+
+// killCgroupTree SIGKILLs every process in dir and its sub-cgroups.
+func killCgroupTree(dir string) {
+	_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() != "cgroup.procs" {
+			return nil
+		}
+		b, _ := os.ReadFile(path)
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil && pid > 1 {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		return nil
+	})
+}
+
+// ResetController restarts slurmctld with its state cleared, as after a
+// lost StateSaveLocation: it forgets every job and numbers new jobs from
+// FirstJobID again, so ids are reused.
+func (s *Slurm) ResetController(ctx context.Context) error {
+	if err := s.Ctld.Stop(); err != nil {
+		return err
+	}
+	// -c clears the jobs but not the id counter: remove the saved state.
+	state := filepath.Join(s.Dir, "state")
+	entries, _ := os.ReadDir(state)
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(state, e.Name())); err != nil {
+			return err
+		}
+	}
+	return s.startCtld(ctx)
+}
+
 // JobCgroupDirs returns the cgroup v1 directories of a job on this node, one
 // per hierarchy that has it (memory, cpuacct, cpuset, freezer).
 func (s *Slurm) JobCgroupDirs(jobID string) []string {
