@@ -11,6 +11,7 @@ const templateSrv = fakeTemplateSrv({
   hostiles: ['a"b|c', 'x,y', '{z}', '$user', '["q"]'],
   empty: '',
   site: ['north', 'south'],
+  everyone: '.*',
 });
 
 describe('expandList', () => {
@@ -39,6 +40,11 @@ describe('expandList', () => {
   it('leaves unknown variables as written, drops empty results and duplicates', () => {
     expect(expandList(['$nope'], {}, templateSrv)).toEqual(['$nope']);
     expect(expandList(['$empty', 'alice', '$user'], {}, templateSrv)).toEqual(['alice', 'bob']);
+  });
+
+  it('drops the whole list when a variable in it is at All (the custom all value): no filter', () => {
+    expect(expandList(['$everyone'], {}, templateSrv)).toEqual([]);
+    expect(expandList(['alice', '$everyone'], {}, templateSrv)).toEqual([]);
   });
 
   it('uses scoped variables (repeated panels) before dashboard ones', () => {

@@ -59,11 +59,26 @@ export function expandElement(element: string, scopedVars: ScopedVars, templateS
   return results.filter((r) => r !== '');
 }
 
+/**
+ * The custom "All" value of the shipped dashboards' multi-value variables
+ * (".*": Prometheus queries on the same variables read it as "any"; no
+ * Slurm name is ".*").
+ * A list in which a variable stands at All filters nothing: the whole list
+ * is dropped, instead of sending every value the variable lists (which
+ * would leave out jobs whose value it does not list, e.g. an empty
+ * account, and break past the backend's 100 values per filter).
+ */
+export const ALL_VALUE = '.*';
+
 /** Interpolates a list: every element, multi-value variables expanded, duplicates dropped. */
 export function expandList(list: string[], scopedVars: ScopedVars, templateSrv: TemplateSrv): string[] {
   const out: string[] = [];
   for (const element of list) {
-    for (const value of expandElement(element, scopedVars, templateSrv)) {
+    const values = expandElement(element, scopedVars, templateSrv);
+    if (values.includes(ALL_VALUE)) {
+      return [];
+    }
+    for (const value of values) {
       if (!out.includes(value)) {
         out.push(value);
       }

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -175,7 +176,12 @@ func TestGrafana(t *testing.T) {
 			return vals
 		})
 		for file, d := range e.provisionedDashboards(t, adm) {
-			t.Run(file, func(t *testing.T) { r.Run(t, file, d) })
+			t.Run(file, func(t *testing.T) {
+				got := r.Run(t, file, d)
+				if file == "my-jobs.json" {
+					checkJobRange(t, got["My jobs"], e.docID(gpuJob), jobFrom, jobTo)
+				}
+			})
 		}
 	})
 
@@ -453,4 +459,32 @@ func (e *env) browser(t *testing.T, jobID string, from, to time.Time) {
 	if err != nil {
 		t.Fatalf("the browser tests failed: %v", err)
 	}
+}
+
+// checkJobRange: the My jobs row of a finished job carries its run as the
+// job detail link's time range (a minute either side of start and end).
+func checkJobRange(t *testing.T, fs data.Frames, docID string, submitted, finished time.Time) {
+	t.Helper()
+	for _, f := range fs {
+		ids, _ := f.FieldByName("doc_id")
+		from, _ := f.FieldByName("range_from")
+		to, _ := f.FieldByName("range_to")
+		if ids == nil || from == nil || to == nil {
+			continue
+		}
+		for i := 0; i < ids.Len(); i++ {
+			if v, _ := ids.ConcreteAt(i); v != docID {
+				continue
+			}
+			fv, _ := from.ConcreteAt(i)
+			tv, _ := to.ConcreteAt(i)
+			fm, err1 := strconv.ParseInt(fmt.Sprint(fv), 10, 64)
+			tm, err2 := strconv.ParseInt(fmt.Sprint(tv), 10, 64)
+			if err1 != nil || err2 != nil || fm < submitted.Add(-time.Minute).UnixMilli() || tm > finished.Add(2*time.Minute).UnixMilli() || fm >= tm {
+				t.Errorf("job %s: link range from=%v to=%v, want its run (submitted %s, final by %s)", docID, fv, tv, submitted, finished)
+			}
+			return
+		}
+	}
+	t.Errorf("the My jobs panel has no row with range_from/range_to for %s", docID)
 }

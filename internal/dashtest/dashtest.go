@@ -28,6 +28,11 @@ import (
 // PluginID is the Jobsight datasource's plugin id.
 const PluginID = "jobsight-slurm-datasource"
 
+// AllValue is the custom all value of the dashboards' multi-value
+// variables (src/variables.ts ALL_VALUE): a Jobsight list holding it
+// filters nothing; Prometheus reads it as the regex "any".
+const AllValue = ".*"
+
 type Panel struct {
 	ID              int               `json:"id"`
 	Type            string            `json:"type"`
@@ -175,6 +180,9 @@ func ExpandTarget(t testing.TB, where string, raw json.RawMessage, vars map[stri
 				continue
 			}
 			out = append(out, ExpandString(s, vars, ","))
+		}
+		if slices.Contains(out, any(AllValue)) {
+			out = []any{} // a variable at All: no filter (as the frontend does)
 		}
 		m[k] = out
 	}

@@ -70,14 +70,18 @@ func (r Runner) Vars(t *testing.T, d Dashboard) map[string][]string {
 			if len(vals) == 0 {
 				t.Fatalf("variable %s lists no values", v.Name)
 			}
-			if v.IncludeAll && v.AllValue != "" {
-				t.Errorf("variable %s has a custom all value %q: the frontend would send it as a filter value", v.Name, v.AllValue)
+			if v.Multi && v.IncludeAll && v.AllValue != AllValue {
+				t.Errorf("variable %s has the all value %q, not %q: at All it would send every listed value as a filter (leaving out what it does not list)", v.Name, v.AllValue, AllValue)
 			}
+			listed := len(vals)
 			switch {
 			case r.Pick != nil:
 				vals = r.Pick(t, v, vals)
 			case !v.Multi:
 				vals = vals[:1]
+			}
+			if v.Multi && v.IncludeAll && v.AllValue == AllValue && len(vals) == listed {
+				vals = []string{AllValue} // at All: Grafana sends the all value
 			}
 			if len(vals) > models.MaxFilterValues {
 				t.Errorf("variable %s has %d values, over the %d a filter takes", v.Name, len(vals), models.MaxFilterValues)

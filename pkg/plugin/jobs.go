@@ -3,6 +3,7 @@ package plugin
 import (
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -104,6 +105,7 @@ func (d *Datasource) jobsFrame(qc *queryCtx, jobs []jobmodel.Job, live map[strin
 		gpusReq, gpuUtil, gpuEff                                     = num(), num(), num()
 		score                                                        = num()
 		isLive                                                       = make([]bool, n)
+		rangeFrom, rangeTo                                           = make([]*string, n), make([]*string, n)
 	)
 	sp := func(s string) *string {
 		if s == "" {
@@ -126,6 +128,7 @@ func (d *Datasource) jobsFrame(qc *queryCtx, jobs []jobmodel.Job, live map[strin
 		if j.EndTime != nil && j.Final {
 			end[i] = &j.EndTime.Time
 		}
+		rangeFrom[i], rangeTo[i] = jobRange(j)
 		if f.elapsedH != nil {
 			elapsed[i] = ptr(*f.elapsedH * 3600)
 		}
@@ -191,7 +194,25 @@ func (d *Datasource) jobsFrame(qc *queryCtx, jobs []jobmodel.Job, live map[strin
 		unit(data.NewField("gpu_utilization", nil, gpuUtil), "percentunit", "GPU utilisation"),
 		unit(data.NewField("gpu_effective_ratio", nil, gpuEff), "percentunit", "GPUs in use"),
 		data.NewField("live", nil, isLive),
+		// For links to a job's own run: a dashboard URL's from and to
+		// (epoch milliseconds with a minute either side; "now" while it
+		// runs). Digits only, so they survive any link encoding.
+		data.NewField("range_from", nil, rangeFrom),
+		data.NewField("range_to", nil, rangeTo),
 	)
+}
+
+// jobRange is the dashboard time range of a job's run, as URL values.
+func jobRange(j *jobmodel.Job) (from, to *string) {
+	if j.StartTime == nil {
+		return nil, nil
+	}
+	f := strconv.FormatInt(j.StartTime.Add(-time.Minute).UnixMilli(), 10)
+	t := "now"
+	if j.EndTime != nil && j.Final {
+		t = strconv.FormatInt(j.EndTime.Add(time.Minute).UnixMilli(), 10)
+	}
+	return &f, &t
 }
 
 // jobLink is the data link of a job row: the configured jobPageUrl with
