@@ -120,7 +120,11 @@ func (d *Datasource) queryTimeline(qc *queryCtx) (data.Frames, error) {
 	if err != nil {
 		return nil, err
 	}
-	frames := timelineFrames(matrix, start.Add(-step), end)
+	var ended time.Duration // a finished job's series end one step after their last sample
+	if j.Final {
+		ended = step
+	}
+	frames := timelineFrames(matrix, ended)
 	frames = append(frames, requestFrames(j, start, end, qc.q.PerNode)...)
 	frames = append(frames, eventsFrame(j))
 	if len(matrix) == 0 {
@@ -131,8 +135,11 @@ func (d *Datasource) queryTimeline(qc *queryCtx) (data.Frames, error) {
 }
 
 // timelineFrames turns the tagged matrix into one frame per series, in a
-// stable order (metric, node, GPU).
-func timelineFrames(m model.Matrix, from, to time.Time) data.Frames {
+// stable order (metric, node, GPU). With endStep > 0 (a finished job)
+// each series gets a null point endStep after its last sample: without it
+// a state timeline (the GPU heatmap) paints the last value on to the end
+// of the dashboard's range, long after the job ended.
+func timelineFrames(m model.Matrix, endStep time.Duration) data.Frames {
 	order := map[string]int{}
 	meta := map[string]timelineMetric{}
 	for i, t := range timelineMetrics {
@@ -159,11 +166,15 @@ func timelineFrames(m model.Matrix, from, to time.Time) data.Frames {
 			labels["gpu"] = g
 			display += " GPU " + g
 		}
-		times := make([]time.Time, 0, len(s.Values))
-		vals := make([]float64, 0, len(s.Values))
+		times := make([]time.Time, 0, len(s.Values)+1)
+		vals := make([]*float64, 0, len(s.Values)+1)
 		for _, p := range s.Values {
 			times = append(times, p.Timestamp.Time().UTC())
-			vals = append(vals, float64(p.Value))
+			vals = append(vals, ptr(float64(p.Value)))
+		}
+		if endStep > 0 && len(times) > 0 {
+			times = append(times, times[len(times)-1].Add(endStep))
+			vals = append(vals, nil)
 		}
 		vf := data.NewField("value", labels, vals)
 		vf.Config = &data.FieldConfig{DisplayNameFromDS: display, Unit: tm.unit}
