@@ -256,7 +256,8 @@ func TestDatasourceOnRealJobs(t *testing.T) {
 		}
 		// The running job's usage is live from Prometheus.
 		h := rowOf(ids, hog)
-		if live, _ := fs[0].Fields[len(fs[0].Fields)-1].At(h).(bool); !live {
+		liveField, _ := fs[0].FieldByName("live")
+		if live, _ := liveField.At(h).(bool); !live {
 			t.Errorf("running job %s is not marked live", hog)
 		}
 		// The link goes to the job page.

@@ -57,5 +57,15 @@ for (const d of dashboards) {
       fs.mkdirSync(shots, { recursive: true });
       await page.screenshot({ path: path.join(shots, `${d.uid}.png`) });
     }
+    if (d.uid === 'jobsight-my-jobs' && job) {
+      // A person follows the job's link to its detail dashboard, which
+      // opens on that job and its own run.
+      const [, id] = job.split(':');
+      // A cell with two links (detail dashboard, report page) is a button
+      // that opens a menu of them.
+      await page.getByRole('button', { name: id, exact: true }).first().click();
+      await page.getByText('Job detail dashboard', { exact: true }).click();
+      await expect(page).toHaveURL(/\/d\/jobsight-job-detail\/.*var-job=[^&]+.*&from=\d+&to=\d+/);
+    }
   });
 }
