@@ -24,44 +24,30 @@ func (o *Outputs) Pending() int {
 
 func (o *Outputs) Replay(ctx context.Context) {
 	defer o.updateSpoolMetrics()
-	// A target found down is skipped for the rest of this replay, and the
-	// other target's items still go: one store's outage must not hold the
-	// other's data back (Prometheus would then refuse it as too old).
-	down := map[string]error{}
-	err := o.spool.Replay(ctx, func(ctx context.Context, it spool.Item) error {
-		if err := down[it.Target]; err != nil {
-			return fmt.Errorf("%w: %v", spool.ErrKeep, err)
-		}
-		var err error
-		switch it.Target {
-		case targetES:
-			if o.es == nil {
-				return spool.ErrKeep
-			}
-			err = o.storeIfNewer(ctx, it.Doc())
+	senders := map[string]spool.Sender{targetES: nil, targetProm: nil}
+	if o.es != nil {
+		senders[targetES] = func(ctx context.Context, it spool.Item) error {
+			err := o.storeIfNewer(ctx, it.Doc())
 			if errors.Is(err, sink.ErrAccessDenied) {
 				o.noteRefusal("elasticsearch", err) // not the document's fault: keep it
 			} else if err != nil && !errors.Is(err, elasticsearch.ErrUnavailable) {
 				return fmt.Errorf("%w: %v", spool.ErrReject, err)
 			}
-		case targetProm:
-			if o.rw == nil {
-				return spool.ErrKeep
-			}
-			err = o.rw.WriteEncoded(ctx, it.Body)
+			return err
+		}
+	}
+	if o.rw != nil {
+		senders[targetProm] = func(ctx context.Context, it spool.Item) error {
+			err := o.rw.WriteEncoded(ctx, it.Body)
 			if errors.Is(err, promremote.ErrPermanent) {
 				return fmt.Errorf("%w: %v", spool.ErrReject, err)
 			}
 			o.noteRefusal("prometheus", err)
-		default:
-			return fmt.Errorf("%w: unknown target %q", spool.ErrReject, it.Target)
+			return err
 		}
-		if err != nil {
-			down[it.Target] = err
-			o.log.Info("spool replay: store still down; keeping its items", "target", it.Target, "err", err)
-			return fmt.Errorf("%w: %v", spool.ErrKeep, err)
-		}
-		return nil
+	}
+	err := o.spool.ReplayTo(ctx, senders, func(target string, err error) {
+		o.log.Info("spool replay: store still down; keeping its items", "target", target, "err", err)
 	})
 	if err != nil && !errors.Is(err, spool.ErrBusy) {
 		o.log.Info("spool replay stopped; will retry", "err", err)

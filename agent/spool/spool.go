@@ -495,6 +495,42 @@ func (s *Spool) setAside(name, sub, why string) {
 	s.pruneAside(dst)
 }
 
+// Sender delivers one spooled item to its target. A nil error delivers it;
+// an error wrapping ErrReject refuses it for good (the item's fault); any
+// other error means the target is down.
+type Sender func(context.Context, Item) error
+
+// ReplayTo replays the spool to its targets, each item through the sender
+// of its target. A target found down is skipped for the rest of this
+// replay (onDown, when set, is told once) while the other targets' items
+// still go: one store's outage must not hold another's data back. A
+// target whose sender is nil (not configured) keeps its items; an item for
+// a target not in senders is rejected.
+func (s *Spool) ReplayTo(ctx context.Context, senders map[string]Sender, onDown func(target string, err error)) error {
+	down := map[string]error{}
+	return s.Replay(ctx, func(ctx context.Context, it Item) error {
+		if err := down[it.Target]; err != nil {
+			return fmt.Errorf("%w: %v", ErrKeep, err)
+		}
+		send, ok := senders[it.Target]
+		switch {
+		case !ok:
+			return fmt.Errorf("%w: unknown target %q", ErrReject, it.Target)
+		case send == nil:
+			return ErrKeep
+		}
+		err := send(ctx, it)
+		if err == nil || errors.Is(err, ErrReject) {
+			return err
+		}
+		down[it.Target] = err
+		if onDown != nil {
+			onDown(it.Target, err)
+		}
+		return fmt.Errorf("%w: %v", ErrKeep, err)
+	})
+}
+
 // Replay calls fn with every spooled item, oldest first, and removes an
 // item once fn returned nil for it. When fn's error wraps ErrKeep the item
 // stays and the replay goes on; when it wraps ErrReject the item is moved

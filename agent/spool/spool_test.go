@@ -414,3 +414,44 @@ func TestSetAsideIsBounded(t *testing.T) {
 		t.Errorf("rejected/ holds %d files (stats %+v), want the newest %d of %d", len(rejected), st, MaxAsideFiles, n)
 	}
 }
+
+// ReplayTo: a target found down is tried once and then skipped, while the
+// other target's items go; a target without a sender keeps its items; an
+// item for an unknown target is rejected; a sender's ErrReject rejects.
+func TestReplayToSkipsADownTargetAndDeliversTheOthers(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := openTest(t, dir, 0)
+	must(t, s.EnqueueDoc("es", jobDoc("c1:1", "{}")))
+	must(t, s.EnqueueSamples("prom", []byte("b1")))
+	must(t, s.EnqueueDoc("es", jobDoc("c1:2", "{}")))
+	must(t, s.EnqueueSamples("prom", []byte("b2")))
+	must(t, s.EnqueueSamples("files", []byte("f1")))
+	must(t, s.EnqueueSamples("nowhere", []byte("x1")))
+	must(t, s.EnqueueDoc("bad", jobDoc("c1:3", "{}")))
+	esCalls, downs := 0, map[string]int{}
+	var sent []string
+	err := s.ReplayTo(context.Background(), map[string]Sender{
+		"es": func(context.Context, Item) error { esCalls++; return errors.New("connection refused") },
+		"prom": func(_ context.Context, it Item) error {
+			sent = append(sent, string(it.Body))
+			return nil
+		},
+		"files": nil,
+		"bad":   func(context.Context, Item) error { return fmt.Errorf("mapping conflict: %w", ErrReject) },
+	}, func(target string, _ error) { downs[target]++ })
+	must(t, err)
+	if esCalls != 1 || downs["es"] != 1 || len(downs) != 1 {
+		t.Errorf("the down store was tried %d times, reported %v; want once", esCalls, downs)
+	}
+	if strings.Join(sent, ",") != "b1,b2" {
+		t.Errorf("delivered %v; want both sample batches despite the store being down", sent)
+	}
+	if got := describe(replayAll(t, s)); got != "job_document(jobs/c1:1:{}) job_document(jobs/c1:2:{}) samples(files:f1)" {
+		t.Errorf("left: %s; want the down store's documents and the unconfigured target's batch", got)
+	}
+	rejected, _ := filepath.Glob(filepath.Join(dir, "rejected", "*.item"))
+	if len(rejected) != 2 {
+		t.Errorf("rejected/ holds %v; want the unknown target's and the refused item", rejected)
+	}
+}

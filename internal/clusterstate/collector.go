@@ -340,37 +340,26 @@ func (c *Collector) replayIfWaiting(ctx context.Context) {
 	if st, err := c.spool.Stats(); err != nil || st.Items == 0 {
 		return
 	}
-	down := map[string]error{}
-	err := c.spool.Replay(ctx, func(ctx context.Context, it spool.Item) error {
-		if err := down[it.Target]; err != nil {
-			return fmt.Errorf("%w: %v", spool.ErrKeep, err)
-		}
-		var err error
-		switch it.Target {
-		case targetProm:
-			if c.rw == nil {
-				return spool.ErrKeep
-			}
-			if err = c.rw.WriteEncoded(ctx, it.Body); errors.Is(err, promremote.ErrPermanent) {
+	senders := map[string]spool.Sender{targetES: nil, targetProm: nil}
+	if c.rw != nil {
+		senders[targetProm] = func(ctx context.Context, it spool.Item) error {
+			err := c.rw.WriteEncoded(ctx, it.Body)
+			if errors.Is(err, promremote.ErrPermanent) {
 				return fmt.Errorf("%w: %v", spool.ErrReject, err)
 			}
-		case targetES:
-			if c.es == nil {
-				return spool.ErrKeep
-			}
-			err = c.index(ctx, it.Doc())
+			return err
+		}
+	}
+	if c.es != nil {
+		senders[targetES] = func(ctx context.Context, it spool.Item) error {
+			err := c.index(ctx, it.Doc())
 			if err != nil && !errors.Is(err, elasticsearch.ErrUnavailable) && !errors.Is(err, sink.ErrAccessDenied) {
 				return fmt.Errorf("%w: %v", spool.ErrReject, err)
 			}
-		default:
-			return fmt.Errorf("%w: unknown target %q", spool.ErrReject, it.Target)
+			return err
 		}
-		if err != nil {
-			down[it.Target] = err
-			return fmt.Errorf("%w: %v", spool.ErrKeep, err)
-		}
-		return nil
-	})
+	}
+	err := c.spool.ReplayTo(ctx, senders, nil)
 	if err != nil && !errors.Is(err, spool.ErrBusy) {
 		c.log.Info("spool replay stopped; will retry", "err", err)
 	}
