@@ -26,7 +26,7 @@ import (
 )
 
 // PluginID is the Jobsight datasource's plugin id.
-const PluginID = "jobsight-slurm-datasource"
+const PluginID = models.PluginID
 
 // AllValue is the custom all value of the dashboards' multi-value
 // variables (src/variables.ts ALL_VALUE): a Jobsight list holding it

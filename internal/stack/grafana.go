@@ -11,15 +11,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/jobsight/jobsight/pkg/models"
 )
 
 // EnvGrafanaHome names a built Grafana (the directory scripts/build-grafana.sh
 // prints: bin/grafana and src/ with the web UI) instead of building or
 // finding the cached one.
 const EnvGrafanaHome = "JOBSIGHT_GRAFANA_HOME"
-
-// PluginID is the Jobsight datasource plugin's id (plugin.json).
-const PluginID = "jobsight-slurm-datasource"
 
 // GrafanaOptions configures StartGrafana.
 type GrafanaOptions struct {
@@ -73,7 +72,7 @@ func StartGrafana(ctx context.Context, dir string, opts GrafanaOptions) (*Grafan
 		return nil, err
 	}
 	plugins := filepath.Join(dir, "plugins")
-	if err := installPlugin(ctx, root, filepath.Join(plugins, PluginID)); err != nil {
+	if err := installPlugin(ctx, root, filepath.Join(plugins, models.PluginID)); err != nil {
 		return nil, err
 	}
 	prov := filepath.Join(dir, "provisioning")
@@ -145,7 +144,7 @@ enabled = false
 [log]
 mode = console
 level = info
-`, dir, plugins, prov, port, g.Admin, g.AdminPassword, PluginID)
+`, dir, plugins, prov, port, g.Admin, g.AdminPassword, models.PluginID)
 	conf := filepath.Join(dir, "grafana.ini")
 	if err := os.WriteFile(conf, []byte(ini), 0o600); err != nil {
 		return nil, err

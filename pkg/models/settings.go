@@ -18,6 +18,10 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 )
 
+// PluginID is the datasource plugin's id, as in plugin.json: the one place
+// Go code names it.
+const PluginID = "jobsight-slurm-datasource"
+
 // Defaults for the optional settings.
 const (
 	DefaultJobIndex       = "jobsight-jobs"

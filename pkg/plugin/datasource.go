@@ -26,7 +26,7 @@ import (
 )
 
 // PluginID is the datasource plugin id, as in plugin.json.
-const PluginID = "jobsight-slurm-datasource"
+const PluginID = models.PluginID
 
 // The handlers the SDK's instance manager dispatches to.
 var (
