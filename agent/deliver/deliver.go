@@ -42,6 +42,12 @@ type Outputs struct {
 	health *monitor.Health
 	log    *slog.Logger
 
+	// order serialises replaying the spool and sending series: the
+	// spooled batches of a series must reach Prometheus before newer
+	// ones (it refuses out-of-order samples), and with several jobs on a
+	// node a replay and a new push could otherwise overlap.
+	order sync.Mutex
+
 	mu          sync.Mutex
 	lastReplay  time.Time
 	written     map[string]time.Time // document id -> updated_at of what this process stored
@@ -138,7 +144,9 @@ func (o *Outputs) PushSeries(ctx context.Context, series []monitor.Series) error
 	}
 	// Spooled batches go first: Prometheus refuses samples older than a
 	// series' newest, so they must land before this newer batch.
-	o.replayIfWaiting(ctx)
+	o.order.Lock()
+	defer o.order.Unlock()
+	o.replayIfWaitingLocked(ctx)
 	err = o.rw.WriteEncoded(ctx, payload)
 	if err == nil || errors.Is(err, promremote.ErrPermanent) {
 		return err // Prometheus refused these samples for good (e.g. out of order)

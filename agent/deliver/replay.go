@@ -23,6 +23,13 @@ func (o *Outputs) Pending() int {
 }
 
 func (o *Outputs) Replay(ctx context.Context) {
+	o.order.Lock()
+	defer o.order.Unlock()
+	o.replayLocked(ctx)
+}
+
+// replayLocked is Replay with o.order held.
+func (o *Outputs) replayLocked(ctx context.Context) {
 	defer o.updateSpoolMetrics()
 	senders := map[string]spool.Sender{targetES: nil, targetProm: nil}
 	if o.es != nil {
@@ -66,6 +73,13 @@ func (o *Outputs) replaySoon(ctx context.Context) {
 }
 
 func (o *Outputs) replayIfWaiting(ctx context.Context) {
+	o.order.Lock()
+	defer o.order.Unlock()
+	o.replayIfWaitingLocked(ctx)
+}
+
+// replayIfWaitingLocked is replayIfWaiting with o.order held.
+func (o *Outputs) replayIfWaitingLocked(ctx context.Context) {
 	o.mu.Lock()
 	o.lastReplay = time.Now()
 	o.mu.Unlock()
@@ -73,7 +87,7 @@ func (o *Outputs) replayIfWaiting(ctx context.Context) {
 	switch {
 	case err != nil:
 	case st.Items > 0:
-		o.Replay(ctx) // refreshes the spool metrics when done
+		o.replayLocked(ctx) // refreshes the spool metrics when done
 	default:
 		o.setSpoolMetrics(st) // the spool may have been emptied by another agent
 	}

@@ -2,16 +2,12 @@ package jobagent
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/jobsight/jobsight/agent/monitor"
 	"github.com/jobsight/jobsight/agent/privdir"
@@ -19,72 +15,33 @@ import (
 )
 
 // files are one job's state files on this node, under state_dir/jobs:
-// a lock held by the agent watching the job (exactly one per job per node),
-// its pid, its checkpoint, and markers for "stop was asked" and "done".
+// a lock held while the job is watched (exactly one watch per job per
+// node), its checkpoint, and markers for "stop was asked" and "done".
 type files struct {
-	base    string
-	pidFile string
+	base string
 }
 
 // jobFiles are the files of job jobID on node: named
 // "<cluster>_<jobid>@<node>", so that several slurmd on one host (test
 // clusters, or Slurm's multiple-slurmd mode) keep apart.
-//
-// The pid file is "<jobid>@<node>.pid", without the cluster: the SPANK
-// epilog finds it by what slurmd tells it (the job id and SLURMD_NODENAME),
-// so the agent's cluster name (from its configuration, the prolog or
-// scontrol) can never make it miss the running agent and start another.
 func jobFiles(stateDir, cluster, node string, jobID uint64) files {
 	dir := filepath.Join(stateDir, "jobs")
-	return files{base: filepath.Join(dir, fmt.Sprintf("%s_%d@%s", cluster, jobID, node)),
-		pidFile: filepath.Join(dir, fmt.Sprintf("%d@%s.pid", jobID, node))}
+	return files{base: filepath.Join(dir, fmt.Sprintf("%s_%d@%s", cluster, jobID, node))}
 }
 
 func (f files) lock() string       { return f.base + ".lock" }
-func (f files) pid() string        { return f.pidFile }
 func (f files) checkpoint() string { return f.base + ".checkpoint.json" }
 func (f files) stopped() string    { return f.base + ".stop" }
 func (f files) done() string       { return f.base + ".done" }
 
 // tryLock takes the job's lock without waiting. ok is false when another
-// live process holds it. The lock is released when the process exits, so a
-// killed agent never blocks its successor.
+// watch holds it (in this process or another). The lock is released when
+// the process exits, so a killed agent never blocks its successor.
 func (f files) tryLock() (release func(), ok bool, err error) {
 	if err := ensureStateDirs(filepath.Dir(filepath.Dir(f.base))); err != nil {
 		return nil, false, err
 	}
-	fd, err := os.OpenFile(f.lock(), os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o600)
-	if err != nil {
-		return nil, false, fmt.Errorf("opening lock: %w", err)
-	}
-	if err := unix.Flock(int(fd.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		fd.Close()
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, false, nil
-		}
-		return nil, false, fmt.Errorf("locking %s: %w", f.lock(), err)
-	}
-	return func() { fd.Close() }, true, nil
-}
-
-func (f files) writePID() error {
-	return writeAtomic(f.pid(), []byte(strconv.Itoa(os.Getpid())+"\n"))
-}
-
-// signalAgent sends SIGTERM to the agent recorded in the pid file.
-func (f files) signalAgent() error {
-	b, err := os.ReadFile(f.pid())
-	if err != nil {
-		return fmt.Errorf("reading agent pid: %w", err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || pid <= 1 {
-		return fmt.Errorf("agent pid file %s: %q is not a pid", f.pid(), b)
-	}
-	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
-		return fmt.Errorf("signalling agent %d: %w", pid, err)
-	}
-	return nil
+	return tryFlock(f.lock())
 }
 
 // Checkpoint is what a successor needs to finalize a job whose agent died.
@@ -94,6 +51,10 @@ type Checkpoint struct {
 	State *monitor.NodeState `json:"state"`
 	// Leader is whether this node assembles the job document.
 	Leader bool `json:"leader"`
+	// GPUs is the job's SLURM_JOB_GPUS (GPUsGiven: it was set), kept so
+	// that a resumed watch attributes the same GPUs.
+	GPUs      string `json:"gpus,omitempty"`
+	GPUsGiven bool   `json:"gpus_given,omitempty"`
 }
 
 func (f files) saveCheckpoint(c *Checkpoint) error {
@@ -123,7 +84,7 @@ func (f files) loadCheckpoint() (*Checkpoint, error) {
 // late `start` for it does nothing. A reused job id has another submit time.
 func (f files) markDone(submit time.Time) {
 	_ = writeAtomic(f.done(), []byte(strconv.FormatInt(submit.Unix(), 10)+"\n"))
-	for _, p := range []string{f.pid(), f.checkpoint(), f.stopped()} {
+	for _, p := range []string{f.checkpoint(), f.stopped()} {
 		_ = os.Remove(p)
 	}
 }

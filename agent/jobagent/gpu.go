@@ -34,13 +34,13 @@ type GPUs struct {
 // addGPU appends the GPU collector to a job's collectors and starts the GPU
 // summaries in its state. A job that holds GPUs on a node whose GPUs
 // cannot be read gets "gpu" in its missing metrics instead.
-func (a *Agent) addGPU(set collector.Set, target collector.Target, state *monitor.NodeState) collector.Set {
+func (a *Agent) addGPU(set collector.Set, target collector.Target, state *monitor.NodeState, jobList string, jobListGiven bool) collector.Set {
 	g := a.GPU
 	slurmHeld := -1
 	var entries []string
-	if g.JobListGiven {
+	if jobListGiven {
 		var err error
-		if entries, err = gpu.ParseDeviceList(g.JobList); err != nil {
+		if entries, err = gpu.ParseDeviceList(jobList); err != nil {
 			a.Log.Warn("SLURM_JOB_GPUS unreadable; attributing GPUs by process", "err", err)
 		} else {
 			slurmHeld = len(entries)

@@ -59,7 +59,7 @@ func TestGPUAttributionPaths(t *testing.T) {
 		a := testAgent(t, &fakeSlurm{}, &memOutputs{}, noCgroup)
 		a.GPU = GPUs{Backend: tc.backend, JobList: tc.list, JobListGiven: tc.given, Threshold: 0.1, Unavailable: "nvidia: library not found"}
 		st := monitor.NewNodeState(time.Unix(1_700_000_000, 0), time.Second, 0)
-		set := a.addGPU(collector.Set{pids{1}}, collector.Target{JobID: 7}, st)
+		set := a.addGPU(collector.Set{pids{1}}, collector.Target{JobID: 7}, st, tc.list, tc.given)
 		if got := len(set) == 2; got != tc.collector {
 			t.Errorf("%s: GPU collector added %v, want %v", tc.name, got, tc.collector)
 			continue

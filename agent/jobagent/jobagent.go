@@ -111,6 +111,10 @@ type Agent struct {
 	CPUAtMain time.Duration
 
 	cpuAtWatch, cpuAtFinalize time.Duration
+	// sched and snd are the node agent's timer and sender (serve); nil
+	// when a job is watched on its own (Start in tests and tools).
+	sched *monitor.Scheduler
+	snd   *monitor.Sender
 }
 
 func (a *Agent) now() time.Time {
@@ -121,28 +125,32 @@ func (a *Agent) now() time.Time {
 }
 
 // Start watches job jobID on this node until it ends (ctx is cancelled by
-// SIGTERM from `stop`, or the job's cgroup vanishes), then finalizes it.
-// If another agent already watches the job, Start returns at once.
+// the job's stop, or the job's cgroup vanishes), then finalizes it. If
+// another watch of the job runs already, Start returns at once.
 func (a *Agent) Start(ctx context.Context, jobID uint64, uid uint32) error {
+	return a.StartJob(ctx, Request{Op: "start", JobID: jobID, UID: uid, GPUs: a.GPU.JobList, GPUsGiven: a.GPU.JobListGiven})
+}
+
+// StartJob is Start for a launch's request. A checkpoint of the same job
+// (an earlier agent died while watching it) is resumed: its samples are
+// kept and the time without any is recorded as a gap.
+func (a *Agent) StartJob(ctx context.Context, req Request) error {
+	jobID, uid := req.JobID, req.UID
 	f := jobFiles(a.Config.StateDir, a.Config.Cluster, a.Config.Node, jobID)
-	cleanOld(a.Config.StateDir)
 	release, ok, err := f.tryLock()
 	if err != nil {
 		return err
 	}
 	if !ok {
-		a.Log.Info("another agent already watches this job; exiting", "job_id", jobID)
+		a.Log.Info("another agent already watches this job", "job_id", jobID)
 		return nil
 	}
 	defer release()
-	if err := f.writePID(); err != nil {
-		return err
-	}
 	started := a.now()
 
 	job := a.lookup(ctx, jobID, uid)
 	if f.isDone(timeOf(job.SubmitTime)) {
-		a.Log.Info("job already finalized on this node; exiting", "job_id", jobID)
+		a.Log.Info("job already finalized on this node", "job_id", jobID)
 		return nil
 	}
 	// Slurm reuses ids (after a state reset, or when they wrap): what an
@@ -151,31 +159,54 @@ func (a *Agent) Start(ctx context.Context, jobID uint64, uid uint32) error {
 	if err := a.finishOlder(ctx, f, job); err != nil {
 		return err
 	}
-	if err := f.writePID(); err != nil { // finishing an older job removed it
-		return err
-	}
-	job.DocID = a.Outputs.ResolveDocID(ctx, job.DocID, timeOf(job.SubmitTime), started)
-	leader := isLeader(job, a.Config.Node)
-	node := nodeTemplate(job, a.Config.Node)
-	if leader {
-		running := job
-		running.UpdatedAt = jobmodel.At(started)
-		if err := a.Outputs.PutJob(ctx, running); err != nil {
-			a.Log.Warn("writing running job document; spooled", "err", err)
+	ck, resumed := a.resumable(f, job)
+	if resumed {
+		if terminal(job.State) || f.stopAsked(timeOf(job.StartTime)) {
+			a.Log.Warn("the job ended while no agent watched it; finalizing from its checkpoint", "job_id", jobID, "samples", ck.State.Count)
+			return a.finalize(context.Background(), ck, jobmodel.AgentLost, f)
 		}
+		ck.State.NoteGap(started)
+		a.Log.Warn("resuming a job after an agent restart", "job_id", jobID, "samples", ck.State.Count,
+			"gap_seconds", started.Sub(ck.State.LastSample).Seconds())
+	} else {
+		job.DocID = a.Outputs.ResolveDocID(ctx, job.DocID, timeOf(job.SubmitTime), started)
+		leader := isLeader(job, a.Config.Node)
+		if leader {
+			running := job
+			running.UpdatedAt = jobmodel.At(started)
+			if err := a.Outputs.PutJob(ctx, running); err != nil {
+				a.Log.Warn("writing running job document; spooled", "err", err)
+			}
+		}
+		state := monitor.NewNodeState(started, a.Config.Interval, a.Config.ActiveThresholdCores)
+		ck = &Checkpoint{Job: job, Node: nodeTemplate(job, a.Config.Node), State: state, Leader: leader,
+			GPUs: req.GPUs, GPUsGiven: req.GPUsGiven}
 	}
-
-	a.cpuAtWatch = ReadSelfUsage().CPU
-	state := monitor.NewNodeState(started, a.Config.Interval, a.Config.ActiveThresholdCores)
-	ck := &Checkpoint{Job: job, Node: node, State: state, Leader: leader}
+	if a.sched == nil { // the job's own process: its cost split by phase
+		a.cpuAtWatch = ReadSelfUsage().CPU
+	}
 	_ = f.saveCheckpoint(ck)
 
-	if f.stopAsked(timeOf(job.StartTime)) {
+	if f.stopAsked(timeOf(ck.Job.StartTime)) {
 		a.Log.Info("job ended before the agent started; finalizing", "job_id", jobID)
 	} else {
-		a.watch(ctx, jobID, uid, ck, f)
+		a.watch(ctx, jobID, cmp.Or(uidOf(ck.Job), uid), ck, f)
 	}
 	return a.finalize(context.Background(), ck, jobmodel.AgentFinished, f)
+}
+
+// resumable returns this job's own checkpoint, left by an agent that died
+// while watching it (same submit time), or false.
+func (a *Agent) resumable(f files, job jobmodel.Job) (*Checkpoint, bool) {
+	ck, err := f.loadCheckpoint()
+	if err != nil || ck.State.Count == 0 {
+		return nil, false
+	}
+	older, mine := timeOf(ck.Job.SubmitTime), timeOf(job.SubmitTime)
+	if !older.IsZero() && !mine.IsZero() && !older.Equal(mine) {
+		return nil, false
+	}
+	return ck, true
 }
 
 // watch samples the job until ctx ends or the job is gone.
@@ -186,7 +217,7 @@ func (a *Agent) watch(ctx context.Context, jobID uint64, uid uint32, ck *Checkpo
 	}
 	src, err := a.Sources(ctx, target)
 	if err != nil {
-		a.addGPU(nil, target, ck.State) // a job holding GPUs says they are missing
+		a.addGPU(nil, target, ck.State, ck.GPUs, ck.GPUsGiven) // a job holding GPUs says they are missing
 		if ctx.Err() == nil {
 			a.Log.Warn("no cgroup for the job; its usage will be missing", "job_id", jobID, "err", err)
 			a.waitForEnd(ctx, ck.Job)
@@ -194,7 +225,7 @@ func (a *Agent) watch(ctx context.Context, jobID uint64, uid uint32, ck *Checkpo
 		return
 	}
 	if set, ok := src.(collector.Set); ok {
-		src = a.addGPU(set, target, ck.State)
+		src = a.addGPU(set, target, ck.State, ck.GPUs, ck.GPUsGiven)
 	}
 	src = a.addEnergy(src, ck.State)
 	defer src.Close()
@@ -211,7 +242,13 @@ func (a *Agent) watch(ctx context.Context, jobID uint64, uid uint32, ck *Checkpo
 		Now: a.Now,
 	}
 	mon := monitor.New(opts, src, a.Outputs, a.Health, ck.Node, ck.State, a.Log)
-	reason := mon.Run(ctx)
+	var reason monitor.StopReason
+	if a.sched != nil {
+		reason = a.sched.Watch(ctx, mon)
+		a.snd.Flush() // the running node document lands before the final one
+	} else {
+		reason = mon.Run(ctx)
+	}
 	a.Log.Info("stopped sampling", "job_id", jobID, "reason", string(reason), "samples", ck.State.Count)
 }
 
@@ -243,7 +280,9 @@ func (a *Agent) waitForEnd(ctx context.Context, job jobmodel.Job) {
 // checkpoint, marking this node's data as lost after that point.
 func (a *Agent) Stop(ctx context.Context, jobID uint64) error {
 	started := a.now()
-	defer func() { a.logUsage(a.now().Sub(started), 0) }()
+	if a.sched == nil {
+		defer func() { a.logUsage(a.now().Sub(started), 0) }()
+	}
 	f := jobFiles(a.Config.StateDir, a.Config.Cluster, a.Config.Node, jobID)
 	if err := ensureStateDirs(a.Config.StateDir); err != nil {
 		return err
@@ -254,7 +293,7 @@ func (a *Agent) Stop(ctx context.Context, jobID uint64) error {
 		return err
 	}
 	if !ok {
-		return f.signalAgent()
+		return fmt.Errorf("job %d is being watched here; its watch ends on its own stop", jobID)
 	}
 	defer release()
 	// Which job Slurm means now: a checkpoint here may be an earlier
@@ -317,6 +356,9 @@ func (a *Agent) finishOlder(ctx context.Context, f files, job jobmodel.Job) erro
 // final job document assembled from all node documents.
 func (a *Agent) finalize(ctx context.Context, ck *Checkpoint, agentState string, f files) error {
 	a.finalDocs(ctx, ck, agentState, f)
+	if a.sched != nil {
+		return nil // the node agent delivers the spool and logs its use
+	}
 	a.linger(ctx)
 	if agentState != jobmodel.AgentLost { // stop logs its own use
 		a.logUsage(a.now().Sub(ck.State.Started), ck.State.Count)
@@ -327,7 +369,9 @@ func (a *Agent) finalize(ctx context.Context, ck *Checkpoint, agentState string,
 // finalDocs writes the final node document and, on the leader node, the
 // final job document, and marks the job done on this node.
 func (a *Agent) finalDocs(ctx context.Context, ck *Checkpoint, agentState string, f files) {
-	a.cpuAtFinalize = ReadSelfUsage().CPU
+	if a.sched == nil {
+		a.cpuAtFinalize = ReadSelfUsage().CPU
+	}
 	end := a.now()
 	if agentState == jobmodel.AgentLost && !ck.State.LastSample.IsZero() {
 		end = ck.State.LastSample

@@ -31,6 +31,13 @@ type Health struct {
 	// credentials (401/403), by sink: a configuration to fix; the data
 	// waits in the spool.
 	SinkRefused *prometheus.CounterVec
+	// The node agent's own: jobs it watches, its wake-ups and how long
+	// the last took (every job sampled), and the points waiting for the
+	// sender.
+	JobsWatched prometheus.Gauge
+	Wakes       prometheus.Counter
+	WakeSeconds prometheus.Gauge
+	SendQueue   prometheus.Gauge
 }
 
 // NewHealth registers the agent's health metrics in a registry of its own.
@@ -67,6 +74,15 @@ func NewHealth() *Health {
 	h.SinkRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "jobsight_agent_sink_refused_total", Help: "Writes a store refused for the agent's credentials (401/403); the data waits in the spool."},
 		[]string{"sink"})
+	h.JobsWatched = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "jobsight_agent_jobs_watched", Help: "Jobs the node agent samples now."})
+	h.Wakes = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "jobsight_agent_wakes_total", Help: "Wake-ups of the node agent's sampling timer (each samples every job)."})
+	h.WakeSeconds = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "jobsight_agent_wake_duration_seconds", Help: "Wall time of the last wake-up: every watched job sampled once."})
+	h.SendQueue = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "jobsight_agent_send_queue_points", Help: "Points waiting in memory for the sender (a slow store makes this grow; past its bound they are dropped, oldest first)."})
+	h.Registry.MustRegister(h.JobsWatched, h.Wakes, h.WakeSeconds, h.SendQueue)
 	h.Registry.MustRegister(h.Samples, h.SampleSeconds, h.CollectorErrors, h.CollectorSuccess, h.CollectorDuration,
 		h.SinkFailures, h.SpoolBytes, h.SpoolItems, h.SpoolDropped, h.SpoolSetAside, h.SinkRefused)
 	for _, s := range []string{"elasticsearch", "prometheus"} {

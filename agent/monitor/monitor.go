@@ -55,9 +55,17 @@ type Monitor struct {
 	// that the staleness markers come after it.
 	lastPushMs   int64
 	perCollector map[string]collectorMetrics
-	// snd delivers from its own goroutine while Run runs; push and flush
-	// are only called from Run.
-	snd *sender
+	// snd delivers from its own goroutine (the monitor's own in Run, the
+	// node's under a Scheduler); push and flush only hand over to it.
+	snd *Sender
+	// pushHealth: the agent's health series go out with the job's (Run);
+	// under a Scheduler the node pushes them once, with the node's labels.
+	pushHealth bool
+
+	// The watch in progress (Begin … End).
+	sampleBuf           collector.Sample
+	lastFlush, lastPush time.Time
+	goneSince           time.Time
 }
 
 // New makes a monitor. state may be a restored checkpoint or nil.
@@ -81,60 +89,81 @@ const (
 	StopJobGone   StopReason = "job gone"       // the job's cgroup and processes vanished
 )
 
-// Run samples until ctx ends or the job is gone, then takes a last sample
-// and pushes the series. It returns why it stopped; the caller writes the
-// final node document.
+// Run samples until ctx ends or the job is gone, on a ticker and a sender
+// of its own (the standalone mode; on a node the Scheduler drives every
+// job's monitor from one timer), then takes a last sample and pushes the
+// series. It returns why it stopped; the caller writes the final node
+// document.
 //
 // Series and node documents go out from a goroutine of their own, so a
 // slow or hung store never holds sampling up; Run returns once everything
 // it produced has been handed to the sink (delivered or spooled).
 func (m *Monitor) Run(ctx context.Context) StopReason {
-	m.snd = newSender(m.sink, m.health, m.log)
-	reason := m.run(ctx)
-	m.snd.close()
-	m.snd = nil
-	return reason
-}
-
-func (m *Monitor) run(ctx context.Context) StopReason {
+	snd := NewSender(m.sink, m.health, m.log)
+	defer snd.Close()
+	m.pushHealth = true
+	m.Begin(snd)
 	tick := time.NewTicker(m.opts.Interval)
 	defer tick.Stop()
-	var s collector.Sample
-	lastFlush, lastPush := m.opts.Now(), m.opts.Now()
-	var goneSince time.Time
-	m.sample(&s)
 	for {
 		select {
 		case <-ctx.Done():
-			m.sample(&s)
-			m.push()
-			m.pushStale()
+			m.End(true)
 			return StopRequested
 		case <-tick.C:
 		}
-		err := m.sample(&s)
-		now := s.Time
-		if errors.Is(err, os.ErrNotExist) && s.Missing == collector.AllMetrics && m.State.Count > 0 {
-			if goneSince.IsZero() {
-				goneSince = now
-			}
-			if m.opts.GoneAfter > 0 && now.Sub(goneSince) >= m.opts.GoneAfter {
-				m.push()
-				m.pushStale()
-				return StopJobGone
-			}
-		} else {
-			goneSince = time.Time{}
-		}
-		if now.Sub(lastPush) >= m.opts.PushInterval {
-			m.push()
-			lastPush = now
-		}
-		if now.Sub(lastFlush) >= m.opts.FlushInterval {
-			m.flush(true)
-			lastFlush = now
+		if m.Tick() {
+			m.End(false)
+			return StopJobGone
 		}
 	}
+}
+
+// Begin starts watching: the first sample. What the monitor produces goes
+// to snd.
+func (m *Monitor) Begin(snd *Sender) {
+	m.snd = snd
+	m.lastFlush, m.lastPush = m.opts.Now(), m.opts.Now()
+	m.goneSince = time.Time{}
+	m.sample(&m.sampleBuf)
+}
+
+// Tick takes one sampling pass, pushes and flushes when they are due, and
+// reports whether the job is gone (unreadable for GoneAfter).
+func (m *Monitor) Tick() (gone bool) {
+	s := &m.sampleBuf
+	err := m.sample(s)
+	now := s.Time
+	if errors.Is(err, os.ErrNotExist) && s.Missing == collector.AllMetrics && m.State.Count > 0 {
+		if m.goneSince.IsZero() {
+			m.goneSince = now
+		}
+		if m.opts.GoneAfter > 0 && now.Sub(m.goneSince) >= m.opts.GoneAfter {
+			return true
+		}
+	} else {
+		m.goneSince = time.Time{}
+	}
+	if now.Sub(m.lastPush) >= m.opts.PushInterval {
+		m.push()
+		m.lastPush = now
+	}
+	if now.Sub(m.lastFlush) >= m.opts.FlushInterval {
+		m.flush(true)
+		m.lastFlush = now
+	}
+	return false
+}
+
+// End finishes the watch: a last sample when the job may still run
+// (sampleLast: the watch was asked to stop), the buffered points, and a
+// staleness marker for every series of the job.
+func (m *Monitor) End(sampleLast bool) {
+	if sampleLast {
+		m.sample(&m.sampleBuf)
+	}
+	m.push()
+	m.pushStale()
 }
 
 // sample takes one pass over the collectors.
@@ -206,11 +235,13 @@ func (m *Monitor) push() {
 	series = m.buf.gpuSeries(series, m.opts.Labels)
 	series = m.buf.energySeries(series, m.opts.Labels)
 	ts := max(m.opts.Now().UnixMilli(), m.lastPushMs+1)
-	if hs, err := m.health.Series(ts, m.opts.Labels); err == nil {
-		series = append(series, hs...)
+	if m.pushHealth {
+		if hs, err := m.health.Series(ts, m.opts.Labels); err == nil {
+			series = append(series, hs...)
+		}
 	}
 	m.lastPushMs = ts
-	m.snd.addSeries(series)
+	m.snd.AddSeries(series)
 	m.buf.Reset()
 }
 
@@ -220,21 +251,23 @@ func (m *Monitor) push() {
 func (m *Monitor) pushStale() {
 	ts := max(m.opts.Now().UnixMilli(), m.lastPushMs+1)
 	series := m.buf.staleSeries(m.opts.Labels, ts)
-	if hs, err := m.health.Series(ts, m.opts.Labels); err == nil {
-		for i := range hs {
-			hs[i].Samples = []Point{{TimestampMs: ts, Value: StaleNaN}}
+	if m.pushHealth {
+		if hs, err := m.health.Series(ts, m.opts.Labels); err == nil {
+			for i := range hs {
+				hs[i].Samples = []Point{{TimestampMs: ts, Value: StaleNaN}}
+			}
+			series = append(series, hs...)
 		}
-		series = append(series, hs...)
 	}
 	m.lastPushMs = ts
-	m.snd.addSeries(series)
+	m.snd.AddSeries(series)
 }
 
 // flush pushes what is buffered, writes the node document (running says
 // whether the job is still being watched) and checkpoints.
 func (m *Monitor) flush(running bool) {
 	m.push()
-	m.snd.addNode(m.NodeDoc(running))
+	m.snd.AddNode(m.NodeDoc(running))
 	if m.opts.Checkpoint != nil {
 		if err := m.opts.Checkpoint(m.State, m.Doc); err != nil {
 			m.log.Warn("writing checkpoint", "err", err)

@@ -15,37 +15,40 @@ import (
 // newest node document waits, and it supersedes the older ones.
 const maxPendingPoints = 1 << 20
 
-// sender delivers a monitor's series and node documents from a goroutine
-// of its own, so that sampling never waits for a store: the sampler hands
-// over what it has and goes on, and the sender sends everything pending,
-// in order, whenever the store is ready. It is the only one of the
-// monitor's writers to the sink, so series keep their order (the sink
-// replays its spool before newer batches).
-type sender struct {
+// Sender delivers series and node documents from a goroutine of its own,
+// so that sampling never waits for a store: the sampler hands over what it
+// has and goes on, and the sender sends everything pending, in order,
+// whenever the store is ready. On a node it is the one writer of series
+// for every job the agent watches, so series keep their order (the sink
+// replays its spool before newer batches) and all jobs' points of one
+// wake-up go out in one remote-write request.
+type Sender struct {
 	sink    Sink
 	health  *Health
 	log     *slog.Logger
 	timeout time.Duration
 
-	mu      sync.Mutex
-	series  []Series // pending, oldest points first
-	points  int
-	node    *jobmodel.Node // the newest pending node document
-	wake    chan struct{}
-	closing bool
-	done    chan struct{}
+	mu       sync.Mutex
+	series   []Series // pending, oldest points first
+	points   int
+	nodes    []jobmodel.Node // the newest pending document of each node document id
+	barriers []chan struct{}
+	wake     chan struct{}
+	closing  bool
+	done     chan struct{}
 }
 
-func newSender(sink Sink, health *Health, log *slog.Logger) *sender {
-	s := &sender{sink: sink, health: health, log: log, timeout: 30 * time.Second,
+// NewSender starts a sender writing to sink.
+func NewSender(sink Sink, health *Health, log *slog.Logger) *Sender {
+	s := &Sender{sink: sink, health: health, log: log, timeout: 30 * time.Second,
 		wake: make(chan struct{}, 1), done: make(chan struct{})}
 	go s.run()
 	return s
 }
 
-// addSeries hands series over (their points are copied: the caller's
+// AddSeries hands series over (their points are copied: the caller's
 // buffers are reused).
-func (s *sender) addSeries(series []Series) {
+func (s *Sender) AddSeries(series []Series) {
 	if len(series) == 0 {
 		return
 	}
@@ -63,42 +66,80 @@ func (s *sender) addSeries(series []Series) {
 	s.signal()
 }
 
-// addNode hands over a node document, replacing an older pending one.
-func (s *sender) addNode(doc jobmodel.Node) {
+// AddNode hands over a node document, replacing an older pending one of
+// the same id.
+func (s *Sender) AddNode(doc jobmodel.Node) {
 	s.mu.Lock()
-	s.node = &doc
+	replaced := false
+	for i := range s.nodes {
+		if s.nodes[i].DocID == doc.DocID {
+			s.nodes[i], replaced = doc, true
+		}
+	}
+	if !replaced {
+		s.nodes = append(s.nodes, doc)
+	}
 	s.mu.Unlock()
 	s.signal()
 }
 
-func (s *sender) signal() {
+// Pending is how many points wait to be sent.
+func (s *Sender) Pending() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.points
+}
+
+// Flush returns once everything handed over before it was handed to the
+// sink (sent, or spooled by the sink).
+func (s *Sender) Flush() {
+	ch := make(chan struct{})
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		<-s.done
+		return
+	}
+	s.barriers = append(s.barriers, ch)
+	s.mu.Unlock()
+	s.signal()
+	<-ch
+}
+
+func (s *Sender) signal() {
 	select {
 	case s.wake <- struct{}{}:
 	default:
 	}
 }
 
-func (s *sender) run() {
+func (s *Sender) run() {
 	defer close(s.done)
 	for range s.wake {
 		for {
 			s.mu.Lock()
-			series, node, closing := s.series, s.node, s.closing
-			s.series, s.points, s.node = nil, 0, nil
+			series, nodes, barriers, closing := s.series, s.nodes, s.barriers, s.closing
+			s.series, s.points, s.nodes, s.barriers = nil, 0, nil, nil
 			s.mu.Unlock()
-			if len(series) == 0 && node == nil {
+			if len(series) == 0 && len(nodes) == 0 {
+				for _, b := range barriers {
+					close(b)
+				}
 				if closing {
 					return
 				}
 				break
 			}
-			s.deliver(series, node)
+			s.deliver(series, nodes)
+			for _, b := range barriers {
+				close(b)
+			}
 		}
 	}
 }
 
-// deliver sends one batch: the series first, then the node document.
-func (s *sender) deliver(series []Series, node *jobmodel.Node) {
+// deliver sends one batch: the series first, then the node documents.
+func (s *Sender) deliver(series []Series, nodes []jobmodel.Node) {
 	if len(series) > 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 		if err := s.sink.PushSeries(ctx, series); err != nil {
@@ -107,9 +148,9 @@ func (s *sender) deliver(series []Series, node *jobmodel.Node) {
 		}
 		cancel()
 	}
-	if node != nil {
+	for _, node := range nodes {
 		ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
-		if err := s.sink.PutNode(ctx, *node); err != nil {
+		if err := s.sink.PutNode(ctx, node); err != nil {
 			s.health.SinkFailures.WithLabelValues("elasticsearch").Inc()
 			s.log.Warn("writing node document; spooled", "err", err)
 		}
@@ -117,9 +158,9 @@ func (s *sender) deliver(series []Series, node *jobmodel.Node) {
 	}
 }
 
-// close delivers what is pending and stops the sender; it returns once
+// Close delivers what is pending and stops the sender; it returns once
 // everything was handed to the sink (sent or spooled by it).
-func (s *sender) close() {
+func (s *Sender) Close() {
 	s.mu.Lock()
 	s.closing = true
 	s.mu.Unlock()

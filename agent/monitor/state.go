@@ -22,6 +22,10 @@ type NodeState struct {
 	LastSample  time.Time `json:"last_sample"`
 	Count       int64     `json:"count"`
 	IntervalSec float64   `json:"interval_seconds"`
+	// Gaps and GapSeconds are the times no agent watched the job
+	// between two samples (an agent restart resumed it).
+	Gaps       int     `json:"gaps,omitempty"`
+	GapSeconds float64 `json:"gap_seconds,omitempty"`
 
 	// Seen is the set of metrics read at least once.
 	Seen collector.Metric `json:"seen"`
@@ -193,6 +197,10 @@ func (n *NodeState) Fill(doc *jobmodel.Node, end time.Time) {
 		Count:           n.Count,
 		First:           jobmodel.At(n.FirstSample),
 		Last:            jobmodel.At(n.LastSample),
+		Gaps:            n.Gaps,
+	}
+	if n.Gaps > 0 {
+		doc.Sampling.GapSeconds = jobmodel.Ptr(n.GapSeconds)
 	}
 	doc.MissingMetrics = (collector.AllMetrics &^ n.Seen).Names()
 	if n.Count == 0 {
@@ -290,4 +298,15 @@ func optI(v float64, ok bool) *int64 {
 		return nil
 	}
 	return jobmodel.Ptr(int64(math.Round(v)))
+}
+
+// NoteGap records that no agent sampled the job from its last sample
+// until now (the agent died and a new one resumes the job): the time is
+// counted in GapSeconds and the next CPU rate spans the gap.
+func (n *NodeState) NoteGap(now time.Time) {
+	if n.LastSample.IsZero() || !now.After(n.LastSample) {
+		return
+	}
+	n.Gaps++
+	n.GapSeconds += now.Sub(n.LastSample).Seconds()
 }

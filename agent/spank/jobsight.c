@@ -1,15 +1,15 @@
 /*
- * jobsight.c - SPANK plugin that starts one Jobsight agent per job per node.
+ * jobsight.c - SPANK plugin that hands every job to its node's Jobsight agent.
  *
  * plugstack.conf:
- *   optional /usr/lib/x86_64-linux-gnu/slurm-wlm/jobsight.so agent=/usr/sbin/jobsight-agent config=/etc/jobsight/agent.yaml [state_dir=/var/lib/jobsight]
+ *   optional /usr/lib/x86_64-linux-gnu/slurm-wlm/jobsight.so agent=/usr/sbin/jobsight-agent config=/etc/jobsight/agent.yaml [state_dir=... (ignored: the agent reads its own)]
  *
  * slurm_spank_job_prolog (slurmd context, as root, outside the job's cgroup)
  * spawns "AGENT start --config CONFIG --job-id ID --uid UID" fully detached;
- * slurm_spank_job_epilog sends SIGTERM to the job's running agent (found by
- * the pid file it keeps in STATE_DIR/jobs/ID@NODE.pid, and checked by its
- * process name), or, when none runs, spawns "AGENT stop --config CONFIG
- * --job-id ID", which finalizes the job from the dead agent's checkpoint.
+ * slurm_spank_job_epilog spawns "AGENT stop --config CONFIG --job-id ID".
+ * Each hands its job to the node's agent process over a Unix socket in
+ * STATE_DIR, or, when none runs, becomes it (one per node: the agent takes
+ * a lock); the agent exits by itself once the node has no job left.
  * Users opt out with --jobsight=off. The job always wins: every hook
  * returns 0, nothing waits for the agent, a missing agent is only logged.
  */
@@ -216,78 +216,6 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
 	return 0;
 }
 
-/* read_line reads the first line of path into buf (without the newline). */
-static int read_line(const char *path, char *buf, size_t len)
-{
-	FILE *f = fopen(path, "re");
-	int ok;
-
-	if (!f)
-		return -1;
-	ok = fgets(buf, (int)len, f) != NULL;
-	fclose(f);
-	if (!ok)
-		return -1;
-	buf[strcspn(buf, "\n")] = '\0';
-	return 0;
-}
-
-/* is_agent_of reports whether process pid is a jobsight-agent watching
- * job id: its name, and "--job-id ID" on its command line (the agent's own,
- * which the plugin started), so a reused pid is never signalled. */
-static int is_agent_of(long pid, const char *id)
-{
-	char path[64], line[64], args[4096];
-	ssize_t n;
-	int fd, prev_is_flag = 0;
-
-	snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
-	if (read_line(path, line, sizeof(line)) != 0 || strcmp(line, "jobsight-agent") != 0)
-		return 0;
-	snprintf(path, sizeof(path), "/proc/%ld/cmdline", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, args, sizeof(args) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	args[n] = '\0';
-	for (char *a = args; a < args + n; a += strlen(a) + 1) {
-		if (prev_is_flag && strcmp(a, id) == 0)
-			return 1;
-		prev_is_flag = strcmp(a, "--job-id") == 0;
-	}
-	return 0;
-}
-
-/* signal_agent sends SIGTERM to the job's running agent; 0 when it did.
- * Saves starting a second agent process at the end of every job. The pid
- * file is named by the job id and node only (no cluster name), as slurmd
- * gives them to both hooks. */
-static int signal_agent(const char *id)
-{
-	const char *node = getenv("SLURMD_NODENAME");
-	char path[4096], line[64], host[256];
-	long pid;
-
-	if (!node || !*node) {
-		/* As the agent names its node without SLURMD_NODENAME. */
-		if (gethostname(host, sizeof(host)) != 0)
-			return -1;
-		host[sizeof(host) - 1] = '\0';
-		host[strcspn(host, ".")] = '\0';
-		node = host;
-	}
-	snprintf(path, sizeof(path), "%s/jobs/%s@%s.pid", state_dir, id, node);
-	if (read_line(path, line, sizeof(line)) != 0)
-		return -1;
-	pid = strtol(line, NULL, 10);
-	if (pid <= 1 || !is_agent_of(pid, id))
-		return -1; /* gone, or the pid was reused */
-	return kill((pid_t)pid, SIGTERM);
-}
-
 int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
 {
 	char id[16], uid[24];
@@ -299,8 +227,6 @@ int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
 		slurm_error("jobsight: job_epilog: no job id; not running %s stop", agent_path);
 		return 0;
 	}
-	if (signal_agent(id) == 0)
-		return 0;
 	char *argv[] = { (char *)agent_path, "stop", "--config", (char *)config_path,
 			 "--job-id", id, NULL };
 	spawn(argv);

@@ -115,6 +115,17 @@ func Assemble(job *Job, nodes []Node) {
 	for i := range nodes {
 		s := nodes[i].Sampling
 		job.Sampling.Count += s.Count
+		if s.Gaps > 0 {
+			job.Sampling.Gaps += s.Gaps
+			mine := 0.0
+			if job.Sampling.GapSeconds != nil {
+				mine = *job.Sampling.GapSeconds
+			}
+			if s.GapSeconds != nil {
+				mine = max(mine, *s.GapSeconds)
+			}
+			job.Sampling.GapSeconds = Ptr(mine)
+		}
 		if s.IntervalSeconds > job.Sampling.IntervalSeconds {
 			job.Sampling.IntervalSeconds = s.IntervalSeconds
 		}

@@ -388,6 +388,10 @@ type Sampling struct {
 	Count           int64   `json:"count"`
 	First           *Time   `json:"first,omitempty"`
 	Last            *Time   `json:"last,omitempty"`
+	// Gaps and GapSeconds: times no agent sampled the job between two
+	// samples (the node agent died and a new one resumed the job).
+	Gaps       int      `json:"gaps,omitempty"`
+	GapSeconds *float64 `json:"gap_seconds,omitempty"`
 }
 
 // Ptr returns a pointer to v: documents use pointers for every value that

@@ -127,6 +127,27 @@ func run(args []string, stdout, stderr io.Writer) int {
 	log, closeLog := logger(cfg, cmd, stderr)
 	defer closeLog()
 
+	var req jobagent.Request
+	if cmd == "start" || cmd == "stop" {
+		req = jobagent.Request{Op: cmd, JobID: *jobID}
+		if cmd == "start" {
+			if *uid > 0 && *uid <= math.MaxUint32 {
+				req.UID = uint32(*uid)
+			}
+			req.GPUs, req.GPUsGiven = os.LookupEnv("SLURM_JOB_GPUS")
+		}
+		if err := req.Validate(); err != nil {
+			fmt.Fprintf(stderr, "jobsight-agent %s: %v (--job-id is required)\n", cmd, err)
+			return 2
+		}
+		// Most launches find the node's agent running: hand the job over
+		// before anything costly (outputs, GPU libraries, scontrol).
+		if jobagent.Handover(cfg.StateDir, cfg.Node, req) {
+			log.Debug("handed over to the node agent", "op", cmd, "job_id", *jobID)
+			return 0
+		}
+	}
+
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if cmd == "run" {
@@ -181,7 +202,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		log.Error("emissions", "err", err)
 		return 1
 	}
-	if cmd == "start" || cmd == "run" {
+	if cmd == "start" || cmd == "stop" || cmd == "run" {
 		if agent.Energy = openEnergy(cfg, log); agent.Energy != nil {
 			defer agent.Energy.Close()
 		}
@@ -193,23 +214,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	switch cmd {
 	case "start", "stop":
-		if *jobID == 0 {
-			fmt.Fprintf(stderr, "jobsight-agent %s: --job-id is required\n", cmd)
-			return 2
-		}
-		log = log.With("job_id", *jobID)
-		agent.Log = log
-		if cmd == "start" {
-			agent.GPU.JobList, agent.GPU.JobListGiven = os.LookupEnv("SLURM_JOB_GPUS")
-			var jobUID uint32
-			if *uid > 0 && *uid <= math.MaxUint32 {
-				jobUID = uint32(*uid)
-			}
-			err = agent.Start(ctx, *jobID, jobUID)
-		} else {
-			err = agent.Stop(ctx, *jobID)
-		}
-		if err != nil {
+		if _, err = agent.Launch(ctx, req); err != nil {
 			log.Error(cmd, "err", err)
 			return 1
 		}

@@ -1,0 +1,399 @@
+package jobagent
+
+// The node agent: one process per node watches every job there.
+//
+// The SPANK plugin launches `jobsight-agent start` at every job's start
+// and `jobsight-agent stop` at every job's end. Each launch hands its
+// request to the node's agent over a Unix socket, or, when none runs,
+// becomes it: the node lock (an flock, released by the kernel when the
+// process dies) makes exactly one process the agent however many launches
+// race. The agent answers "ok" only once it has taken the request on, and
+// "bye" once it has begun to exit, so a launch never hands a job to an
+// agent that is going away: it retries, and becomes the next agent once
+// the old one's lock is released. A new agent first resumes every job
+// whose checkpoint an earlier agent left (a crash loses at most the
+// samples between the last checkpoint and the restart, and the documents
+// say so). Once no job is left it keeps delivering what waits in the
+// spool, for up to spool.linger, and exits; a job that starts meanwhile is
+// taken on as usual.
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/jobsight/jobsight/agent/monitor"
+)
+
+// Request is what a launch asks of the node agent.
+type Request struct {
+	Op    string `json:"op"` // "start" or "stop"
+	JobID uint64 `json:"job_id"`
+	UID   uint32 `json:"uid,omitempty"`
+	// GPUs is SLURM_JOB_GPUS as slurmd gave the prolog; GPUsGiven whether
+	// it was set at all.
+	GPUs      string `json:"gpus,omitempty"`
+	GPUsGiven bool   `json:"gpus_given,omitempty"`
+}
+
+// Validate names what is wrong with a request.
+func (r Request) Validate() error {
+	if r.Op != "start" && r.Op != "stop" {
+		return fmt.Errorf("request: op %q is neither start nor stop", r.Op)
+	}
+	if r.JobID == 0 || r.JobID > 1<<32-1 {
+		return fmt.Errorf("request: job_id %d is not a Slurm job id", r.JobID)
+	}
+	if len(r.GPUs) > 4096 {
+		return errors.New("request: gpus is longer than 4096 bytes")
+	}
+	return nil
+}
+
+// Replies of the node agent.
+const (
+	replyOK  = "ok"
+	replyBye = "bye" // exiting: launch the next agent
+)
+
+// nodePaths are the node agent's files in state_dir: its lock, socket
+// and pid, named by node so that several slurmd on one host keep apart.
+type nodePaths struct{ lock, sock, pid string }
+
+func nodeFiles(stateDir, node string) nodePaths {
+	base := filepath.Join(stateDir, "agent@"+node)
+	return nodePaths{lock: base + ".lock", sock: base + ".sock", pid: base + ".pid"}
+}
+
+// JoinTimeout bounds how long a launch tries to hand its request over or
+// to become the node agent.
+const JoinTimeout = 20 * time.Second
+
+// Launch hands req to the node's agent, or becomes the node agent and
+// serves req and every later request until the node has no job left. It
+// returns joined true when another process took the request.
+func (a *Agent) Launch(ctx context.Context, req Request) (joined bool, err error) {
+	if err := req.Validate(); err != nil {
+		return false, err
+	}
+	if err := ensureStateDirs(a.Config.StateDir); err != nil {
+		return false, err
+	}
+	p := nodeFiles(a.Config.StateDir, a.Config.Node)
+	deadline := time.Now().Add(JoinTimeout)
+	wait := 10 * time.Millisecond
+	for {
+		reply, err := send(p.sock, req)
+		if err == nil && reply == replyOK {
+			return true, nil
+		}
+		release, ok, lerr := tryFlock(p.lock)
+		if lerr != nil {
+			return false, lerr
+		}
+		if ok {
+			defer release()
+			return false, a.serve(ctx, p, req)
+		}
+		if time.Now().After(deadline) {
+			return false, fmt.Errorf("no node agent took the request within %s (last answer %q, %v)", JoinTimeout, reply, err)
+		}
+		time.Sleep(wait)
+		wait = min(2*wait, 200*time.Millisecond)
+	}
+}
+
+// Handover hands req to the node's agent when one runs and takes it.
+func Handover(stateDir, node string, req Request) bool {
+	reply, err := send(nodeFiles(stateDir, node).sock, req)
+	return err == nil && reply == replyOK
+}
+
+// send hands req to the agent listening on sock and returns its reply.
+func send(sock string, req Request) (string, error) {
+	c, err := net.DialTimeout("unix", sock, 2*time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	b, _ := json.Marshal(req)
+	if _, err := c.Write(append(b, '\n')); err != nil {
+		return "", err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(line), nil
+}
+
+// tryFlock takes an exclusive flock on path without waiting.
+func tryFlock(path string) (release func(), ok bool, err error) {
+	fd, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, false, fmt.Errorf("opening lock: %w", err)
+	}
+	if err := unix.Flock(int(fd.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		fd.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, false, nil
+		}
+		return nil, false, fmt.Errorf("locking %s: %w", path, err)
+	}
+	return func() { fd.Close() }, true, nil
+}
+
+// nodeRun is the node agent's state.
+type nodeRun struct {
+	mu      sync.Mutex
+	jobs    map[uint64]context.CancelFunc // watched or being finalized
+	exiting bool
+	changed chan struct{} // a job came or went
+	wg      sync.WaitGroup
+	ctx     context.Context
+}
+
+// serve is the node agent: it holds the node lock (taken by Launch).
+func (a *Agent) serve(ctx context.Context, p nodePaths, first Request) error {
+	started := a.now()
+	_ = os.Remove(p.sock)
+	ln, err := net.Listen("unix", p.sock)
+	if err != nil {
+		return fmt.Errorf("node agent socket: %w", err)
+	}
+	_ = os.Chmod(p.sock, 0o600)
+	_ = writeAtomic(p.pid, []byte(strconv.Itoa(os.Getpid())+"\n"))
+	cleanOld(a.Config.StateDir)
+
+	a.snd = monitor.NewSender(a.Outputs, a.Health, a.Log)
+	schedCtx, stopSched := context.WithCancel(context.Background())
+	a.sched = monitor.NewScheduler(a.Config.Interval, a.Config.Prometheus.PushInterval, a.snd, a.Health,
+		nodeLabels(a.Config.Cluster, a.Config.Node), a.Log, a.Now)
+	schedDone := make(chan struct{})
+	go func() { a.sched.Run(schedCtx); close(schedDone) }()
+
+	n := &nodeRun{jobs: map[uint64]context.CancelFunc{}, changed: make(chan struct{}, 1), ctx: ctx}
+	a.Log.Info("node agent started", "node", a.Config.Node, "pid", os.Getpid())
+	for _, r := range a.leftJobs() {
+		a.Log.Info("resuming a job an earlier agent watched", "job_id", r.JobID)
+		n.take(a, r)
+	}
+	n.take(a, first)
+
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go n.handle(a, c)
+		}
+	}()
+
+	a.waitIdle(ctx, n)
+	ln.Close()
+	_ = os.Remove(p.sock)
+	n.wg.Wait() // requests accepted before "exiting" was set
+	stopSched()
+	<-schedDone
+	a.snd.Close()
+	a.Outputs.Replay(context.Background())
+	_ = os.Remove(p.pid)
+	a.logUsage(a.now().Sub(started), 0)
+	return nil
+}
+
+// waitIdle returns once no job is left and the spool is delivered, or
+// spool.linger after the last job ended, or when ctx ends (SIGTERM: the
+// jobs' watches end and their documents are written first).
+func (a *Agent) waitIdle(ctx context.Context, n *nodeRun) {
+	var lingerUntil time.Time
+	wait := cmp.Or(a.LingerPoll, 5*time.Second)
+	for {
+		n.mu.Lock()
+		busy := len(n.jobs)
+		if busy == 0 {
+			switch {
+			case ctx.Err() != nil, a.Outputs.Pending() == 0, a.Config.Spool.Linger <= 0,
+				!lingerUntil.IsZero() && a.now().After(lingerUntil):
+				n.exiting = true
+			}
+		}
+		exiting := n.exiting
+		n.mu.Unlock()
+		if exiting {
+			if p := a.Outputs.Pending(); p > 0 {
+				a.Log.Warn("exiting with items still in the spool; the next agent on the node delivers them", "items", p)
+			}
+			return
+		}
+		if busy > 0 {
+			lingerUntil, wait = time.Time{}, cmp.Or(a.LingerPoll, 5*time.Second)
+			select {
+			case <-n.changed:
+			case <-ctx.Done():
+				n.cancelAll()
+				<-n.changed
+			}
+			continue
+		}
+		if lingerUntil.IsZero() {
+			lingerUntil = a.now().Add(a.Config.Spool.Linger)
+			a.Log.Info("no job left; delivering what waits in the spool before exiting", "items", a.Outputs.Pending(), "for_at_most", a.Config.Spool.Linger)
+		}
+		select {
+		case <-n.changed:
+			continue
+		case <-ctx.Done():
+			continue
+		case <-time.After(wait):
+		}
+		a.Outputs.Replay(ctx)
+		wait = min(2*wait, 30*time.Second)
+	}
+}
+
+// handle answers one connection: one request, one reply.
+func (n *nodeRun) handle(a *Agent, c net.Conn) {
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	if !trustedPeer(c) {
+		a.Log.Warn("refusing a request from a process that is neither root nor the agent's user")
+		return
+	}
+	line, err := bufio.NewReader(io.LimitReader(c, 8192)).ReadString('\n')
+	if err != nil {
+		return
+	}
+	var req Request
+	if err := json.Unmarshal([]byte(line), &req); err != nil {
+		fmt.Fprintf(c, "error: %v\n", err)
+		return
+	}
+	if err := req.Validate(); err != nil {
+		fmt.Fprintf(c, "error: %v\n", err)
+		return
+	}
+	if !n.take(a, req) {
+		fmt.Fprintln(c, replyBye)
+		return
+	}
+	fmt.Fprintln(c, replyOK)
+}
+
+// take starts serving req; false when the agent is exiting.
+func (n *nodeRun) take(a *Agent, req Request) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.exiting {
+		return false
+	}
+	if cancel, ok := n.jobs[req.JobID]; ok {
+		if req.Op == "stop" {
+			cancel() // the job's watch ends and it is finalized
+		}
+		return true // a second start for a watched job: nothing to do
+	}
+	jobCtx, cancel := context.WithCancel(n.ctx)
+	n.jobs[req.JobID] = cancel
+	n.signal()
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		var err error
+		if req.Op == "start" {
+			err = a.StartJob(jobCtx, req)
+		} else {
+			err = a.Stop(jobCtx, req.JobID)
+		}
+		if err != nil {
+			a.Log.Error(req.Op, "job_id", req.JobID, "err", err)
+		}
+		n.mu.Lock()
+		delete(n.jobs, req.JobID)
+		n.mu.Unlock()
+		cancel()
+		n.signal()
+	}()
+	return true
+}
+
+func (n *nodeRun) signal() {
+	select {
+	case n.changed <- struct{}{}:
+	default:
+	}
+}
+
+func (n *nodeRun) cancelAll() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, c := range n.jobs {
+		c()
+	}
+}
+
+// trustedPeer: only root and the agent's own user may hand it jobs.
+func trustedPeer(c net.Conn) bool {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return false
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	var cred *unix.Ucred
+	var cerr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil || cerr != nil {
+		return false
+	}
+	return cred.Uid == 0 || int(cred.Uid) == os.Getuid()
+}
+
+// leftJobs are the jobs of this node whose checkpoint an earlier agent
+// left without finalizing them.
+func (a *Agent) leftJobs() []Request {
+	prefix := a.Config.Cluster + "_"
+	suffix := "@" + a.Config.Node + ".checkpoint.json"
+	paths, _ := filepath.Glob(filepath.Join(a.Config.StateDir, "jobs", "*"+suffix))
+	var out []Request
+	for _, p := range paths {
+		name := filepath.Base(p)
+		if !strings.HasPrefix(name, prefix) {
+			continue
+		}
+		id, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(name, prefix), suffix), 10, 32)
+		if err != nil || id == 0 {
+			continue
+		}
+		f := jobFiles(a.Config.StateDir, a.Config.Cluster, a.Config.Node, id)
+		ck, err := f.loadCheckpoint()
+		if err != nil {
+			a.Log.Warn("unreadable checkpoint left by an earlier agent", "path", p, "err", err)
+			continue
+		}
+		out = append(out, Request{Op: "start", JobID: id, UID: uidOf(ck.Job), GPUs: ck.GPUs, GPUsGiven: ck.GPUsGiven})
+	}
+	return out
+}
+
+func nodeLabels(cluster, node string) []monitor.Label {
+	return []monitor.Label{{Name: "cluster", Value: cluster}, {Name: "node", Value: node}}
+}
