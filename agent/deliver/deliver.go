@@ -146,8 +146,13 @@ func (o *Outputs) PushSeries(ctx context.Context, series []monitor.Series) error
 	// series' newest, so they must land before this newer batch.
 	o.order.Lock()
 	defer o.order.Unlock()
-	o.replayIfWaitingLocked(ctx)
-	err = o.rw.WriteEncoded(ctx, payload)
+	if waiting := o.replayIfWaitingLocked(ctx); waiting > 0 {
+		// Older batches are still spooled: this one queues behind them
+		// (sent now, it would make Prometheus refuse them as out of order).
+		err = fmt.Errorf("remote write: %d older batches still wait in the spool; queued behind them", waiting)
+	} else {
+		err = o.rw.WriteEncoded(ctx, payload)
+	}
 	if err == nil || errors.Is(err, promremote.ErrPermanent) {
 		return err // Prometheus refused these samples for good (e.g. out of order)
 	}

@@ -78,8 +78,11 @@ func (o *Outputs) replayIfWaiting(ctx context.Context) {
 	o.replayIfWaitingLocked(ctx)
 }
 
-// replayIfWaitingLocked is replayIfWaiting with o.order held.
-func (o *Outputs) replayIfWaitingLocked(ctx context.Context) {
+// replayIfWaitingLocked is replayIfWaiting with o.order held. It returns
+// how many batches of samples still wait in the spool afterwards (the
+// store is still down, or came back during the replay): a newer batch
+// must queue behind them, never overtake them.
+func (o *Outputs) replayIfWaitingLocked(ctx context.Context) (samplesWaiting int) {
 	o.mu.Lock()
 	o.lastReplay = time.Now()
 	o.mu.Unlock()
@@ -88,7 +91,13 @@ func (o *Outputs) replayIfWaitingLocked(ctx context.Context) {
 	case err != nil:
 	case st.Items > 0:
 		o.replayLocked(ctx) // refreshes the spool metrics when done
+		if st.ItemsByKind[sink.KindSamples] > 0 {
+			if st, err = o.spool.Stats(); err == nil {
+				return st.ItemsByKind[sink.KindSamples]
+			}
+		}
 	default:
 		o.setSpoolMetrics(st) // the spool may have been emptied by another agent
 	}
+	return 0
 }

@@ -14,7 +14,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -58,10 +60,11 @@ func TestMain(m *testing.M) {
 			setupErr = err
 			return m.Run()
 		}
-		// The agents run squeue through a wrapper that logs which job
-		// asked, so tests can count the calls each job costs slurmctld.
+		// The agents run squeue through a wrapper that logs which jobs
+		// each call is for (the agent names them in its environment), so
+		// tests can count the calls jobs cost slurmctld.
 		wrapper := filepath.Join(dir, "bin", "squeue-counting")
-		script := fmt.Sprintf("#!/bin/sh\njob=$(tr '\\0' ' ' < /proc/$PPID/cmdline | sed -n 's/.*--job-id \\([0-9]*\\).*/\\1/p')\necho \"job $job\" >> %s\nexec squeue \"$@\"\n",
+		script := fmt.Sprintf("#!/bin/sh\necho \"jobs $JOBSIGHT_LOOKUP_JOBS\" >> %s\nexec squeue \"$@\"\n",
 			filepath.Join(dir, "squeue-calls.log"))
 		if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
 			setupErr = err
@@ -71,7 +74,7 @@ func TestMain(m *testing.M) {
 			// A NodeName that is not the host name, as on many clusters.
 			// Eight GPUs declared to Slurm, read from the simulated source.
 			// Two more nodes on this host (partition "multi") for multi-node jobs.
-			Slurm: stack.SlurmOptions{ClusterName: cluster, NodeName: "e2enode", GPUs: 8, ExtraNodes: []string{"e2enode2", "e2enode3"}},
+			Slurm: stack.SlurmOptions{ClusterName: cluster, NodeName: "e2enode", GPUs: 8, ExtraNodes: []string{"e2enode2", "e2enode3"}, Dense: true},
 			Agent: &stack.AgentOptions{Binary: agent, Plugin: plugin,
 				// Test jobs run seconds, not the 10 minutes the analysis
 				// judges by default.
@@ -191,16 +194,30 @@ func (e *env) promMax(t *testing.T, metric, jobKey string) float64 {
 
 func (e *env) docID(jobKey string) string { return e.cluster + ":" + jobKey }
 
-// agentRan reports whether an agent process with the given command
-// (start, stop) logged its resource use for the job.
-func (e *env) agentRan(cmd, jobID string) bool {
+// nodeAgentPID returns the pid of the node agent running on node (0 when
+// none runs).
+func (e *env) nodeAgentPID(node string) int {
+	b, err := os.ReadFile(filepath.Join(e.st.Agent.StateDir, "agent@"+node+".pid"))
+	if err != nil {
+		return 0
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || syscall.Kill(pid, 0) != nil {
+		return 0
+	}
+	return pid
+}
+
+// nodeAgentsStarted counts the node agents that started on node.
+func (e *env) nodeAgentsStarted(node string) int {
 	b, _ := os.ReadFile(e.st.Agent.Log)
+	n := 0
 	for _, l := range strings.Split(string(b), "\n") {
-		if strings.Contains(l, `msg="agent resource use"`) && strings.Contains(l, " cmd="+cmd+" ") && strings.Contains(l, " job_id="+jobID+" ") {
-			return true
+		if strings.Contains(l, `msg="node agent started"`) && strings.Contains(l, " node="+node+" ") {
+			n++
 		}
 	}
-	return false
+	return n
 }
 
 func within(t *testing.T, what string, got, lo, hi float64) {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jobsight/jobsight/agent/slurminfo"
 	"github.com/jobsight/jobsight/pkg/jobmodel"
 )
 
@@ -90,7 +89,7 @@ func TestMultiNodeJobsAssembleEveryNode(t *testing.T) {
 // data stops early; the other nodes' data is whole.
 func TestMultiNodeJobWithOneAgentKilled(t *testing.T) {
 	e := need(t)
-	t.Parallel()
+	// Not parallel: killing a node agent touches every job on its node.
 	id := e.submit(t, "-J", "multikill", "-p", "multi", "-N", "2", "--ntasks-per-node=1", "-c", "1", "--mem=100M",
 		"--wrap", "srun sleep 20")
 	ctx, cancel := context.WithTimeout(context.Background(), jobWait)
@@ -102,16 +101,17 @@ func TestMultiNodeJobWithOneAgentKilled(t *testing.T) {
 	var victim string
 	var pid int
 	e.poll(t, time.Minute, "the second node's agent", func(context.Context) bool {
-		for _, node := range allNodes[1:] {
-			b, err := os.ReadFile(filepath.Join(e.st.Agent.StateDir, "jobs", id+"@"+node+".pid"))
-			if err == nil {
-				if p, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-					victim, pid = node, p
-					return true
-				}
-			}
+		out, err := e.st.Slurm.Squeue(ctx, "-h", "-j", id, "-o", "%N")
+		if err != nil {
+			return false
 		}
-		return false
+		nodes, err := slurminfo.ExpandHostlist(strings.TrimSpace(out))
+		if err != nil || len(nodes) != 2 {
+			return false
+		}
+		victim = nodes[1]
+		pid = e.nodeAgentPID(victim)
+		return pid != 0
 	})
 	time.Sleep(7 * time.Second) // past the first flush: a checkpoint exists
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {

@@ -81,13 +81,13 @@ func TestReusedIDAfterNodeCrashAndControllerReset(t *testing.T) {
 		}
 		return err == nil && json.Unmarshal(b, &ck) == nil && ck.State.Count >= 3
 	})
-	b, err := os.ReadFile(filepath.Join(jobs, earlier+"@rnode.pid"))
+	b, err := os.ReadFile(filepath.Join(st.Agent.StateDir, "agent@rnode.pid"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatalf("killing the earlier job's agent %d: %v", pid, err)
+		t.Fatalf("killing the node agent %d: %v", pid, err)
 	}
 
 	// The node crashes (no epilog) and slurmctld comes back without its state.

@@ -3,8 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -74,20 +72,14 @@ func TestBusyJobIsMeasuredAgainstItsRequest(t *testing.T) {
 	}
 	within(t, "prometheus cpu seconds", e.promMax(t, "jobsight_job_cpu_usage_seconds_total", id), 6.5, 10)
 	within(t, "prometheus memory limit", e.promMax(t, "jobsight_job_memory_limit_bytes", id), 190<<20, 210<<20)
-	if n := e.promMax(t, "jobsight_agent_samples_total", id); n < 5 {
-		t.Errorf("jobsight_agent_samples_total = %v, want >= 5", n)
-	}
 	// The job's series end with it (staleness markers): an instant query
 	// no longer sees the job, as running-job panels and hogging alerts
 	// need, although the range queries above still do.
-	for _, metric := range []string{"jobsight_job_cpu_usage_seconds_total", "jobsight_agent_samples_total"} {
+	for _, metric := range []string{"jobsight_job_cpu_usage_seconds_total", "jobsight_job_memory_limit_bytes"} {
 		q := fmt.Sprintf(`%s{cluster=%q,job_id=%q}`, metric, e.cluster, id)
 		if v, ok, err := stack.PromQuery(context.Background(), e.st.Prometheus.URL, q); err != nil || ok {
 			t.Errorf("instant query %s after the job ended: value %v, present %v, err %v", q, v, ok, err)
 		}
-	}
-	if e.agentRan("stop", id) {
-		t.Errorf("the epilog started `jobsight-agent stop` although the job's agent was alive to be signalled")
 	}
 }
 
@@ -219,40 +211,48 @@ func TestJobOfAnotherUserWithAHostileName(t *testing.T) {
 	}
 }
 
-func TestAgentKilledMidJobStillFinalizesTheJob(t *testing.T) {
+// The node agent killed mid-job: the job keeps running, the next launch on
+// the node (another job's start) starts a new agent that resumes the job
+// from its checkpoint, and the job's documents say how long no one
+// sampled it. Not parallel: killing the node agent touches every job on
+// the node.
+func TestNodeAgentKilledMidJobIsResumedByTheNextLaunch(t *testing.T) {
 	e := need(t)
-	t.Parallel()
-	id := e.submit(t, "-J", "victim", "--wrap", "sleep 20")
-	pidFile := filepath.Join(e.st.Agent.StateDir, "jobs", id+"@"+e.node+".pid")
+	id := e.submit(t, "-J", "victim", "-w", e.node, "--wrap", "sleep 25")
 	var pid int
-	e.poll(t, jobWait, "agent pid file "+pidFile, func(context.Context) bool {
-		b, err := os.ReadFile(pidFile)
-		if err != nil {
-			return false
-		}
-		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
-		return err == nil
+	e.poll(t, jobWait, "the node agent", func(context.Context) bool {
+		pid = e.nodeAgentPID(e.node)
+		return pid != 0
 	})
 	time.Sleep(7 * time.Second) // past the first 5 s flush: a checkpoint exists
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatalf("killing agent %d: %v", pid, err)
+		t.Fatalf("killing the node agent %d: %v", pid, err)
 	}
+	time.Sleep(4 * time.Second) // the gap
+	other := e.submit(t, "-J", "next-launch", "-w", e.node, "--wrap", "sleep 2")
 	job := e.finalJob(t, e.docID(id), jobWait)
 	if job.State != jobmodel.StateCompleted {
 		t.Errorf("state %s, want COMPLETED (the job must not notice the agent's death)", job.State)
 	}
-	if !slices.Contains(job.MissingMetrics, "samples_after_agent_loss:"+e.node) {
-		t.Errorf("missing_metrics %v does not say samples were lost", job.MissingMetrics)
+	if job.Sampling.Gaps != 1 || deref(job.Sampling.GapSeconds) < 3 || deref(job.Sampling.GapSeconds) > 20 {
+		t.Errorf("sampling %+v: want one gap of about 4-10 s", job.Sampling)
 	}
-	if job.Sampling.Count < 3 {
-		t.Errorf("sampling count %d: the checkpointed samples should be kept", job.Sampling.Count)
+	if !slices.Contains(job.MissingMetrics, "samples_during_agent_restart:"+e.node) || slices.Contains(job.MissingMetrics, "samples_after_agent_loss:"+e.node) {
+		t.Errorf("missing_metrics %v: want the restart named, and nothing lost after it", job.MissingMetrics)
 	}
-	node := e.nodeDoc(t, job.DocID)
-	if node.AgentState != jobmodel.AgentLost {
-		t.Errorf("node agent_state %q, want lost", node.AgentState)
+	// Samples before the kill and after the resume: ~25 s at 1 s, less the gap.
+	if job.Sampling.Count < 12 {
+		t.Errorf("sampling count %d: the checkpointed samples and the resumed ones should both be there", job.Sampling.Count)
 	}
-	if !e.agentRan("stop", id) {
-		t.Errorf("no `jobsight-agent stop` ran for the job whose agent was killed")
+	within(t, "cpu core-seconds of a sleeping job", deref(job.CPU.CoreSeconds), 0, 2)
+	if node := e.nodeDoc(t, job.DocID); node.AgentState != jobmodel.AgentFinished {
+		t.Errorf("node agent_state %q, want finished (watched to the end by the new agent)", node.AgentState)
+	}
+	if o := e.finalJob(t, e.docID(other), jobWait); o.State != jobmodel.StateCompleted || o.Sampling.Gaps != 0 {
+		t.Errorf("the next job: state %s sampling %+v", o.State, o.Sampling)
+	}
+	if now := e.nodeAgentPID(e.node); now == pid {
+		t.Errorf("the killed agent's pid %d is still the node's agent", pid)
 	}
 }
 

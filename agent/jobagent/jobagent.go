@@ -147,8 +147,11 @@ func (a *Agent) StartJob(ctx context.Context, req Request) error {
 	}
 	defer release()
 	started := a.now()
+	// ctx ends the watch (the job's stop); looking the job up and
+	// writing its documents must not end with it.
+	lctx := context.WithoutCancel(ctx)
 
-	job := a.lookup(ctx, jobID, uid)
+	job := a.lookup(lctx, jobID, uid)
 	if f.isDone(timeOf(job.SubmitTime)) {
 		a.Log.Info("job already finalized on this node", "job_id", jobID)
 		return nil
@@ -156,12 +159,12 @@ func (a *Agent) StartJob(ctx context.Context, req Request) error {
 	// Slurm reuses ids (after a state reset, or when they wrap): what an
 	// older job of this id left here is finished as that job's, never
 	// taken for this one's.
-	if err := a.finishOlder(ctx, f, job); err != nil {
+	if err := a.finishOlder(lctx, f, job); err != nil {
 		return err
 	}
 	ck, resumed := a.resumable(f, job)
 	if resumed {
-		if terminal(job.State) || f.stopAsked(timeOf(job.StartTime)) {
+		if terminal(job.State) || ctx.Err() != nil || f.stopAsked(timeOf(job.StartTime)) {
 			a.Log.Warn("the job ended while no agent watched it; finalizing from its checkpoint", "job_id", jobID, "samples", ck.State.Count)
 			return a.finalize(context.Background(), ck, jobmodel.AgentLost, f)
 		}
@@ -169,12 +172,12 @@ func (a *Agent) StartJob(ctx context.Context, req Request) error {
 		a.Log.Warn("resuming a job after an agent restart", "job_id", jobID, "samples", ck.State.Count,
 			"gap_seconds", started.Sub(ck.State.LastSample).Seconds())
 	} else {
-		job.DocID = a.Outputs.ResolveDocID(ctx, job.DocID, timeOf(job.SubmitTime), started)
+		job.DocID = a.Outputs.ResolveDocID(lctx, job.DocID, timeOf(job.SubmitTime), started)
 		leader := isLeader(job, a.Config.Node)
 		if leader {
 			running := job
 			running.UpdatedAt = jobmodel.At(started)
-			if err := a.Outputs.PutJob(ctx, running); err != nil {
+			if err := a.Outputs.PutJob(lctx, running); err != nil {
 				a.Log.Warn("writing running job document; spooled", "err", err)
 			}
 		}

@@ -188,11 +188,17 @@ func (a *Agent) serve(ctx context.Context, p nodePaths, first Request) error {
 
 	n := &nodeRun{jobs: map[uint64]context.CancelFunc{}, changed: make(chan struct{}, 1), ctx: ctx}
 	a.Log.Info("node agent started", "node", a.Config.Node, "pid", os.Getpid())
+	// The launch's own request first: a job reusing the id of a job left
+	// here is started with its own request (its watch finishes the older
+	// job's checkpoint), and a stop finalizes its job as lost.
+	n.take(a, first)
 	for _, r := range a.leftJobs() {
+		if n.has(r.JobID) {
+			continue
+		}
 		a.Log.Info("resuming a job an earlier agent watched", "job_id", r.JobID)
 		n.take(a, r)
 	}
-	n.take(a, first)
 
 	go func() {
 		for {
@@ -304,7 +310,10 @@ func (n *nodeRun) take(a *Agent, req Request) bool {
 	}
 	if cancel, ok := n.jobs[req.JobID]; ok {
 		if req.Op == "stop" {
-			cancel() // the job's watch ends and it is finalized
+			// The marker tells a watch still setting up (or resuming)
+			// that the job has ended; cancel ends a running one.
+			_ = writeAtomic(jobFiles(a.Config.StateDir, a.Config.Cluster, a.Config.Node, req.JobID).stopped(), []byte("stop\n"))
+			cancel()
 		}
 		return true // a second start for a watched job: nothing to do
 	}
@@ -337,6 +346,13 @@ func (n *nodeRun) signal() {
 	case n.changed <- struct{}{}:
 	default:
 	}
+}
+
+func (n *nodeRun) has(id uint64) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	_, ok := n.jobs[id]
+	return ok
 }
 
 func (n *nodeRun) cancelAll() {

@@ -3,36 +3,104 @@ package jobagent
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"os/exec"
 	"os/user"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/jobsight/jobsight/agent/slurminfo"
 	"github.com/jobsight/jobsight/pkg/jobmodel"
 )
 
-// SlurmLookup asks Slurm about a job, through `squeue --json` (every field
+// SlurmLookup asks Slurm about jobs, through `squeue --json` (every field
 // a JSON value of its own: nothing a job name holds can pass for another
 // field), and turns the answer into a job document with metadata,
-// request, state and times (no usage yet).
+// request, state and times (no usage yet). One squeue call answers for
+// every job of the node that asks within Window: jobs starting or ending
+// together (an array, a node filling up) cost slurmctld one call, not one
+// each. The call's environment names the jobs it is for
+// (JOBSIGHT_LOOKUP_JOBS), for operators and tests counting calls.
 type SlurmLookup struct {
 	Options      slurminfo.Options
 	StoreJobName bool
+	// Window is how long a lookup waits for others to share its call
+	// (default 100 ms).
+	Window time.Duration
+
+	mu        sync.Mutex
+	pending   map[uint64][]chan lookupAnswer
+	scheduled bool
+}
+
+type lookupAnswer struct {
+	info *slurminfo.Job
+	err  error
 }
 
 // Lookup implements Slurm. uid, when not 0, is the job's uid as the SPANK
-// plugin got it from slurmd; it is trusted over scontrol's text (a job name
-// can imitate scontrol's "UserId=" field).
-func (l SlurmLookup) Lookup(ctx context.Context, cluster string, jobID uint64, uid uint32) (jobmodel.Job, error) {
-	info, err := slurminfo.LookupJSON(ctx, strconv.FormatUint(jobID, 10), l.Options)
-	if err != nil {
-		return jobmodel.Job{}, err
+// plugin got it from slurmd; it is trusted over Slurm's answer.
+func (l *SlurmLookup) Lookup(ctx context.Context, cluster string, jobID uint64, uid uint32) (jobmodel.Job, error) {
+	if jobID == 0 || jobID > math.MaxUint32 {
+		return jobmodel.Job{}, fmt.Errorf("job id %d: not a Slurm job id", jobID)
 	}
-	return FromSlurm(cluster, info, uid, l.StoreJobName)
+	ch := make(chan lookupAnswer, 1)
+	l.mu.Lock()
+	if l.pending == nil {
+		l.pending = map[uint64][]chan lookupAnswer{}
+	}
+	l.pending[jobID] = append(l.pending[jobID], ch)
+	if !l.scheduled {
+		l.scheduled = true
+		go l.call()
+	}
+	l.mu.Unlock()
+	select {
+	case a := <-ch:
+		if a.err != nil {
+			return jobmodel.Job{}, a.err
+		}
+		return FromSlurm(cluster, a.info, uid, l.StoreJobName)
+	case <-ctx.Done():
+		return jobmodel.Job{}, ctx.Err()
+	}
+}
+
+// call gathers the lookups of one window and answers them from one squeue
+// call. Lookups that come while it runs wait for the next call: this one
+// may have begun before their job existed.
+func (l *SlurmLookup) call() {
+	time.Sleep(cmp.Or(l.Window, 100*time.Millisecond))
+	l.mu.Lock()
+	batch := l.pending
+	l.pending, l.scheduled = nil, false
+	l.mu.Unlock()
+	ids := make([]string, 0, len(batch))
+	for id := range batch {
+		ids = append(ids, strconv.FormatUint(id, 10))
+	}
+	sort.Strings(ids)
+	opts := l.Options
+	opts.Env = append(slices.Clip(opts.Env), "JOBSIGHT_LOOKUP_JOBS="+strings.Join(ids, ","))
+	jobs, err := slurminfo.LookupAll(context.Background(), opts)
+	for id, chs := range batch {
+		a := lookupAnswer{err: err}
+		if err == nil {
+			if a.info = jobs[uint32(id)]; a.info == nil {
+				a.err = fmt.Errorf("squeue --json holds no job %d: %w", id, slurminfo.ErrJobNotFound)
+			}
+		}
+		for _, ch := range chs {
+			ch <- a
+		}
+	}
 }
 
 // FromSlurm maps scontrol's view of a job onto a job document.

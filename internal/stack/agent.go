@@ -6,7 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -123,4 +125,50 @@ func writeAgent(dir string, o AgentOptions, es *ESServer, prom *Server) (*Agent,
 		return nil, err
 	}
 	return a, nil
+}
+
+// StopNodeAgents ends the node agents still running from this stack's
+// state directory (one per node that ran a job; they exit by themselves
+// once their node has no job and their spool is delivered): SIGTERM, then
+// up to wait for them to write what they hold and exit.
+func (a *Agent) StopNodeAgents(wait time.Duration) {
+	if a == nil {
+		return
+	}
+	pidFiles, _ := filepath.Glob(filepath.Join(a.StateDir, "agent@*.pid"))
+	var pids []int
+	for _, p := range pidFiles {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || pid <= 1 {
+			continue
+		}
+		if comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); err != nil || strings.TrimSpace(string(comm)) != "jobsight-agent" {
+			continue
+		}
+		if syscall.Kill(pid, syscall.SIGTERM) == nil {
+			pids = append(pids, pid)
+		}
+	}
+	deadline := time.Now().Add(wait)
+	for _, pid := range pids {
+		for running(pid) && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+		}
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// running reports whether pid is a live process (not a zombie nobody has
+// reaped yet).
+func running(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	_, rest, ok := strings.Cut(string(b), ") ")
+	return ok && !strings.HasPrefix(rest, "Z")
 }

@@ -43,6 +43,10 @@ type SlurmOptions struct {
 	// with the first node; jobs without -p stay on the first node
 	// (partition "debug").
 	ExtraNodes []string
+	// Dense adds partition "dense" on the last node, whose cores up to 64
+	// jobs share (OverSubscribe=FORCE:64): many small jobs on one node, as
+	// a site packs them, on a test host with few cores.
+	Dense bool
 	// DeadNodes are declared in slurm.conf (in partition "multi", with the
 	// same hardware) but no slurmd is ever started for them: they stay
 	// NOT_RESPONDING and go DOWN after SlurmdTimeout.
@@ -270,6 +274,10 @@ SlurmdTimeout=%[19]d
 	fmt.Fprintf(&b, "PartitionName=debug Nodes=%s Default=YES MaxTime=INFINITE State=UP\n", s.NodeName)
 	if len(s.opts.ExtraNodes)+len(s.opts.DeadNodes) > 0 {
 		fmt.Fprintf(&b, "PartitionName=multi Nodes=%s MaxTime=INFINITE State=UP\n", strings.Join(s.declared(), ","))
+	}
+	if s.opts.Dense {
+		nodes := s.nodes()
+		fmt.Fprintf(&b, "PartitionName=dense Nodes=%s OverSubscribe=FORCE:64 MaxTime=INFINITE State=UP\n", nodes[len(nodes)-1])
 	}
 	files := map[string]string{
 		"slurm.conf": b.String(),

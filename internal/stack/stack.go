@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 )
 
 // Options configures Up.
@@ -92,6 +93,7 @@ func (s *Stack) Down() error {
 	if s.Slurm != nil {
 		errs = append(errs, s.Slurm.Stop())
 	}
+	s.Agent.StopNodeAgents(30 * time.Second)
 	if s.Prometheus != nil {
 		errs = append(errs, s.Prometheus.Stop())
 	}

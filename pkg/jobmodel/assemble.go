@@ -29,6 +29,9 @@ func Assemble(job *Job, nodes []Node) {
 		if n.AgentState == AgentLost {
 			missing["samples_after_agent_loss:"+n.Node] = true
 		}
+		if n.Sampling.Gaps > 0 {
+			missing["samples_during_agent_restart:"+n.Node] = true
+		}
 	}
 	for _, name := range job.Nodes {
 		if !have[name] {

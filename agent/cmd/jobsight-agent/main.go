@@ -192,7 +192,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	agent := &jobagent.Agent{
 		Config:    cfg,
 		Outputs:   out,
-		Slurm:     jobagent.SlurmLookup{Options: slurmOpts(cfg), StoreJobName: cfg.StoreJobName},
+		Slurm:     &jobagent.SlurmLookup{Options: slurmOpts(cfg), StoreJobName: cfg.StoreJobName},
 		Sources:   jobagent.CgroupSources(collector.Config{CgroupRoot: cfg.Cgroup.Root, ProcRoot: cfg.ProcRoot, Version: mustVersion(cfg.Cgroup.Version)}, cfg.Cgroup.Wait),
 		Health:    health,
 		Log:       log,
