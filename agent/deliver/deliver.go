@@ -261,30 +261,9 @@ func (o *Outputs) put(ctx context.Context, d sink.Doc, onlyIfNewer bool) error {
 	if err := o.EnsureIndices(ctx); err != nil {
 		return err
 	}
-	var meta stored
-	if err := json.Unmarshal(d.Body, &meta); err != nil {
-		return fmt.Errorf("document %s: %w", d.ID, err)
-	}
-	d, err := o.resolveDoc(ctx, d, meta)
-	if err != nil {
+	d, mine, skip, err := o.prepare(ctx, d, onlyIfNewer)
+	if err != nil || skip {
 		return err
-	}
-	mine := meta.updated()
-	if !mine.IsZero() {
-		// The server decides where it can (Elasticsearch: a version at
-		// least as new is kept, this write answered as superseded)...
-		d.Version = mine.UnixMicro()
-	}
-	// ... and where it cannot (ZincSearch ignores versions), a replay is
-	// checked against the stored version first.
-	if onlyIfNewer && !o.es.HonoursVersions() {
-		older, err := o.olderThanStored(ctx, d, mine)
-		if err != nil || older {
-			if older {
-				o.log.Info("dropping a spooled document: the store holds a newer version", "id", d.ID)
-			}
-			return err
-		}
 	}
 	// Through _bulk, the id travels in the JSON body: ids hold ':', '+'
 	// and '/', which the document URL path would need escaped.
@@ -295,14 +274,111 @@ func (o *Outputs) put(ctx context.Context, d sink.Doc, onlyIfNewer bool) error {
 	if len(failures) > 0 {
 		return failures[0].Err
 	}
-	if !mine.IsZero() {
-		o.mu.Lock()
-		if mine.After(o.written[d.ID]) {
-			o.written[d.ID] = mine
-		}
-		o.mu.Unlock()
-	}
+	o.noteWritten(d.ID, mine)
 	return nil
+}
+
+// prepare resolves a document's id (a reused job id) and sets its
+// version; skip is true when a spooled document is older than what the
+// store holds (dropped as superseded).
+func (o *Outputs) prepare(ctx context.Context, d sink.Doc, onlyIfNewer bool) (_ sink.Doc, mine time.Time, skip bool, err error) {
+	var meta stored
+	if err := json.Unmarshal(d.Body, &meta); err != nil {
+		return d, mine, false, fmt.Errorf("document %s: %w", d.ID, err)
+	}
+	if d, err = o.resolveDoc(ctx, d, meta); err != nil {
+		return d, mine, false, err
+	}
+	mine = meta.updated()
+	if !mine.IsZero() {
+		// The server decides where it can (Elasticsearch: a version at
+		// least as new is kept, this write answered as superseded)...
+		d.Version = mine.UnixMicro()
+	}
+	// ... and where it cannot (ZincSearch ignores versions), a replay is
+	// checked against the stored version first.
+	if onlyIfNewer && !o.es.HonoursVersions() {
+		older, err := o.olderThanStored(ctx, d, mine)
+		if older {
+			o.log.Info("dropping a spooled document: the store holds a newer version", "id", d.ID)
+		}
+		return d, mine, older, err
+	}
+	return d, mine, false, nil
+}
+
+// noteWritten records the version of a document this process stored.
+func (o *Outputs) noteWritten(id string, mine time.Time) {
+	if mine.IsZero() {
+		return
+	}
+	o.mu.Lock()
+	if mine.After(o.written[id]) {
+		o.written[id] = mine
+	}
+	o.mu.Unlock()
+}
+
+// PutNodes writes node documents (the running documents of every job on
+// the node, at a flush) in one bulk request; what the store does not take
+// is spooled, document by document.
+func (o *Outputs) PutNodes(ctx context.Context, docs []jobmodel.Node) error {
+	if o.es == nil || len(docs) == 0 {
+		return nil
+	}
+	if len(docs) == 1 {
+		return o.PutNode(ctx, docs[0])
+	}
+	batch := make([]sink.Doc, 0, len(docs))
+	versions := make([]time.Time, 0, len(docs))
+	var errs []error
+	spool := func(d sink.Doc, err error) {
+		o.noteRefusal("elasticsearch", err)
+		if serr := o.spool.EnqueueDoc(targetES, d); serr != nil {
+			err = errors.Join(err, fmt.Errorf("spooling %s: %w", d.ID, serr))
+		}
+		errs = append(errs, err)
+	}
+	ensured := o.EnsureIndices(ctx)
+	for _, doc := range docs {
+		body, err := json.Marshal(doc)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		d := sink.Doc{Kind: sink.KindNodeDoc, Index: o.cfg.Elasticsearch.NodeIndex, ID: doc.DocID, Body: body}
+		if ensured != nil {
+			spool(d, ensured)
+			continue
+		}
+		pd, mine, _, err := o.prepare(ctx, d, false)
+		if err != nil {
+			spool(d, err)
+			continue
+		}
+		batch, versions = append(batch, pd), append(versions, mine)
+	}
+	if len(batch) > 0 {
+		failures, err := o.es.Bulk(ctx, batch)
+		failed := map[string]bool{}
+		for _, f := range failures {
+			failed[f.Doc.ID] = true
+			spool(f.Doc, f.Err)
+		}
+		for i, d := range batch {
+			switch {
+			case err != nil:
+				spool(d, err)
+			case !failed[d.ID]:
+				o.noteWritten(d.ID, versions[i])
+			}
+		}
+	}
+	o.updateSpoolMetrics()
+	if len(errs) == 0 {
+		o.replaySoon(ctx)
+	}
+	return errors.Join(errs...)
 }
 
 // olderThanStored reports whether a version of d updated at or after mine

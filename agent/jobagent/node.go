@@ -181,7 +181,7 @@ func (a *Agent) serve(ctx context.Context, p nodePaths, first Request) error {
 
 	a.snd = monitor.NewSender(a.Outputs, a.Health, a.Log)
 	schedCtx, stopSched := context.WithCancel(context.Background())
-	a.sched = monitor.NewScheduler(a.Config.Interval, a.Config.Prometheus.PushInterval, a.snd, a.Health,
+	a.sched = monitor.NewScheduler(a.Config.Interval, a.Config.Prometheus.PushInterval, a.Config.FlushInterval, a.snd, a.Health,
 		nodeLabels(a.Config.Cluster, a.Config.Node), a.Log, a.Now)
 	schedDone := make(chan struct{})
 	go func() { a.sched.Run(schedCtx); close(schedDone) }()

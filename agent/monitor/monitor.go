@@ -131,6 +131,19 @@ func (m *Monitor) Begin(snd *Sender) {
 // Tick takes one sampling pass, pushes and flushes when they are due, and
 // reports whether the job is gone (unreadable for GoneAfter).
 func (m *Monitor) Tick() (gone bool) {
+	return m.tick(func(now time.Time) (bool, bool) {
+		return now.Sub(m.lastPush) >= m.opts.PushInterval, now.Sub(m.lastFlush) >= m.opts.FlushInterval
+	})
+}
+
+// TickAligned is Tick with pushes and flushes when the caller says: the
+// node agent pushes every job's points, and writes every job's node
+// document, on the same wake-up, so they leave in one request each.
+func (m *Monitor) TickAligned(push, flush bool) (gone bool) {
+	return m.tick(func(time.Time) (bool, bool) { return push, flush })
+}
+
+func (m *Monitor) tick(due func(now time.Time) (push, flush bool)) (gone bool) {
 	s := &m.sampleBuf
 	err := m.sample(s)
 	now := s.Time
@@ -144,11 +157,12 @@ func (m *Monitor) Tick() (gone bool) {
 	} else {
 		m.goneSince = time.Time{}
 	}
-	if now.Sub(m.lastPush) >= m.opts.PushInterval {
+	push, flush := due(now)
+	if push || flush {
 		m.push()
 		m.lastPush = now
 	}
-	if now.Sub(m.lastFlush) >= m.opts.FlushInterval {
+	if flush {
 		m.flush(true)
 		m.lastFlush = now
 	}

@@ -11,7 +11,7 @@ import (
 // per interval however many jobs it runs, and one Sender carries all of
 // their series and documents in order.
 type Scheduler struct {
-	interval, pushInterval time.Duration
+	interval, pushInterval, flushInterval time.Duration
 	snd                    *Sender
 	health                 *Health
 	log                    *slog.Logger
@@ -34,14 +34,15 @@ type schedReq struct {
 	stop bool
 }
 
-// NewScheduler makes a scheduler waking every interval; it pushes the
-// agent's health series, labelled with labels (the node's), every
-// pushInterval. Run runs it.
-func NewScheduler(interval, pushInterval time.Duration, snd *Sender, health *Health, labels []Label, log *slog.Logger, now func() time.Time) *Scheduler {
+// NewScheduler makes a scheduler waking every interval; every job's
+// points, and the agent's health series labelled with labels (the
+// node's), are pushed every pushInterval, and every job's node document
+// written every flushInterval. Run runs it.
+func NewScheduler(interval, pushInterval, flushInterval time.Duration, snd *Sender, health *Health, labels []Label, log *slog.Logger, now func() time.Time) *Scheduler {
 	if now == nil {
 		now = time.Now
 	}
-	return &Scheduler{interval: interval, pushInterval: pushInterval, snd: snd, health: health, labels: labels, log: log,
+	return &Scheduler{interval: interval, pushInterval: pushInterval, flushInterval: flushInterval, snd: snd, health: health, labels: labels, log: log,
 		now: now, reqs: make(chan schedReq), watching: map[*watch]bool{}}
 }
 
@@ -51,6 +52,7 @@ func (s *Scheduler) Run(ctx context.Context) {
 	tick := time.NewTicker(s.interval)
 	defer tick.Stop()
 	lastPush := s.now()
+	lastJobPush, lastFlush := lastPush, lastPush
 	for {
 		select {
 		case <-ctx.Done():
@@ -70,8 +72,18 @@ func (s *Scheduler) Run(ctx context.Context) {
 			s.health.JobsWatched.Set(float64(len(s.watching)))
 		case <-tick.C:
 			start := s.now()
+			// Every job's points go out on the same wake-up, and every
+			// job's node document: one request each for the node.
+			push := start.Sub(lastJobPush) >= s.pushInterval
+			flush := start.Sub(lastFlush) >= s.flushInterval
+			if push || flush {
+				lastJobPush = start
+			}
+			if flush {
+				lastFlush = start
+			}
 			for w := range s.watching {
-				if w.m.Tick() {
+				if w.m.TickAligned(push, flush) {
 					s.end(w, StopJobGone)
 				}
 			}

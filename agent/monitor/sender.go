@@ -148,14 +148,30 @@ func (s *Sender) deliver(series []Series, nodes []jobmodel.Node) {
 		}
 		cancel()
 	}
+	if len(nodes) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	defer cancel()
+	if b, ok := s.sink.(NodeBatchSink); ok {
+		if err := b.PutNodes(ctx, nodes); err != nil {
+			s.health.SinkFailures.WithLabelValues("elasticsearch").Inc()
+			s.log.Warn("writing node documents; spooled", "err", err)
+		}
+		return
+	}
 	for _, node := range nodes {
-		ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 		if err := s.sink.PutNode(ctx, node); err != nil {
 			s.health.SinkFailures.WithLabelValues("elasticsearch").Inc()
 			s.log.Warn("writing node document; spooled", "err", err)
 		}
-		cancel()
 	}
+}
+
+// NodeBatchSink is a Sink that writes several node documents in one
+// request (the node agent's flush of every job).
+type NodeBatchSink interface {
+	PutNodes(ctx context.Context, docs []jobmodel.Node) error
 }
 
 // Close delivers what is pending and stops the sender; it returns once

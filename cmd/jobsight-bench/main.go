@@ -44,6 +44,7 @@ func main() {
 	warmup := flag.Duration("warmup", 15*time.Second, "time after every job is watched before the window opens")
 	busy := flag.Int("busy", 4, "at most this many jobs spin a core (the others sleep); half the jobs when fewer")
 	tools := flag.String("tools", os.Getenv("JOBSIGHT_BENCH_TOOLS"), "directory with ceems_exporter and cgroup_exporter (skipped when absent)")
+	profile := flag.String("profile", "", "write the node agents' CPU profiles to this directory (cpu_profile_dir)")
 	floor := flag.Bool("floor", false, "only measure this machine's floor: the CPU a Go process spends waking from a timer")
 	flag.Parse()
 	if *floor {
@@ -62,7 +63,7 @@ func main() {
 		}
 		ivs = append(ivs, d)
 	}
-	if err := run(counts, ivs, *window, *warmup, *busy, *tools); err != nil {
+	if err := run(counts, ivs, *window, *warmup, *busy, *tools, *profile); err != nil {
 		fail(err)
 	}
 }
@@ -90,7 +91,7 @@ type exporter struct {
 	cmd       *exec.Cmd
 }
 
-func run(counts []int, intervals []time.Duration, window, warmup time.Duration, busyMax int, tools string) error {
+func run(counts []int, intervals []time.Duration, window, warmup time.Duration, busyMax int, tools, profile string) error {
 	dir, err := os.MkdirTemp("", "jobsight-bench-")
 	if err != nil {
 		return err
@@ -102,10 +103,17 @@ func run(counts []int, intervals []time.Duration, window, warmup time.Duration, 
 		return err
 	}
 	const node = "benchnode"
+	extra := ""
+	if profile != "" {
+		if profile, err = filepath.Abs(profile); err != nil {
+			return err
+		}
+		extra = fmt.Sprintf("cpu_profile_dir: %q\n", profile)
+	}
 	st, err := stack.Up(ctx, dir, stack.Options{
 		Slurm: stack.SlurmOptions{ClusterName: "bench", NodeName: node, GPUs: -1, Dense: true},
 		Agent: &stack.AgentOptions{Binary: agent, Plugin: plugin, Interval: intervals[0],
-			FlushInterval: 30 * time.Second, PushInterval: 10 * time.Second},
+			FlushInterval: 30 * time.Second, PushInterval: 10 * time.Second, Extra: extra},
 	})
 	if err != nil {
 		return err
