@@ -14,9 +14,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -196,17 +194,7 @@ func (e *env) docID(jobKey string) string { return e.cluster + ":" + jobKey }
 
 // nodeAgentPID returns the pid of the node agent running on node (0 when
 // none runs).
-func (e *env) nodeAgentPID(node string) int {
-	b, err := os.ReadFile(filepath.Join(e.st.Agent.StateDir, "agent@"+node+".pid"))
-	if err != nil {
-		return 0
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || syscall.Kill(pid, 0) != nil {
-		return 0
-	}
-	return pid
-}
+func (e *env) nodeAgentPID(node string) int { return e.st.Agent.NodeAgentPID(node) }
 
 // nodeAgentsStarted counts the node agents that started on node.
 func (e *env) nodeAgentsStarted(node string) int {

@@ -12,11 +12,11 @@ import (
 // their series and documents in order.
 type Scheduler struct {
 	interval, pushInterval, flushInterval time.Duration
-	snd                    *Sender
-	health                 *Health
-	log                    *slog.Logger
-	labels                 []Label // the node's: cluster, node
-	now                    func() time.Time
+	snd                                   *Sender
+	health                                *Health
+	log                                   *slog.Logger
+	labels                                []Label // the node's: cluster, node
+	now                                   func() time.Time
 
 	reqs chan schedReq
 	// watching is the loop's own (never touched outside run).

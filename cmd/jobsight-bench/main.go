@@ -160,12 +160,12 @@ func phase(ctx context.Context, st *stack.Stack, node string, n int, iv, window,
 	}
 	defer func() {
 		_ = st.Slurm.Scancel(ctx, ids...)
-		waitAgentGone(st.Agent.StateDir, node, 3*time.Minute)
+		waitAgentGone(st.Agent, node, 3*time.Minute)
 	}()
 	deadline := time.Now().Add(3 * time.Minute)
 	pid := 0
 	for {
-		pid = agentPID(st.Agent.StateDir, node)
+		pid = st.Agent.NodeAgentPID(node)
 		if pid != 0 && watching(st.Prometheus.URL, node) >= float64(n) {
 			break
 		}
@@ -261,21 +261,9 @@ func readUsage(pid int) usage {
 	return u
 }
 
-func agentPID(stateDir, node string) int {
-	b, err := os.ReadFile(filepath.Join(stateDir, "agent@"+node+".pid"))
-	if err != nil {
-		return 0
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || syscall.Kill(pid, 0) != nil {
-		return 0
-	}
-	return pid
-}
-
-func waitAgentGone(stateDir, node string, within time.Duration) {
+func waitAgentGone(a *stack.Agent, node string, within time.Duration) {
 	deadline := time.Now().Add(within)
-	for agentPID(stateDir, node) != 0 && time.Now().Before(deadline) {
+	for a.NodeAgentPID(node) != 0 && time.Now().Before(deadline) {
 		time.Sleep(time.Second)
 	}
 }

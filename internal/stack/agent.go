@@ -127,6 +127,29 @@ func writeAgent(dir string, o AgentOptions, es *ESServer, prom *Server) (*Agent,
 	return a, nil
 }
 
+// NodeAgentPID returns the pid of the node agent running for node from
+// this stack's state directory, 0 when none runs.
+func (a *Agent) NodeAgentPID(node string) int {
+	return agentPID(filepath.Join(a.StateDir, "agent@"+node+".pid"))
+}
+
+// agentPID reads a node agent's pid file: 0 unless it names a live
+// jobsight-agent process.
+func agentPID(pidFile string) int {
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		return 0
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 1 || !running(pid) {
+		return 0
+	}
+	if comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); err != nil || strings.TrimSpace(string(comm)) != "jobsight-agent" {
+		return 0
+	}
+	return pid
+}
+
 // StopNodeAgents ends the node agents still running from this stack's
 // state directory (one per node that ran a job; they exit by themselves
 // once their node has no job and their spool is delivered): SIGTERM, then
@@ -138,18 +161,7 @@ func (a *Agent) StopNodeAgents(wait time.Duration) {
 	pidFiles, _ := filepath.Glob(filepath.Join(a.StateDir, "agent@*.pid"))
 	var pids []int
 	for _, p := range pidFiles {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-		if err != nil || pid <= 1 {
-			continue
-		}
-		if comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); err != nil || strings.TrimSpace(string(comm)) != "jobsight-agent" {
-			continue
-		}
-		if syscall.Kill(pid, syscall.SIGTERM) == nil {
+		if pid := agentPID(p); pid != 0 && syscall.Kill(pid, syscall.SIGTERM) == nil {
 			pids = append(pids, pid)
 		}
 	}
