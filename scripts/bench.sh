@@ -2,7 +2,10 @@
 # Prints Jobsight's performance figures.
 #
 #   scripts/bench.sh [OUT]      benchmarks into OUT (default bench-<commit>.txt), then,
-#                               as root with Slurm installed, the agent's cost on a real 60 s job
+#                               as root with Slurm installed, the node agent's whole-process cost
+#                               with 1, 8 and 64 concurrent jobs at 1 s and 5 s sampling, beside
+#                               CEEMS and cgroup_exporter when JOBSIGHT_BENCH_TOOLS names a
+#                               directory holding their binaries (docs/performance.md)
 #
 # Compare two runs (e.g. before and after a change) with benchstat:
 #   go run golang.org/x/perf/cmd/benchstat@latest old.txt new.txt
@@ -15,8 +18,8 @@ go test -run '^$' -bench . -benchmem -count 6 \
 	./agent/collector ./agent/aggregate ./agent/monitor ./agent/spool ./agent/sink/promremote | tee "$out"
 
 if [[ $(id -u) -eq 0 ]] && command -v slurmd >/dev/null; then
-	echo "--- the agent over a real 60 s job, 1 s sampling, Elasticsearch and Prometheus on"
-	go run ./cmd/jobsight-bench -seconds 60 -interval 1s -procs 16
+	echo "--- the node agent over 1, 8 and 64 real jobs, 1 s and 5 s sampling, both stores on"
+	go run ./cmd/jobsight-bench -jobs 1,8,64 -intervals 1s,5s -window 60s -tools "${JOBSIGHT_BENCH_TOOLS:-}"
 else
 	echo "--- skipping the real-job measurement (needs root and Slurm: see .ci/run)"
 fi

@@ -120,7 +120,16 @@ func run(counts []int, intervals []time.Duration, window, warmup time.Duration, 
 	}
 	defer st.Down()
 
-	exporters := startExporters(tools, node, dir)
+	// The exporters start once the first jobs run: CEEMS looks for Slurm's
+	// cgroup root when it starts, and slurmd makes it with the first job.
+	var exporters []*exporter
+	started := false
+	start := func() []*exporter {
+		if !started {
+			exporters, started = startExporters(tools, node, dir), true
+		}
+		return exporters
+	}
 	defer func() {
 		for _, x := range exporters {
 			_ = x.cmd.Process.Kill()
@@ -135,7 +144,7 @@ func run(counts []int, intervals []time.Duration, window, warmup time.Duration, 
 			return err
 		}
 		for _, n := range counts {
-			if err := phase(ctx, st, node, n, iv, window, warmup, min(n/2, busyMax), exporters); err != nil {
+			if err := phase(ctx, st, node, n, iv, window, warmup, min(n/2, busyMax), start); err != nil {
 				return err
 			}
 		}
@@ -145,7 +154,7 @@ func run(counts []int, intervals []time.Duration, window, warmup time.Duration, 
 
 // phase runs n jobs, measures the agent and the exporters over the
 // window, then ends the jobs and waits for the node agent to exit.
-func phase(ctx context.Context, st *stack.Stack, node string, n int, iv, window, warmup time.Duration, busy int, exporters []*exporter) error {
+func phase(ctx context.Context, st *stack.Stack, node string, n int, iv, window, warmup time.Duration, busy int, startExporters func() []*exporter) error {
 	var ids []string
 	for i := 0; i < n; i++ {
 		script := "sleep 100000"
@@ -174,6 +183,7 @@ func phase(ctx context.Context, st *stack.Stack, node string, n int, iv, window,
 		}
 		time.Sleep(time.Second)
 	}
+	exporters := startExporters()
 	time.Sleep(warmup)
 
 	stopScrapes := make(chan struct{})
@@ -299,36 +309,36 @@ func setInterval(config string, iv time.Duration) error {
 // startExporters starts the third-party exporters found in tools.
 func startExporters(tools, node, dir string) []*exporter {
 	if tools == "" {
-		fmt.Println("no -tools directory: measuring Jobsight only")
+		fmt.Fprintln(os.Stderr, "no -tools directory: measuring Jobsight only")
 		return nil
 	}
 	var out []*exporter
 	try := func(name, port string, args ...string) {
 		bin := filepath.Join(tools, name)
 		if _, err := os.Stat(bin); err != nil {
-			fmt.Printf("%s not in %s: skipped\n", name, tools)
+			fmt.Fprintf(os.Stderr, "%s not in %s: skipped\n", name, tools)
 			return
 		}
 		cmd := exec.Command(bin, args...)
 		logf, _ := os.Create(filepath.Join(dir, name+".log"))
 		cmd.Stdout, cmd.Stderr = logf, logf
 		if err := cmd.Start(); err != nil {
-			fmt.Printf("%s: %v: skipped\n", name, err)
+			fmt.Fprintf(os.Stderr, "%s: %v: skipped\n", name, err)
 			return
 		}
 		x := &exporter{name: name, url: "http://127.0.0.1:" + port + "/metrics", cmd: cmd}
 		for i := 0; i < 50; i++ {
 			if err := get(x.url); err == nil {
 				out = append(out, x)
-				fmt.Printf("%s running (pid %d, %s)\n", name, cmd.Process.Pid, strings.Join(args, " "))
+				fmt.Fprintf(os.Stderr, "%s running (pid %d, %s)\n", name, cmd.Process.Pid, strings.Join(args, " "))
 				return
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
-		fmt.Printf("%s did not answer on %s: skipped (log %s)\n", name, x.url, logf.Name())
+		fmt.Fprintf(os.Stderr, "%s did not answer on %s: skipped (log %s)\n", name, x.url, logf.Name())
 		_ = cmd.Process.Kill()
 	}
-	try("ceems_exporter", "19306", exporterArgs("CEEMS", "--web.listen-address=127.0.0.1:19306 --collector.slurm")...)
+	try("ceems_exporter", "19306", exporterArgs("CEEMS", "--web.listen-address=127.0.0.1:19306 --collector.slurm --collector.disable-defaults")...)
 	try("cgroup_exporter", "19307", exporterArgs("CGROUP_EXPORTER", "--web.listen-address=127.0.0.1:19307 --config.paths=/slurm_"+node+" --collect.proc")...)
 	return out
 }
