@@ -72,13 +72,26 @@ func (s stored) updated() time.Time {
 	return s.UpdatedAt.Time
 }
 
-func (o *Outputs) resolve(ctx context.Context, base string, submit, start time.Time) (string, error) {
-	// Cached by the job's identity, not its id alone: one process may
-	// write for two jobs of one id (an earlier one it finishes as lost).
-	key := base + "|" + strconv.FormatInt(cmp.Or(submit, start).Unix(), 10)
+// identityKey is the resolution cache's key: the job's identity, not its
+// id alone (one process may write for two jobs of one id: an earlier one
+// it finishes as lost).
+func identityKey(base string, submit, start time.Time) string {
 	if submit.IsZero() && start.IsZero() {
-		key = base
+		return base
 	}
+	return base + "|" + strconv.FormatInt(cmp.Or(submit, start).Unix(), 10)
+}
+
+// remember caches the id a job is stored under.
+func (o *Outputs) remember(base string, submit, start time.Time, id string) {
+	o.mu.Lock()
+	o.resolved[base] = id // the latest, for Where and NodeDocs
+	o.byIdentity[identityKey(base, submit, start)] = id
+	o.mu.Unlock()
+}
+
+func (o *Outputs) resolve(ctx context.Context, base string, submit, start time.Time) (string, error) {
+	key := identityKey(base, submit, start)
 	o.mu.Lock()
 	id, ok := o.byIdentity[key]
 	o.mu.Unlock()
@@ -98,10 +111,7 @@ func (o *Outputs) resolve(ctx context.Context, base string, submit, start time.T
 		id = jobmodel.ReuseDocID(base, when)
 		o.log.Info("job id reused: storing under a new id so the older job's document stays", "id", base, "new_id", id)
 	}
-	o.mu.Lock()
-	o.resolved[base] = id // the latest, for Where and NodeDocs
-	o.byIdentity[key] = id
-	o.mu.Unlock()
+	o.remember(base, submit, start, id)
 	return id, nil
 }
 
@@ -183,4 +193,44 @@ func (o *Outputs) resolveDoc(ctx context.Context, d sink.Doc, s stored) (sink.Do
 	d.ID, _ = body["doc_id"].(string)
 	d.Body, err = json.Marshal(body)
 	return d, err
+}
+
+// CreateJob writes a job's first document. Where the server honours
+// versions (Elasticsearch) it is a create: the server, not a search, says
+// whether a document with the id exists, and when one of another job does
+// (a reused id the lookup missed), this job is stored under its reuse id
+// instead. Elsewhere (ZincSearch) it is PutJob after ResolveDocID's check.
+// It returns the id the job is stored under.
+func (o *Outputs) CreateJob(ctx context.Context, job jobmodel.Job) (string, error) {
+	if o.es == nil || !o.es.HonoursVersions() || strings.Contains(job.DocID, jobmodel.ReuseSeparator) {
+		return job.DocID, o.PutJob(ctx, job)
+	}
+	body, err := json.Marshal(job)
+	if err != nil {
+		return job.DocID, err
+	}
+	d := sink.Doc{Kind: sink.KindJobDoc, Index: o.cfg.Elasticsearch.JobIndex, ID: job.DocID, Body: body, Create: true}
+	failures, err := o.es.Bulk(ctx, []sink.Doc{d})
+	if err == nil && len(failures) == 0 {
+		return job.DocID, nil
+	}
+	if err != nil || !errors.Is(failures[0].Err, elasticsearch.ErrExists) {
+		return job.DocID, o.PutJob(ctx, job) // an outage: spooled there
+	}
+	var submit, start time.Time
+	if job.SubmitTime != nil {
+		submit = job.SubmitTime.Time
+	}
+	if job.StartTime != nil {
+		start = job.StartTime.Time
+	}
+	holder, herr := o.holder(ctx, job.DocID)
+	if herr == nil && holder != nil && otherJob(*holder, submit, start) {
+		base := job.DocID
+		job.DocID = jobmodel.ReuseDocID(base, cmp.Or(submit, start))
+		o.remember(base, submit, start, job.DocID)
+		o.log.Info("job id reused (the store refused to create it): storing under a new id so the older job's document stays",
+			"id", base, "new_id", job.DocID)
+	}
+	return job.DocID, o.PutJob(ctx, job)
 }

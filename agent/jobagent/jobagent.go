@@ -60,6 +60,9 @@ type Outputs interface {
 	monitor.Sink
 	// PutJob writes the job document.
 	PutJob(ctx context.Context, job jobmodel.Job) error
+	// CreateJob writes a job's first document, where the store can tell
+	// that another job holds its id, and returns the id it stored it under.
+	CreateJob(ctx context.Context, job jobmodel.Job) (string, error)
 	// NodeDocs returns the node documents of a job, as stored.
 	NodeDocs(ctx context.Context, jobDocID string) ([]jobmodel.Node, error)
 	// ResolveDocID returns the document id for a job whose plain id is base:
@@ -177,9 +180,11 @@ func (a *Agent) StartJob(ctx context.Context, req Request) error {
 		if leader {
 			running := job
 			running.UpdatedAt = jobmodel.At(started)
-			if err := a.Outputs.PutJob(lctx, running); err != nil {
+			id, err := a.Outputs.CreateJob(lctx, running)
+			if err != nil {
 				a.Log.Warn("writing running job document; spooled", "err", err)
 			}
+			job.DocID = id
 		}
 		state := monitor.NewNodeState(started, a.Config.Interval, a.Config.ActiveThresholdCores)
 		ck = &Checkpoint{Job: job, Node: nodeTemplate(job, a.Config.Node), State: state, Leader: leader,

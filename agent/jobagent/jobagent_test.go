@@ -69,6 +69,9 @@ func (m *memOutputs) PutJob(_ context.Context, j jobmodel.Job) error {
 	m.jobs = append(m.jobs, j)
 	return nil
 }
+func (m *memOutputs) CreateJob(ctx context.Context, j jobmodel.Job) (string, error) {
+	return j.DocID, m.PutJob(ctx, j)
+}
 func (m *memOutputs) NodeDocs(context.Context, string) ([]jobmodel.Node, error)          { return nil, nil }
 func (m *memOutputs) ResolveDocID(_ context.Context, base string, _, _ time.Time) string { return base }
 func (m *memOutputs) Replay(context.Context)                                             {}

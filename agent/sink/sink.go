@@ -45,6 +45,12 @@ type Doc struct {
 	// versioning (Elasticsearch) refuses to replace a stored version at
 	// least as new, so a late replay never overwrites newer data.
 	Version int64
+	// Create stores the document only if none with its id is stored
+	// (Elasticsearch's op_type create): a job document's first write, so
+	// that the server, not a search, says whether another job holds the
+	// id. Servers that ignore external versions are not asked (see
+	// elasticsearch.Client.HonoursVersions).
+	Create bool
 }
 
 // ErrAccessDenied matches (with errors.Is) a store's refusal of the

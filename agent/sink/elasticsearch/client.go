@@ -441,10 +441,14 @@ func (c *Client) Bulk(ctx context.Context, docs []sink.Doc) ([]Failure, error) {
 			continue
 		}
 		action := map[string]any{"_index": d.Index, "_id": d.ID}
-		if d.Version > 0 {
+		op := "index"
+		switch {
+		case d.Create:
+			op = "create" // Elasticsearch refuses external versions on create
+		case d.Version > 0:
 			action["version"], action["version_type"] = d.Version, "external"
 		}
-		meta, _ := json.Marshal(map[string]any{"index": action})
+		meta, _ := json.Marshal(map[string]any{op: action})
 		body.Write(meta)
 		body.WriteByte('\n')
 		body.Write(compactLine(d.Body))
@@ -508,6 +512,9 @@ func (c *Client) Bulk(ctx context.Context, docs []sink.Doc) ([]Failure, error) {
 			continue
 		}
 		e := &Error{Op: "bulk", Index: d.Index, ID: d.ID, Status: a.Status}
+		if d.Create {
+			e.Op = "create"
+		}
 		if a.Error != nil {
 			e.Type, e.Reason = a.Error.Type, a.Error.Reason
 		}

@@ -22,6 +22,10 @@ var ErrUnsupportedServer = errors.New("the server is not Elasticsearch 7.14 or l
 // ErrNotFound matches (with errors.Is) a 404 answer, e.g. a missing index.
 var ErrNotFound = errors.New("not found")
 
+// ErrExists matches (with errors.Is) the refusal of a create (sink.Doc
+// Create): a document with that id is stored already.
+var ErrExists = errors.New("a document with this id exists")
+
 // Error is a failed Elasticsearch operation. It names the operation, the
 // index and (where one applies) the document id, and carries the server's
 // status, error type and reason.
@@ -72,6 +76,8 @@ func (e *Error) Is(target error) bool {
 		return e.Retryable()
 	case ErrNotFound:
 		return e.Status == http.StatusNotFound
+	case ErrExists:
+		return e.Op == "create" && e.Status == http.StatusConflict
 	case sink.ErrAccessDenied:
 		return e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden
 	}
