@@ -2,14 +2,15 @@
  * jobsight.c - SPANK plugin that hands every job to its node's Jobsight agent.
  *
  * plugstack.conf:
- *   optional /usr/lib/x86_64-linux-gnu/slurm-wlm/jobsight.so agent=/usr/sbin/jobsight-agent config=/etc/jobsight/agent.yaml [state_dir=... (ignored: the agent reads its own)]
+ *   optional /usr/lib/x86_64-linux-gnu/slurm-wlm/jobsight.so agent=/usr/sbin/jobsight-agent config=/etc/jobsight/agent.yaml [state_dir=/var/lib/jobsight, the agent's state_dir]
  *
  * slurm_spank_job_prolog (slurmd context, as root, outside the job's cgroup)
- * spawns "AGENT start --config CONFIG --job-id ID --uid UID" fully detached;
- * slurm_spank_job_epilog spawns "AGENT stop --config CONFIG --job-id ID".
- * Each hands its job to the node's agent process over a Unix socket in
- * STATE_DIR, or, when none runs, becomes it (one per node: the agent takes
- * a lock); the agent exits by itself once the node has no job left.
+ * and slurm_spank_job_epilog hand the job's start or end to the node's
+ * agent over its Unix socket in STATE_DIR (one JSON line; a second at most).
+ * When no agent answers they spawn "AGENT start --config CONFIG --job-id ID
+ * --uid UID" or "AGENT stop --config CONFIG --job-id ID", fully detached,
+ * which hands over or becomes the node's agent (one per node: the agent
+ * takes a lock); the agent exits by itself once the node has no job left.
  * Users opt out with --jobsight=off. The job always wins: every hook
  * returns 0, nothing waits for the agent, a missing agent is only logged.
  */
@@ -21,8 +22,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/types.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -199,6 +203,72 @@ static int opted_out(spank_t sp)
 	       arg && strcmp(arg, "off") == 0;
 }
 
+/* plain reports whether s holds only characters that need no escaping in
+ * a JSON string (SLURM_JOB_GPUS is a list of device indices; anything
+ * else goes the slow way, through the agent process). */
+static int plain(const char *s)
+{
+	for (; *s; s++)
+		if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		      *s == ',' || *s == ':' || *s == '-' || *s == '_' || *s == '.'))
+			return 0;
+	return 1;
+}
+
+/* hand_over gives the job's start or end to the node's running agent over
+ * its Unix socket (STATE_DIR/agent@NODE.sock), one JSON line, and returns 0
+ * when the agent answered "ok". Anything else (no agent, an agent that is
+ * exiting, a timeout: at most a second each way) returns -1 and the caller
+ * spawns the agent, which hands over or becomes the node's agent itself.
+ * This saves starting a process at every job start and end on a node
+ * whose agent runs. */
+static int hand_over(const char *op, const char *id, const char *uid)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	struct timeval tv = { .tv_sec = 1, .tv_usec = 0 };
+	char host[256], msg[1400], reply[8];
+	const char *node = getenv("SLURMD_NODENAME");
+	const char *gpus = strcmp(op, "start") == 0 ? getenv("SLURM_JOB_GPUS") : NULL;
+	int fd, len, ok = -1;
+	ssize_t n;
+
+	if (!node || !*node) {
+		/* As the agent names its node without SLURMD_NODENAME. */
+		if (gethostname(host, sizeof(host)) != 0)
+			return -1;
+		host[sizeof(host) - 1] = '\0';
+		host[strcspn(host, ".")] = '\0';
+		node = host;
+	}
+	len = snprintf(addr.sun_path, sizeof(addr.sun_path), "%s/agent@%s.sock", state_dir, node);
+	if (len < 0 || (size_t)len >= sizeof(addr.sun_path))
+		return -1;
+	if (gpus && (strlen(gpus) > 1024 || !plain(gpus)))
+		return -1;
+	len = snprintf(msg, sizeof(msg), "{\"op\":\"%s\",\"job_id\":%s", op, id);
+	if (strcmp(op, "start") == 0 && strcmp(uid, "-1") != 0)
+		len += snprintf(msg + len, sizeof(msg) - (size_t)len, ",\"uid\":%s", uid);
+	if (gpus)
+		len += snprintf(msg + len, sizeof(msg) - (size_t)len, ",\"gpus\":\"%s\",\"gpus_given\":true", gpus);
+	len += snprintf(msg + len, sizeof(msg) - (size_t)len, "}\n");
+	if (len <= 0 || (size_t)len >= sizeof(msg))
+		return -1;
+
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) == 0 &&
+	    send(fd, msg, (size_t)len, MSG_NOSIGNAL) == len) {
+		n = recv(fd, reply, sizeof(reply) - 1, 0);
+		if (n >= 3 && memcmp(reply, "ok\n", 3) == 0)
+			ok = 0;
+	}
+	close(fd);
+	return ok;
+}
+
 int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
 {
 	char id[16], uid[24];
@@ -210,6 +280,8 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
 		slurm_error("jobsight: job_prolog: no job id; not starting %s", agent_path);
 		return 0;
 	}
+	if (hand_over("start", id, uid) == 0)
+		return 0;
 	char *argv[] = { (char *)agent_path, "start", "--config", (char *)config_path,
 			 "--job-id", id, "--uid", uid, NULL };
 	spawn(argv);
@@ -227,6 +299,8 @@ int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
 		slurm_error("jobsight: job_epilog: no job id; not running %s stop", agent_path);
 		return 0;
 	}
+	if (hand_over("stop", id, uid) == 0)
+		return 0;
 	char *argv[] = { (char *)agent_path, "stop", "--config", (char *)config_path,
 			 "--job-id", id, NULL };
 	spawn(argv);

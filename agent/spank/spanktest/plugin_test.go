@@ -4,8 +4,11 @@
 package spanktest
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +16,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,6 +35,7 @@ type cluster struct {
 	plugstack string
 	plugin    string
 	stub      string
+	stateDir  string // the plugin's state_dir: where it looks for the node agent's socket
 }
 
 func buildPlugin(t *testing.T, dir string) string {
@@ -50,7 +55,11 @@ func start(t *testing.T) *cluster {
 	t.Helper()
 	stack.Require(t, "root", "slurm", "cgroupv1", "cc", "make")
 	dir := t.TempDir()
-	c := &cluster{calls: filepath.Join(dir, "calls.log"), plugstack: filepath.Join(dir, "plugstack.conf"), stub: filepath.Join(dir, "stub-agent")}
+	c := &cluster{calls: filepath.Join(dir, "calls.log"), plugstack: filepath.Join(dir, "plugstack.conf"), stub: filepath.Join(dir, "stub-agent"),
+		stateDir: filepath.Join(dir, "state")}
+	if err := os.MkdirAll(c.stateDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	c.plugin = buildPlugin(t, dir)
 	if err := os.WriteFile(c.stub, []byte(fmt.Sprintf(stubAgent, c.calls)), 0o755); err != nil {
 		t.Fatal(err)
@@ -69,7 +78,7 @@ func start(t *testing.T) *cluster {
 
 func (c *cluster) writePlugstack(t *testing.T, agent string) {
 	t.Helper()
-	line := fmt.Sprintf("required %s agent=%s config=/etc/jobsight/test.yaml\n", c.plugin, agent)
+	line := fmt.Sprintf("required %s agent=%s config=/etc/jobsight/test.yaml state_dir=%s\n", c.plugin, agent, c.stateDir)
 	if agent == "" {
 		line = ""
 	}
@@ -273,4 +282,91 @@ func TestPrologDelay(t *testing.T) {
 	}
 	without := measure()
 	t.Logf("submit-to-running median over 5 jobs: with plugin %v, without %v, difference %v", with, without, with-without)
+}
+
+// fakeNodeAgent listens where the node's agent would, records every
+// request line and answers with reply ("ok": taken; "bye": exiting).
+type fakeNodeAgent struct {
+	mu    sync.Mutex
+	lines []string
+	reply string
+}
+
+func (f *fakeNodeAgent) serve(ln net.Listener) {
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		line, _ := bufio.NewReader(conn).ReadString('\n')
+		f.mu.Lock()
+		f.lines = append(f.lines, strings.TrimSpace(line))
+		reply := f.reply
+		f.mu.Unlock()
+		fmt.Fprintln(conn, reply)
+		conn.Close()
+	}
+}
+
+func (f *fakeNodeAgent) requests(id string) []map[string]any {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []map[string]any
+	for _, l := range f.lines {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) == nil && fmt.Sprint(m["job_id"]) == id {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// While the node's agent runs, the plugin hands it each job's start and
+// end over its socket (one JSON line each) and starts no process; when the
+// agent answers that it is exiting, the plugin launches the agent as
+// before.
+func TestPluginHandsJobsToTheRunningNodeAgent(t *testing.T) {
+	c := start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	ln, err := net.Listen("unix", filepath.Join(c.stateDir, "agent@"+c.NodeName+".sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	agent := &fakeNodeAgent{reply: "ok"}
+	go agent.serve(ln)
+
+	id, err := c.Sbatch(ctx, "--output=/dev/null", "--wrap", "sleep 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.WaitJobState(ctx, id, "COMPLETED"); err != nil {
+		t.Fatal(err)
+	}
+	var got []map[string]any
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if got = agent.requests(id); len(got) >= 2 {
+			break
+		}
+	}
+	if len(got) != 2 || got[0]["op"] != "start" || got[1]["op"] != "stop" || fmt.Sprint(got[0]["uid"]) != "0" {
+		t.Fatalf("job %s: requests %v, want a start (uid 0) then a stop", id, got)
+	}
+	time.Sleep(time.Second)
+	if calls := c.callsFor(id); len(calls) != 0 {
+		t.Errorf("job %s: the agent was launched although the node's agent took the job: %q", id, calls)
+	}
+
+	agent.mu.Lock()
+	agent.reply = "bye"
+	agent.mu.Unlock()
+	id, err = c.Sbatch(ctx, "--output=/dev/null", "--wrap", "sleep 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkStartStop(t, id, c.waitCalls(t, ctx, id))
+	if n := len(agent.requests(id)); n != 2 {
+		t.Errorf("job %s: %d requests reached the exiting agent, want its start and stop offered", id, n)
+	}
 }
