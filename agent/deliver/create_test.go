@@ -141,3 +141,43 @@ func TestCreateJobLetsTheServerSayTheIDIsTaken(t *testing.T) {
 		t.Errorf("a fresh id: stored under %q (%v), want %q", id, err, fresh.DocID)
 	}
 }
+
+// The node agent's flush writes every job's node document in one bulk
+// request; each document keeps its own id and content.
+func TestPutNodesWritesEveryJobsDocumentInOneRequest(t *testing.T) {
+	fake := &versioningES{docs: map[string]json.RawMessage{}, versions: map[string]int64{}}
+	var bulks int
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/_bulk") {
+			bulks++
+		}
+		fake.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	o := newOutputs(t, testConfig(t, srv.URL, deadURL(t), t.TempDir()))
+	ctx := context.Background()
+	if err := o.EnsureIndices(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var nodes []jobmodel.Node
+	for id := uint64(1); id <= 5; id++ {
+		_, n := sampleJob("c", id, time.Unix(1_700_000_000, 0))
+		n.UpdatedAt = jobmodel.At(time.Unix(1_700_000_100+int64(id), 0))
+		nodes = append(nodes, n)
+	}
+	before := bulks
+	if err := o.PutNodes(ctx, nodes); err != nil {
+		t.Fatal(err)
+	}
+	if bulks-before != 1 {
+		t.Errorf("%d bulk requests for 5 node documents, want 1", bulks-before)
+	}
+	fake.mu.Lock()
+	defer fake.mu.Unlock()
+	for _, n := range nodes {
+		var got jobmodel.Node
+		if err := json.Unmarshal(fake.docs[n.DocID], &got); err != nil || got.JobDocID != n.JobDocID {
+			t.Errorf("node document %s: %+v (%v)", n.DocID, got.JobDocID, err)
+		}
+	}
+}
