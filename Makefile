@@ -11,7 +11,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unkn
 AGENT_LDFLAGS = -s -w -X github.com/jobsight/jobsight/agent/jobagent.Version=$(VERSION)
 GOTEST_TIMEOUT ?= 20m
 
-.PHONY: all build agent agent-static site spank backend frontend test gotest grafana-test screenshots frontend-test bench clean
+.PHONY: all build agent agent-static site spank backend frontend test gotest grafana-test real-grafana-test frontend-test bench clean
 
 all: build
 
@@ -44,27 +44,33 @@ backend:
 frontend:
 	@if [ -f package.json ]; then npm run build; fi
 
-# The frontend first: its dist/ bundle is what the Grafana tests install.
+# The frontend first: the Grafana-side tests check what it emits.
 test: frontend-test gotest grafana-test
 
 # -count=1: never reuse cached results. The end-to-end tests build the agent
 # and the SPANK plugin at run time, which Go's test cache does not see.
-# The Grafana tests run on their own afterwards (grafana-test): each
-# end-to-end package runs a Slurm cluster and servers, and the machine has
-# two cores.
-GRAFANA_PKG = ./e2e/grafana
+# The Grafana-side suites run on their own afterwards (grafana-test): each
+# end-to-end package runs a Slurm cluster and servers, or a browser, and
+# the machine has two cores.
+GRAFANA_PKGS = ./test/grafana ./test/editors
 gotest:
 	$(GO) vet ./...
-	$(GO) test -count=1 -timeout $(GOTEST_TIMEOUT) $$($(GO) list ./... | grep -v '/e2e/grafana$$')
+	$(GO) test -count=1 -timeout $(GOTEST_TIMEOUT) $$($(GO) list ./... | grep -v -e '/test/grafana$$' -e '/test/editors$$')
 
-# Dashboards, provisioning, alert rules and the plugin in a real Grafana
-# (built once by scripts/build-grafana.sh and cached) and a real browser.
+# The Grafana side without Grafana's server (AGPL; never built or run
+# here): the plugin executable under the plugin host (test/pluginhost) on
+# real Slurm jobs and stores, the dashboards, provisioning and alert rules
+# through it, and the editors in Chromium. With JOBSIGHT_TEST_GRAFANA_URL
+# (and JOBSIGHT_TEST_GRAFANA_USER/PASSWORD) naming a Grafana you installed,
+# test/grafana also provisions it and runs the @grafana/plugin-e2e specs.
 grafana-test:
-	$(GO) test -count=1 -timeout $(GOTEST_TIMEOUT) $(GRAFANA_PKG)
+	$(GO) test -count=1 -p 1 -timeout $(GOTEST_TIMEOUT) $(GRAFANA_PKGS)
 
-# Regenerates docs/dashboards/*.png from a real Grafana over real jobs.
-screenshots:
-	JOBSIGHT_SCREENSHOTS=$(CURDIR)/docs/dashboards $(GO) test -count=1 -timeout $(GOTEST_TIMEOUT) -run 'TestGrafana' $(GRAFANA_PKG)
+# Only the tests against a real Grafana (JOBSIGHT_TEST_GRAFANA_URL must be
+# set); JOBSIGHT_SCREENSHOTS=DIR also saves each dashboard's screenshot.
+real-grafana-test:
+	@test -n "$$JOBSIGHT_TEST_GRAFANA_URL" || { echo "set JOBSIGHT_TEST_GRAFANA_URL (and JOBSIGHT_TEST_GRAFANA_USER/PASSWORD) to a Grafana 11-13 with the plugin installed" >&2; exit 2; }
+	$(GO) test -count=1 -timeout $(GOTEST_TIMEOUT) -run 'TestRealGrafana' ./test/grafana
 
 # The plugin frontend: types (against the Go models' JSON examples too),
 # lint, the editor and datasource tests (jest, CI mode: no watch, no

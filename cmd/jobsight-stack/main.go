@@ -1,12 +1,19 @@
 // Command jobsight-stack starts, on this machine, everything Jobsight runs
 // against — a single-node Slurm cluster with the Jobsight SPANK plugin,
 // Prometheus with the remote-write receiver, an Elasticsearch-API server, the
-// cluster-state collector and Grafana with the Jobsight plugin, its
-// dashboards and alert rules provisioned — submits sample jobs (GPU jobs on
-// the simulated GPUs, a hogging job), prints the dashboard URLs and a login
-// and stays in the foreground until Ctrl-C or SIGTERM, then stops everything.
+// cluster-state collector and, where a Grafana server is installed, Grafana
+// with the Jobsight plugin, its dashboards and alert rules provisioned —
+// submits sample jobs (GPU jobs on the simulated GPUs, a hogging job),
+// prints the dashboard URLs and a login and stays in the foreground until
+// Ctrl-C or SIGTERM, then stops everything.
 //
-//	go run ./cmd/jobsight-stack up [--dir D] [--build] [--no-jobs] [--no-grafana]
+// Grafana's server is not part of Jobsight and is never built by it: the
+// stack uses a grafana binary found on PATH or given with --grafana (and
+// --grafana-home where its home path is not beside it or in
+// /usr/share/grafana); without one it starts everything else and says how
+// to add one.
+//
+//	go run ./cmd/jobsight-stack up [--dir D] [--build] [--no-jobs] [--no-grafana] [--grafana BIN] [--grafana-home DIR]
 //	go run ./cmd/jobsight-stack down [--dir D]
 //
 // It needs root (Slurm runs jobs as their users and creates cgroups).
@@ -33,14 +40,16 @@ import (
 func main() {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("component", "jobsight-stack")
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: jobsight-stack up|down [--dir D] [--build] [--no-jobs] [--no-grafana]")
+		fmt.Fprintln(os.Stderr, "usage: jobsight-stack up|down [--dir D] [--build] [--no-jobs] [--no-grafana] [--grafana BIN] [--grafana-home DIR]")
 		os.Exit(2)
 	}
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 	dir := fs.String("dir", "", "directory for all state, logs and configuration (up: default a new one under $TMPDIR; down: required)")
 	build := fs.Bool("build", false, "build the agent (./agent/cmd/jobsight-agent) and the SPANK plugin first")
 	noJobs := fs.Bool("no-jobs", false, "submit no sample jobs")
-	noGrafana := fs.Bool("no-grafana", false, "start no Grafana (the first start builds it: about 15 minutes)")
+	noGrafana := fs.Bool("no-grafana", false, "start no Grafana even where one is installed")
+	grafanaBin := fs.String("grafana", "", "the grafana executable to run (default: grafana on PATH); Jobsight never builds Grafana's server")
+	grafanaHome := fs.String("grafana-home", "", "Grafana's home path, with public/ and conf/ (default: beside the binary, or /usr/share/grafana)")
 	_ = fs.Parse(os.Args[2:])
 	var err error
 	switch os.Args[1] {
@@ -52,7 +61,11 @@ func main() {
 				break
 			}
 		}
-		err = up(log, *dir, *build, *noJobs, !*noGrafana)
+		var gopts *stack.GrafanaOptions
+		if !*noGrafana {
+			gopts = &stack.GrafanaOptions{Binary: *grafanaBin, Home: *grafanaHome}
+		}
+		err = up(log, *dir, *build, *noJobs, gopts)
 	case "down":
 		if *dir == "" {
 			err = fmt.Errorf("down: give --dir, the directory `up` printed")
@@ -70,7 +83,7 @@ func main() {
 
 func pidFile(dir string) string { return filepath.Join(dir, "jobsight-stack.pid") }
 
-func up(log *slog.Logger, dir string, build, noJobs, grafana bool) error {
+func up(log *slog.Logger, dir string, build, noJobs bool, grafana *stack.GrafanaOptions) error {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return err
@@ -116,15 +129,20 @@ func up(log *slog.Logger, dir string, build, noJobs, grafana bool) error {
 		defer cs()
 	}
 	var gf *stack.Grafana
-	if grafana {
-		log.Info("starting Grafana (the first start builds it with scripts/build-grafana.sh: about 15 minutes)")
-		gctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
-		gf, err = stack.StartGrafana(gctx, filepath.Join(dir, "grafana"), stack.GrafanaOptions{Env: st.GrafanaEnv()})
+	if grafana != nil {
+		grafana.Env = st.GrafanaEnv()
+		gctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+		gf, err = stack.StartGrafana(gctx, filepath.Join(dir, "grafana"), *grafana)
 		cancel()
-		if err != nil {
+		switch {
+		case errors.Is(err, stack.ErrNoGrafana):
+			log.Warn("no Grafana: everything else runs", "reason", err,
+				"add one", "install Grafana 11-13, then run up again with --grafana /path/to/grafana, or provision the plugin and provisioning/ into your own Grafana (README, Deploying)")
+		case err != nil:
 			return fmt.Errorf("starting Grafana: %w", err)
+		default:
+			defer func() { _ = gf.Stop() }()
 		}
-		defer func() { _ = gf.Stop() }()
 	}
 	if !noJobs {
 		for _, args := range [][]string{

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -15,13 +16,15 @@ import (
 	"github.com/jobsight/jobsight/pkg/models"
 )
 
-// EnvGrafanaHome names a built Grafana (the directory scripts/build-grafana.sh
-// prints: bin/grafana and src/ with the web UI) instead of building or
-// finding the cached one.
-const EnvGrafanaHome = "JOBSIGHT_GRAFANA_HOME"
-
 // GrafanaOptions configures StartGrafana.
 type GrafanaOptions struct {
+	// Binary is the grafana executable a site or developer installed
+	// (Grafana's own packages or release archive); FindGrafana's answer
+	// when empty. This project never builds or ships Grafana's server.
+	Binary string
+	// Home is Grafana's home path (the directory holding public/ and
+	// conf/); found beside Binary or in /usr/share/grafana when empty.
+	Home string
 	// Env is Grafana's extra environment: the provisioning files'
 	// placeholders (JOBSIGHT_ES_URL, ...) are read from it.
 	Env []string
@@ -37,20 +40,48 @@ type Grafana struct {
 	*Server
 	Admin         string // admin login
 	AdminPassword string
-	Home          string // the built Grafana (bin/, src/)
+	Home          string // Grafana's home path
 }
 
-// GrafanaHome returns a built Grafana with its web UI: JOBSIGHT_GRAFANA_HOME
-// when set, otherwise the one scripts/build-grafana.sh builds or finds in
-// its cache (cold: about 15 minutes).
-func GrafanaHome(ctx context.Context) (string, error) {
-	if home := os.Getenv(EnvGrafanaHome); home != "" {
-		if _, err := os.Stat(filepath.Join(home, "bin", "grafana")); err != nil {
-			return "", fmt.Errorf("%s: %w", EnvGrafanaHome, err)
+// ErrNoGrafana says that no Grafana server was found: none on PATH and
+// none given.
+var ErrNoGrafana = errors.New("no grafana executable on PATH: install Grafana 11, 12 or 13 from Grafana's packages and pass its binary with --grafana (this project never builds Grafana's server)")
+
+// FindGrafana returns the grafana executable and its home path: bin when
+// given, else "grafana" (then "grafana-server") on PATH; the home is home
+// when given, else the binary's parent directory when it holds public/
+// (a release archive), else /usr/share/grafana (the packages).
+func FindGrafana(bin, home string) (string, string, error) {
+	if bin == "" {
+		for _, name := range []string{"grafana", "grafana-server"} {
+			if p, err := exec.LookPath(name); err == nil {
+				bin = p
+				break
+			}
 		}
-		return home, nil
+		if bin == "" {
+			return "", "", ErrNoGrafana
+		}
 	}
-	return runBuildScript(ctx, "scripts/build-grafana.sh")
+	if _, err := os.Stat(bin); err != nil {
+		return "", "", fmt.Errorf("grafana binary: %w", err)
+	}
+	if home == "" {
+		resolved, err := filepath.EvalSymlinks(bin)
+		if err != nil {
+			resolved = bin
+		}
+		for _, cand := range []string{filepath.Dir(filepath.Dir(resolved)), "/usr/share/grafana"} {
+			if _, err := os.Stat(filepath.Join(cand, "public")); err == nil {
+				home = cand
+				break
+			}
+		}
+		if home == "" {
+			return "", "", fmt.Errorf("found %s but not Grafana's home path (a directory with public/ and conf/): give it", bin)
+		}
+	}
+	return bin, home, nil
 }
 
 // StartGrafana installs the plugin (backend built now, frontend from dist/,
@@ -59,7 +90,7 @@ func GrafanaHome(ctx context.Context) (string, error) {
 // port of 127.0.0.1, returning once its API answers and the plugin is
 // loaded.
 func StartGrafana(ctx context.Context, dir string, opts GrafanaOptions) (*Grafana, error) {
-	home, err := GrafanaHome(ctx)
+	bin, home, err := FindGrafana(opts.Binary, opts.Home)
 	if err != nil {
 		return nil, err
 	}
@@ -150,8 +181,11 @@ level = info
 		return nil, err
 	}
 	env := append([]string{"JOBSIGHT_DASHBOARDS_DIR=" + filepath.Join(root, "dashboards")}, opts.Env...)
-	s, err := startProcess("grafana", dir, env, filepath.Join(home, "bin", "grafana"),
-		"server", "--homepath", filepath.Join(home, "src"), "--config", conf)
+	args := []string{"server", "--homepath", home, "--config", conf}
+	if filepath.Base(bin) == "grafana-server" {
+		args = args[1:] // the older, single-purpose executable
+	}
+	s, err := startProcess("grafana", dir, env, bin, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -1,8 +1,11 @@
-// Browser tests of the Jobsight plugin and dashboards in a real Grafana,
-// the way Grafana plugin authors test: Playwright with @grafana/plugin-e2e.
-// The Go test e2e/grafana (TestGrafana/browser) starts the stack and runs
-// this with GRAFANA_URL, the admin login and the stores' URLs in the
-// environment; Debian's Chromium is the browser (no browser download).
+// Browser tests of the Jobsight plugin and dashboards in a real Grafana that
+// a site or developer installed (this project never builds or runs
+// Grafana's server, which is AGPL), the way Grafana plugin authors test:
+// Playwright with @grafana/plugin-e2e. The Go test test/grafana
+// (TestRealGrafana, run when JOBSIGHT_TEST_GRAFANA_URL is set) starts the
+// stack, provisions the Grafana and runs this with GRAFANA_URL, the admin
+// login and the stores' URLs in the environment; Debian's Chromium is the
+// browser (no browser download).
 import path from 'path';
 import { defineConfig, devices } from '@playwright/test';
 import type { PluginOptions } from '@grafana/plugin-e2e';
@@ -13,8 +16,8 @@ const admin = process.env.GRAFANA_ADMIN_USER || 'admin';
 const storageState = path.join(process.cwd(), `playwright/.auth/${admin}.json`);
 
 export default defineConfig<PluginOptions>({
-  testDir: './browser',
-  outputDir: '../../playwright/test-results',
+  testDir: '.',
+  outputDir: '../../../playwright/test-results',
   fullyParallel: false,
   workers: 1,
   retries: 0,
@@ -38,7 +41,7 @@ export default defineConfig<PluginOptions>({
   projects: [
     {
       name: 'auth',
-      testDir: '../../node_modules/@grafana/plugin-e2e/dist/auth',
+      testDir: '../../../node_modules/@grafana/plugin-e2e/dist/auth',
       testMatch: [/.*\.js/],
       use: { ...devices['Desktop Chrome'], channel: undefined },
     },

@@ -1,33 +1,36 @@
-// Package grafanae2e tests what users and admins meet — the shipped
-// dashboards, provisioning and hogging alert rules — in a real Grafana
-// server (10.0, built from source with its web UI by
-// scripts/build-grafana.sh) with the Jobsight plugin installed unsigned,
-// over a real Slurm cluster whose jobs the agents record in a real
-// Elasticsearch-API server and Prometheus. Through Grafana's HTTP API it runs
-// every panel of every dashboard as an admin and as a Viewer, and watches
-// the provisioned alert rules fire for a hogging job and stay quiet for
-// the others; then it runs the browser tests (e2e/grafana/browser,
-// Playwright with @grafana/plugin-e2e on Debian's Chromium) against the same
-// server.
+// Package grafana tests what users and admins meet on the Grafana side —
+// the shipped dashboards, the datasource provisioning, the hogging alert
+// rules and the plugin's resource routes — the way Grafana runs them,
+// without Grafana's server (AGPL, never built or run by this project): the
+// built gpx_jobsight executable runs under test/pluginhost, which speaks
+// go-plugin's handshake and the SDK's gRPC protocol as Grafana does and
+// sends the plugin context Grafana sends (instance settings from the
+// shipped provisioning file, users as Viewer, Editor and Admin, the alert
+// engine's FromAlert header, forwarded ID-token and cookie headers,
+// deadlines). Underneath is a real Slurm cluster (two nodes) whose jobs the
+// agents record in a real Elasticsearch-API server and Prometheus, and the
+// site's cluster-state collector.
 //
-// It has a stack of its own (cluster "gfe2e", two nodes), so the cluster
-// state it writes for the alert rules does not meet the agent tests'.
-// JOBSIGHT_E2E_KEEP=1 keeps everything running for an hour after the tests
-// and prints the login; JOBSIGHT_SCREENSHOTS=DIR writes each dashboard's
-// screenshot there (make screenshots).
-package grafanae2e
+// With JOBSIGHT_TEST_GRAFANA_URL naming a Grafana a site or developer
+// installed (realgrafana_test.go), the same stores are also provisioned
+// into it through its HTTP API and the @grafana/plugin-e2e browser specs
+// (plugin-e2e/) run against it; without one those tests say they are
+// skipped and why.
+//
+// It has a stack of its own (cluster "gfe2e"), so the cluster state it
+// writes for the alert rules does not meet the agent tests'.
+// JOBSIGHT_E2E_KEEP=1 keeps everything running for an hour after the tests.
+package grafana
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"io/fs"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -35,6 +38,7 @@ import (
 	"github.com/jobsight/jobsight/agent/sink/elasticsearch"
 	"github.com/jobsight/jobsight/internal/stack"
 	"github.com/jobsight/jobsight/pkg/jobmodel"
+	"github.com/jobsight/jobsight/test/pluginhost"
 )
 
 const (
@@ -44,9 +48,16 @@ const (
 )
 
 type env struct {
-	st  *stack.Stack
-	gf  *stack.Grafana
+	st   *stack.Stack
+	host *pluginhost.Host
+	// ds is the Jobsight datasource as provisioning/datasources/jobsight.yaml
+	// configures it, with the stack's stores and the collector's
+	// allocations in its placeholders.
+	ds  pluginhost.Datasource
 	dir string
+	// provEnv are the placeholders' values (what Grafana's environment
+	// would hold).
+	provEnv map[string]string
 }
 
 var (
@@ -77,11 +88,14 @@ func TestMain(m *testing.M) {
 		shared = e
 		code := m.Run()
 		if code != 0 {
-			stack.DumpLog(e.gf.Log, 15000)
+			log := e.host.Log()
+			if len(log) > 15000 {
+				log = log[len(log)-15000:]
+			}
+			fmt.Fprintf(os.Stderr, "--- the plugin's log (last 15000 bytes)\n%s\n", log)
 		}
 		if os.Getenv("JOBSIGHT_E2E_KEEP") != "" {
 			e.st.Describe(os.Stderr)
-			fmt.Fprintln(os.Stderr, e.gf.Describe())
 			fmt.Fprintln(os.Stderr, "JOBSIGHT_E2E_KEEP set: sleeping 1h before teardown")
 			time.Sleep(time.Hour)
 		}
@@ -90,7 +104,7 @@ func TestMain(m *testing.M) {
 }
 
 // start brings up the cluster, the agents, a cluster-state collector
-// polling every 5 s and Grafana with the test's copy of the alert rules.
+// polling every 5 s and the plugin under the host.
 func start(ctx context.Context, dir string) (*env, func(), error) {
 	agent, plugin, err := stack.BuildAgent(ctx, repoRoot, filepath.Join(dir, "bin"))
 	if err != nil {
@@ -121,18 +135,28 @@ func start(ctx context.Context, dir string) (*env, func(), error) {
 	}
 	stops = append(stops, csStop)
 
-	alerting, err := testAlertRules(filepath.Join(dir, "alerting"))
+	exe, err := pluginhost.Build(ctx, repoRoot, filepath.Join(dir, "plugin"))
 	if err != nil {
 		stop()
 		return nil, nil, err
 	}
-	gf, err := stack.StartGrafana(ctx, filepath.Join(dir, "grafana"), stack.GrafanaOptions{Env: append(st.GrafanaEnv(), "JOBSIGHT_ALLOCATIONS_URL="+allocURL), Alerting: alerting})
+	host, err := pluginhost.Start(ctx, exe, pluginhost.Options{})
 	if err != nil {
 		stop()
 		return nil, nil, err
 	}
-	stops = append(stops, func() { _ = gf.Stop() })
-	return &env{st: st, gf: gf, dir: dir}, stop, nil
+	stops = append(stops, host.Close)
+	provEnv := map[string]string{"JOBSIGHT_ALLOCATIONS_URL": allocURL}
+	for _, kv := range st.GrafanaEnv() {
+		k, v, _ := strings.Cut(kv, "=")
+		provEnv[k] = v
+	}
+	ds, err := provisionedDatasource(filepath.Join(repoRoot, "provisioning", "datasources", "jobsight.yaml"), provEnv)
+	if err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return &env{st: st, host: host, ds: ds, dir: dir, provEnv: provEnv}, stop, nil
 }
 
 // startClusterState builds the site command and runs `jobsight
@@ -205,44 +229,6 @@ spool: {dir: %s}
 	}
 }
 
-// Alert windows of the test's copy of the shipped rules: the shipped ones
-// wait 30 minutes of idleness and 5 minutes pending; the test waits 60 s
-// and 10 s, evaluating every 10 s. Nothing else of the rules changes.
-var alertRuleEdits = [][2]string{
-	{"from: 1800", "from: 60"},
-	{"windowSeconds: 1800", "windowSeconds: 60"},
-	{"for: 5m", "for: 10s"},
-	{"interval: 1m", "interval: 10s"},
-}
-
-// testAlertRules writes the shipped alert provisioning into dir with the
-// test's windows, failing when a window is no longer where it was.
-func testAlertRules(dir string) (string, error) {
-	src := filepath.Join(repoRoot, "provisioning", "alerting")
-	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		if d.Name() == "hogging.yaml" {
-			for _, e := range alertRuleEdits {
-				if !bytes.Contains(b, []byte(e[0])) {
-					return fmt.Errorf("%s has no %q any more: update the test's alertRuleEdits", path, e[0])
-				}
-				b = bytes.ReplaceAll(b, []byte(e[0]), []byte(e[1]))
-			}
-		}
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dir, d.Name()), b, 0o644)
-	})
-	return dir, err
-}
-
 // need returns the shared stack or skips (fails with CI=true).
 func need(t *testing.T) *env {
 	t.Helper()
@@ -299,67 +285,5 @@ func poll(t *testing.T, within time.Duration, what string, ok func() bool) {
 			t.Fatalf("waited %s for %s", within, what)
 		}
 		time.Sleep(time.Second)
-	}
-}
-
-// client is a Grafana API client logged in as one user.
-type client struct {
-	base, user, password string
-}
-
-func (e *env) admin() client { return client{e.gf.URL, e.gf.Admin, e.gf.AdminPassword} }
-
-// do sends a JSON request and decodes a JSON answer into out (when not
-// nil), returning the status code.
-func (c client) do(t testing.TB, method, path string, body, out any) int {
-	t.Helper()
-	var r io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r = bytes.NewReader(b)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.SetBasicAuth(c.user, c.password)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if out != nil && len(b) > 0 {
-		if err := json.Unmarshal(b, out); err != nil {
-			t.Fatalf("%s %s: %d, answer does not decode: %v\n%s", method, path, resp.StatusCode, err, trim(b))
-		}
-	}
-	return resp.StatusCode
-}
-
-func trim(b []byte) string {
-	if len(b) > 2000 {
-		return string(b[:2000]) + "…"
-	}
-	return string(b)
-}
-
-// mustDo is do that fails the test unless the status is 200.
-func (c client) mustDo(t testing.TB, method, path string, body, out any) {
-	t.Helper()
-	var raw json.RawMessage
-	if code := c.do(t, method, path, body, &raw); code != http.StatusOK {
-		t.Fatalf("%s %s as %s: status %d: %s", method, path, c.user, code, trim(raw))
-	}
-	if out != nil {
-		if err := json.Unmarshal(raw, out); err != nil {
-			t.Fatalf("%s %s: %v", method, path, err)
-		}
 	}
 }

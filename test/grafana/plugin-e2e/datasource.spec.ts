@@ -4,7 +4,7 @@ import { expect, test } from '@grafana/plugin-e2e';
 const env = (name: string): string => {
   const v = process.env[name];
   if (v === undefined) {
-    throw new Error(`${name} is not set: run these tests through go test ./e2e/grafana`);
+    throw new Error(`${name} is not set: run these tests through make real-grafana-test (test/grafana, TestRealGrafana)`);
   }
   return v;
 };
