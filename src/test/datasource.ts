@@ -1,35 +1,9 @@
 // A Jobsight DataSource for tests, its backend calls replaced by mocks.
-import { DataSourceInstanceSettings, PluginType } from '@grafana/data';
-
 import { DataSource } from '../datasource';
-import { JobsightOptions, OptionKind } from '../types';
+import { OptionKind } from '../types';
+import { instanceSettings } from './instance';
 
-/** The settings Grafana would give the datasource. */
-export const instanceSettings: DataSourceInstanceSettings<JobsightOptions> = {
-  id: 1,
-  uid: 'jobsight',
-  type: 'jobsight-slurm-datasource',
-  name: 'Jobsight',
-  access: 'proxy',
-  readOnly: false,
-  jsonData: {},
-  meta: {
-    id: 'jobsight-slurm-datasource',
-    name: 'Jobsight',
-    type: PluginType.datasource,
-    module: '',
-    baseUrl: '',
-    info: {
-      author: { name: 'Jobsight' },
-      description: '',
-      links: [],
-      logos: { small: '', large: '' },
-      screenshots: [],
-      updated: '',
-      version: '',
-    },
-  },
-};
+export { instanceSettings };
 
 /**
  * A DataSource whose resources/options route answers from options (per kind;
