@@ -1,7 +1,7 @@
 # Jobsight top-level targets. `make test` is the README's test command and
 # what .ci/run runs. Integration tests need root, Slurm, Prometheus and the
 # ZincSearch binary; with CI=true a missing prerequisite fails instead of
-# skipping (see internal/stack.Require).
+# skipping (see test/stack.Require).
 
 GO ?= go
 BIN ?= bin
@@ -23,11 +23,11 @@ build: agent spank site
 # support then reports itself unavailable).
 agent:
 	@mkdir -p $(BIN)
-	CGO_ENABLED=1 $(GO) build -trimpath -ldflags="$(AGENT_LDFLAGS)" -o $(BIN)/jobsight-agent ./agent/cmd/jobsight-agent
+	CGO_ENABLED=1 $(GO) build -trimpath -ldflags="$(AGENT_LDFLAGS)" -o $(BIN)/jobsight-agent ./cmd/jobsight-agent
 
 agent-static:
 	@mkdir -p $(BIN)
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags="$(AGENT_LDFLAGS)" -o $(BIN)/jobsight-agent ./agent/cmd/jobsight-agent
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags="$(AGENT_LDFLAGS)" -o $(BIN)/jobsight-agent ./cmd/jobsight-agent
 
 # The site command (admin or login node): reports, mail, history, export.
 site:

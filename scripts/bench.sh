@@ -15,7 +15,7 @@ out=${1:-bench-$(git rev-parse --short HEAD 2>/dev/null || echo dev).txt}
 
 echo "--- micro-benchmarks (-count 6) -> $out"
 go test -run '^$' -bench . -benchmem -count 6 \
-	./agent/collector ./agent/aggregate ./agent/monitor ./agent/spool ./agent/sink/promremote | tee "$out"
+	./agent/collector ./agent/aggregate ./agent/monitor ./internal/spool ./internal/store/promremote | tee "$out"
 
 if [[ $(id -u) -eq 0 ]] && command -v slurmd >/dev/null; then
 	echo "--- the node agent over 1, 8 and 64 real jobs, 1 s and 5 s sampling, both stores on"

@@ -9,7 +9,7 @@
 # An existing OUTPUT is reused (the cold build takes about a minute); delete it
 # to rebuild. The script prints the binary's path on its last line.
 #
-# This is the only place that knows how to build ZincSearch: internal/stack
+# This is the only place that knows how to build ZincSearch: test/stack
 # (StartZinc) runs this script, and .ci/run may run it ahead to warm its cache.
 #
 # Recipe (see DESIGN.md, "Test infrastructure"): the module source comes from

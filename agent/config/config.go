@@ -18,7 +18,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/jobsight/jobsight/agent/emissions"
-	"github.com/jobsight/jobsight/pkg/analysis"
+	"github.com/jobsight/jobsight/internal/analysis"
 )
 
 // Config is the agent's configuration.

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobsight/jobsight/pkg/jobmodel"
+	"github.com/jobsight/jobsight/internal/jobmodel"
 )
 
 // versioningES is a LABELLED FAKE of the Elasticsearch behaviour this

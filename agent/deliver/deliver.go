@@ -20,11 +20,11 @@ import (
 
 	"github.com/jobsight/jobsight/agent/config"
 	"github.com/jobsight/jobsight/agent/monitor"
-	"github.com/jobsight/jobsight/agent/sink"
-	"github.com/jobsight/jobsight/agent/sink/elasticsearch"
-	"github.com/jobsight/jobsight/agent/sink/promremote"
-	"github.com/jobsight/jobsight/agent/spool"
-	"github.com/jobsight/jobsight/pkg/jobmodel"
+	"github.com/jobsight/jobsight/internal/jobmodel"
+	"github.com/jobsight/jobsight/internal/spool"
+	"github.com/jobsight/jobsight/internal/store"
+	"github.com/jobsight/jobsight/internal/store/elasticsearch"
+	"github.com/jobsight/jobsight/internal/store/promremote"
 )
 
 // Spool targets.
@@ -54,7 +54,7 @@ type Outputs struct {
 	indicesOK   bool
 	resolved    map[string]string // job document id as Slurm gives it -> id in the store (latest)
 	byIdentity  map[string]string // the same by id and submit time
-	lastDropped map[sink.DocKind]uint64
+	lastDropped map[store.DocKind]uint64
 	// lastRejected and lastCorrupt are the spool's set-aside counts the
 	// health metrics have seen.
 	lastRejected, lastCorrupt uint64
@@ -65,7 +65,7 @@ type Outputs struct {
 // their files here; errors name the option, never the secret.
 func New(ctx context.Context, cfg config.Config, health *monitor.Health, log *slog.Logger) (*Outputs, error) {
 	o := &Outputs{cfg: cfg, health: health, log: log.With("component", "deliver"),
-		resolved: map[string]string{}, byIdentity: map[string]string{}, lastDropped: map[sink.DocKind]uint64{}, written: map[string]time.Time{}}
+		resolved: map[string]string{}, byIdentity: map[string]string{}, lastDropped: map[store.DocKind]uint64{}, written: map[string]time.Time{}}
 	if len(cfg.Elasticsearch.URLs) > 0 {
 		pw, err := config.ReadSecret("elasticsearch.password_file", cfg.Elasticsearch.PasswordFile)
 		if err != nil {
@@ -173,7 +173,7 @@ func (o *Outputs) PutNode(ctx context.Context, doc jobmodel.Node) error {
 	if err != nil {
 		return err
 	}
-	return o.write(ctx, sink.Doc{Kind: sink.KindNodeDoc, Index: o.cfg.Elasticsearch.NodeIndex, ID: doc.DocID, Body: body})
+	return o.write(ctx, store.Doc{Kind: store.KindNodeDoc, Index: o.cfg.Elasticsearch.NodeIndex, ID: doc.DocID, Body: body})
 }
 
 // PutJob writes the job document: to Elasticsearch, or without one to a
@@ -193,7 +193,7 @@ func (o *Outputs) PutJob(ctx context.Context, job jobmodel.Job) error {
 		}
 		return os.WriteFile(path, append(body, '\n'), 0o644)
 	}
-	return o.write(ctx, sink.Doc{Kind: sink.KindJobDoc, Index: o.cfg.Elasticsearch.JobIndex, ID: job.DocID, Body: body})
+	return o.write(ctx, store.Doc{Kind: store.KindJobDoc, Index: o.cfg.Elasticsearch.JobIndex, ID: job.DocID, Body: body})
 }
 
 // PutResult writes a job's analysis to the results index (kept in the
@@ -207,7 +207,7 @@ func (o *Outputs) PutResult(ctx context.Context, r jobmodel.Result) error {
 	if err != nil {
 		return err
 	}
-	return o.write(ctx, sink.Doc{Kind: sink.KindJobDoc, Index: o.cfg.Elasticsearch.ResultIndex, ID: r.DocID, Body: body})
+	return o.write(ctx, store.Doc{Kind: store.KindJobDoc, Index: o.cfg.Elasticsearch.ResultIndex, ID: r.DocID, Body: body})
 }
 
 // Where says where a job's document went, for people.
@@ -230,7 +230,7 @@ func (o *Outputs) file(docID string) string {
 }
 
 // write stores one document, spooling it when the store does not take it.
-func (o *Outputs) write(ctx context.Context, d sink.Doc) error {
+func (o *Outputs) write(ctx context.Context, d store.Doc) error {
 	err := o.store(ctx, d)
 	if err == nil {
 		o.replaySoon(ctx)
@@ -245,7 +245,7 @@ func (o *Outputs) write(ctx context.Context, d sink.Doc) error {
 }
 
 // store resolves the document's id and indexes it.
-func (o *Outputs) store(ctx context.Context, d sink.Doc) error {
+func (o *Outputs) store(ctx context.Context, d store.Doc) error {
 	return o.put(ctx, d, false)
 }
 
@@ -253,11 +253,11 @@ func (o *Outputs) store(ctx context.Context, d sink.Doc) error {
 // superseded, when the store already holds a version of it at least as new
 // (by updated_at) — written directly after the outage, or by the agent
 // that finalized the job. Replaying it would overwrite newer data.
-func (o *Outputs) storeIfNewer(ctx context.Context, d sink.Doc) error {
+func (o *Outputs) storeIfNewer(ctx context.Context, d store.Doc) error {
 	return o.put(ctx, d, true)
 }
 
-func (o *Outputs) put(ctx context.Context, d sink.Doc, onlyIfNewer bool) error {
+func (o *Outputs) put(ctx context.Context, d store.Doc, onlyIfNewer bool) error {
 	if err := o.EnsureIndices(ctx); err != nil {
 		return err
 	}
@@ -267,7 +267,7 @@ func (o *Outputs) put(ctx context.Context, d sink.Doc, onlyIfNewer bool) error {
 	}
 	// Through _bulk, the id travels in the JSON body: ids hold ':', '+'
 	// and '/', which the document URL path would need escaped.
-	failures, err := o.es.Bulk(ctx, []sink.Doc{d})
+	failures, err := o.es.Bulk(ctx, []store.Doc{d})
 	if err != nil {
 		return err
 	}
@@ -281,7 +281,7 @@ func (o *Outputs) put(ctx context.Context, d sink.Doc, onlyIfNewer bool) error {
 // prepare resolves a document's id (a reused job id) and sets its
 // version; skip is true when a spooled document is older than what the
 // store holds (dropped as superseded).
-func (o *Outputs) prepare(ctx context.Context, d sink.Doc, onlyIfNewer bool) (_ sink.Doc, mine time.Time, skip bool, err error) {
+func (o *Outputs) prepare(ctx context.Context, d store.Doc, onlyIfNewer bool) (_ store.Doc, mine time.Time, skip bool, err error) {
 	var meta stored
 	if err := json.Unmarshal(d.Body, &meta); err != nil {
 		return d, mine, false, fmt.Errorf("document %s: %w", d.ID, err)
@@ -329,10 +329,10 @@ func (o *Outputs) PutNodes(ctx context.Context, docs []jobmodel.Node) error {
 	if len(docs) == 1 {
 		return o.PutNode(ctx, docs[0])
 	}
-	batch := make([]sink.Doc, 0, len(docs))
+	batch := make([]store.Doc, 0, len(docs))
 	versions := make([]time.Time, 0, len(docs))
 	var errs []error
-	spool := func(d sink.Doc, err error) {
+	spool := func(d store.Doc, err error) {
 		o.noteRefusal("elasticsearch", err)
 		if serr := o.spool.EnqueueDoc(targetES, d); serr != nil {
 			err = errors.Join(err, fmt.Errorf("spooling %s: %w", d.ID, serr))
@@ -346,7 +346,7 @@ func (o *Outputs) PutNodes(ctx context.Context, docs []jobmodel.Node) error {
 			errs = append(errs, err)
 			continue
 		}
-		d := sink.Doc{Kind: sink.KindNodeDoc, Index: o.cfg.Elasticsearch.NodeIndex, ID: doc.DocID, Body: body}
+		d := store.Doc{Kind: store.KindNodeDoc, Index: o.cfg.Elasticsearch.NodeIndex, ID: doc.DocID, Body: body}
 		if ensured != nil {
 			spool(d, ensured)
 			continue

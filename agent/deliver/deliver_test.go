@@ -18,10 +18,10 @@ import (
 
 	"github.com/jobsight/jobsight/agent/config"
 	"github.com/jobsight/jobsight/agent/monitor"
-	"github.com/jobsight/jobsight/agent/sink"
-	"github.com/jobsight/jobsight/agent/spool"
-	"github.com/jobsight/jobsight/internal/stack"
-	"github.com/jobsight/jobsight/pkg/jobmodel"
+	"github.com/jobsight/jobsight/internal/jobmodel"
+	"github.com/jobsight/jobsight/internal/spool"
+	"github.com/jobsight/jobsight/internal/store"
+	"github.com/jobsight/jobsight/test/stack"
 )
 
 // servers are the real Elasticsearch-API server and Prometheus the tests
@@ -237,12 +237,12 @@ func TestBadDocumentInTheSpoolIsSetAsideAndTheRestDelivered(t *testing.T) {
 		job, _ := sampleJob(cluster, id, time.Now().Add(-time.Hour))
 		body, _ := json.Marshal(job)
 		if i == 1 {
-			bad := sink.Doc{Kind: sink.KindJobDoc, Index: o.cfg.Elasticsearch.JobIndex, ID: cluster + ":bad", Body: []byte(`{"doc_id": "truncated`)}
+			bad := store.Doc{Kind: store.KindJobDoc, Index: o.cfg.Elasticsearch.JobIndex, ID: cluster + ":bad", Body: []byte(`{"doc_id": "truncated`)}
 			if err := sp.EnqueueDoc(targetES, bad); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if err := sp.EnqueueDoc(targetES, sink.Doc{Kind: sink.KindJobDoc, Index: o.cfg.Elasticsearch.JobIndex, ID: job.DocID, Body: body}); err != nil {
+		if err := sp.EnqueueDoc(targetES, store.Doc{Kind: store.KindJobDoc, Index: o.cfg.Elasticsearch.JobIndex, ID: job.DocID, Body: body}); err != nil {
 			t.Fatal(err)
 		}
 		good = append(good, job.DocID)
@@ -401,7 +401,7 @@ func TestOneStoreDownDoesNotHoldTheOtherBack(t *testing.T) {
 	half.Replay(ctx)
 	promCount(t, st.Prometheus.URL, cluster, 5)
 	sp, _ := spool.Open(spoolDir, spool.Options{MaxBytes: 64 << 20})
-	if stats, _ := sp.Stats(); stats.Items != 1 || stats.ItemsByKind[sink.KindJobDoc] != 1 {
+	if stats, _ := sp.Stats(); stats.Items != 1 || stats.ItemsByKind[store.KindJobDoc] != 1 {
 		t.Errorf("spool holds %+v, want just the job document waiting for Elasticsearch", stats.ItemsByKind)
 	}
 }

@@ -5,26 +5,26 @@ package deliver
 import (
 	"errors"
 
-	"github.com/jobsight/jobsight/agent/sink"
-	"github.com/jobsight/jobsight/agent/spool"
+	"github.com/jobsight/jobsight/internal/spool"
+	"github.com/jobsight/jobsight/internal/store"
 )
 
-func (o *Outputs) noteRefusal(store string, err error) {
-	if !errors.Is(err, sink.ErrAccessDenied) {
+func (o *Outputs) noteRefusal(target string, err error) {
+	if !errors.Is(err, store.ErrAccessDenied) {
 		return
 	}
 	if o.health != nil {
-		o.health.SinkRefused.WithLabelValues(store).Inc()
+		o.health.SinkRefused.WithLabelValues(target).Inc()
 	}
 	o.mu.Lock()
-	first := !o.refusedLogged[store]
+	first := !o.refusedLogged[target]
 	if o.refusedLogged == nil {
 		o.refusedLogged = map[string]bool{}
 	}
-	o.refusedLogged[store] = true
+	o.refusedLogged[target] = true
 	o.mu.Unlock()
 	if first {
-		o.log.Error(store+" refuses the agent's credentials: check "+store+".username and password_file (or the token); the data waits in the spool", "err", err)
+		o.log.Error(target+" refuses the agent's credentials: check "+target+".username and password_file (or the token); the data waits in the spool", "err", err)
 	}
 }
 

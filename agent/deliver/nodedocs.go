@@ -7,7 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/jobsight/jobsight/pkg/jobmodel"
+	"github.com/jobsight/jobsight/internal/jobmodel"
 )
 
 func (o *Outputs) NodeDocs(ctx context.Context, jobDocID string) ([]jobmodel.Node, error) {

@@ -8,10 +8,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jobsight/jobsight/agent/sink"
-	"github.com/jobsight/jobsight/agent/sink/elasticsearch"
-	"github.com/jobsight/jobsight/agent/sink/promremote"
-	"github.com/jobsight/jobsight/agent/spool"
+	"github.com/jobsight/jobsight/internal/spool"
+	"github.com/jobsight/jobsight/internal/store"
+	"github.com/jobsight/jobsight/internal/store/elasticsearch"
+	"github.com/jobsight/jobsight/internal/store/promremote"
 )
 
 func (o *Outputs) Pending() int {
@@ -35,7 +35,7 @@ func (o *Outputs) replayLocked(ctx context.Context) {
 	if o.es != nil {
 		senders[targetES] = func(ctx context.Context, it spool.Item) error {
 			err := o.storeIfNewer(ctx, it.Doc())
-			if errors.Is(err, sink.ErrAccessDenied) {
+			if errors.Is(err, store.ErrAccessDenied) {
 				o.noteRefusal("elasticsearch", err) // not the document's fault: keep it
 			} else if err != nil && !errors.Is(err, elasticsearch.ErrUnavailable) {
 				return fmt.Errorf("%w: %v", spool.ErrReject, err)
@@ -91,9 +91,9 @@ func (o *Outputs) replayIfWaitingLocked(ctx context.Context) (samplesWaiting int
 	case err != nil:
 	case st.Items > 0:
 		o.replayLocked(ctx) // refreshes the spool metrics when done
-		if st.ItemsByKind[sink.KindSamples] > 0 {
+		if st.ItemsByKind[store.KindSamples] > 0 {
 			if st, err = o.spool.Stats(); err == nil {
-				return st.ItemsByKind[sink.KindSamples]
+				return st.ItemsByKind[store.KindSamples]
 			}
 		}
 	default:

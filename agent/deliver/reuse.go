@@ -13,12 +13,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jobsight/jobsight/agent/sink"
-	"github.com/jobsight/jobsight/agent/sink/elasticsearch"
-	"github.com/jobsight/jobsight/pkg/jobmodel"
+	"github.com/jobsight/jobsight/internal/jobmodel"
+	"github.com/jobsight/jobsight/internal/store"
+	"github.com/jobsight/jobsight/internal/store/elasticsearch"
 )
 
-func (o *Outputs) olderThanStored(ctx context.Context, d sink.Doc, mine time.Time) (bool, error) {
+func (o *Outputs) olderThanStored(ctx context.Context, d store.Doc, mine time.Time) (bool, error) {
 	if mine.IsZero() {
 		return false, nil
 	}
@@ -161,9 +161,9 @@ func otherJob(s stored, submit, start time.Time) bool {
 	return s.Final && s.EndTime != nil && !start.IsZero() && s.EndTime.Before(start)
 }
 
-func (o *Outputs) resolveDoc(ctx context.Context, d sink.Doc, s stored) (sink.Doc, error) {
+func (o *Outputs) resolveDoc(ctx context.Context, d store.Doc, s stored) (store.Doc, error) {
 	base := s.DocID
-	if d.Kind == sink.KindNodeDoc {
+	if d.Kind == store.KindNodeDoc {
 		base = s.JobDocID
 	}
 	if base == "" || strings.Contains(base, jobmodel.ReuseSeparator) {
@@ -184,7 +184,7 @@ func (o *Outputs) resolveDoc(ctx context.Context, d sink.Doc, s stored) (sink.Do
 	if err := json.Unmarshal(d.Body, &body); err != nil {
 		return d, err
 	}
-	if d.Kind == sink.KindNodeDoc {
+	if d.Kind == store.KindNodeDoc {
 		body["job_doc_id"] = id
 		body["doc_id"] = id + strings.TrimPrefix(s.DocID, base)
 	} else {
@@ -209,8 +209,8 @@ func (o *Outputs) CreateJob(ctx context.Context, job jobmodel.Job) (string, erro
 	if err != nil {
 		return job.DocID, err
 	}
-	d := sink.Doc{Kind: sink.KindJobDoc, Index: o.cfg.Elasticsearch.JobIndex, ID: job.DocID, Body: body, Create: true}
-	failures, err := o.es.Bulk(ctx, []sink.Doc{d})
+	d := store.Doc{Kind: store.KindJobDoc, Index: o.cfg.Elasticsearch.JobIndex, ID: job.DocID, Body: body, Create: true}
+	failures, err := o.es.Bulk(ctx, []store.Doc{d})
 	if err == nil && len(failures) == 0 {
 		return job.DocID, nil
 	}

@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jobsight/jobsight/pkg/jobmodel"
+	"github.com/jobsight/jobsight/internal/jobmodel"
 )
 
 // ProviderStatic names the static factors in documents.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobsight/jobsight/pkg/jobmodel"
+	"github.com/jobsight/jobsight/internal/jobmodel"
 )
 
 func TestLookup(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"github.com/jobsight/jobsight/agent/collector"
 	"github.com/jobsight/jobsight/agent/emissions"
 	"github.com/jobsight/jobsight/agent/monitor"
-	"github.com/jobsight/jobsight/pkg/jobmodel"
+	"github.com/jobsight/jobsight/internal/jobmodel"
 )
 
 // addEnergy starts apportioning the node's energy to the job and appends

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/jobsight/jobsight/agent/monitor"
-	"github.com/jobsight/jobsight/agent/privdir"
-	"github.com/jobsight/jobsight/pkg/jobmodel"
+	"github.com/jobsight/jobsight/internal/jobmodel"
+	"github.com/jobsight/jobsight/internal/privdir"
 )
 
 // files are one job's state files on this node, under state_dir/jobs:

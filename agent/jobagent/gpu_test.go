@@ -8,7 +8,7 @@ import (
 	"github.com/jobsight/jobsight/agent/collector"
 	"github.com/jobsight/jobsight/agent/gpu"
 	"github.com/jobsight/jobsight/agent/monitor"
-	"github.com/jobsight/jobsight/pkg/jobmodel"
+	"github.com/jobsight/jobsight/internal/jobmodel"
 )
 
 type pids []int32

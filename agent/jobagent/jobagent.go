@@ -21,9 +21,9 @@ import (
 	"github.com/jobsight/jobsight/agent/emissions"
 	"github.com/jobsight/jobsight/agent/energy"
 	"github.com/jobsight/jobsight/agent/monitor"
-	"github.com/jobsight/jobsight/agent/slurminfo"
-	"github.com/jobsight/jobsight/pkg/analysis"
-	"github.com/jobsight/jobsight/pkg/jobmodel"
+	"github.com/jobsight/jobsight/internal/analysis"
+	"github.com/jobsight/jobsight/internal/jobmodel"
+	"github.com/jobsight/jobsight/internal/slurm"
 )
 
 // Version is the agent's version, set at build time (make agent: the git
@@ -276,7 +276,7 @@ func (a *Agent) waitForEnd(ctx context.Context, job jobmodel.Job) {
 		case <-time.After(cmp.Or(a.EndPoll, DefaultEndPoll)):
 		}
 		got, err := a.Slurm.Lookup(ctx, job.Cluster, job.SlurmJobID, uidOf(job))
-		if (err != nil && errors.Is(err, slurminfo.ErrJobNotFound)) || (err == nil && terminal(got.State)) {
+		if (err != nil && errors.Is(err, slurm.ErrJobNotFound)) || (err == nil && terminal(got.State)) {
 			a.Log.Info("job ended without an epilog stop; finishing", "job_id", job.SlurmJobID)
 			return
 		}
@@ -477,14 +477,14 @@ func (a *Agent) finalJob(ctx context.Context, job jobmodel.Job) jobmodel.Job {
 		if err == nil && !sameSubmit(got, job) {
 			// Slurm's job of this id is another (a reused id): this
 			// one it no longer knows.
-			err = fmt.Errorf("job %d now names a job submitted at %s: %w", job.SlurmJobID, timeOf(got.SubmitTime), slurminfo.ErrJobNotFound)
+			err = fmt.Errorf("job %d now names a job submitted at %s: %w", job.SlurmJobID, timeOf(got.SubmitTime), slurm.ErrJobNotFound)
 		}
 		if err == nil && terminal(got.State) {
 			got.DocID, got.Source = job.DocID, job.Source
 			got.MissingMetrics = job.MissingMetrics
 			return got
 		}
-		hopeless := errors.Is(err, slurminfo.ErrAmbiguous) || errors.Is(err, slurminfo.ErrJobNotFound)
+		hopeless := errors.Is(err, slurm.ErrAmbiguous) || errors.Is(err, slurm.ErrJobNotFound)
 		if hopeless || a.now().After(deadline) || ctx.Err() != nil {
 			if err != nil {
 				a.Log.Warn("no final state from Slurm", "err", err)

@@ -15,12 +15,12 @@ import (
 	"github.com/jobsight/jobsight/agent/collector"
 	"github.com/jobsight/jobsight/agent/config"
 	"github.com/jobsight/jobsight/agent/monitor"
-	"github.com/jobsight/jobsight/agent/slurminfo"
-	"github.com/jobsight/jobsight/pkg/jobmodel"
+	"github.com/jobsight/jobsight/internal/jobmodel"
+	"github.com/jobsight/jobsight/internal/slurm"
 )
 
 // Fakes for the life-cycle logic only: the real Slurm, stores and cgroups
-// are exercised in agent/e2e.
+// are exercised in test/e2e.
 
 type fakeSlurm struct {
 	mu     sync.Mutex
@@ -35,7 +35,7 @@ func (f *fakeSlurm) Lookup(_ context.Context, cluster string, jobID uint64, _ ui
 	defer f.mu.Unlock()
 	f.calls++
 	if f.state == "" {
-		return jobmodel.Job{}, slurminfo.ErrJobNotFound
+		return jobmodel.Job{}, slurm.ErrJobNotFound
 	}
 	id := jobmodel.Identity{Cluster: cluster, JobID: jobID}
 	j := jobmodel.Job{DocID: id.DocID(), Cluster: cluster, JobID: id.Key(), SlurmJobID: jobID, State: f.state,

@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/jobsight/jobsight/agent/collector"
-	"github.com/jobsight/jobsight/pkg/jobmodel"
+	"github.com/jobsight/jobsight/internal/jobmodel"
 )
 
-// busyJob is a fake job cgroup (the real ones are read in agent/e2e): its
+// busyJob is a fake job cgroup (the real ones are read in test/e2e): its
 // CPU counter grows one core-second per second of wall time.
 type busyJob struct{ t0 time.Time }
 

@@ -20,7 +20,7 @@ import (
 
 	"github.com/jobsight/jobsight/agent/collector"
 	"github.com/jobsight/jobsight/agent/monitor"
-	"github.com/jobsight/jobsight/pkg/jobmodel"
+	"github.com/jobsight/jobsight/internal/jobmodel"
 )
 
 // RunResult is what the standalone mode measured.

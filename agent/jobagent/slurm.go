@@ -16,8 +16,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jobsight/jobsight/agent/slurminfo"
-	"github.com/jobsight/jobsight/pkg/jobmodel"
+	"github.com/jobsight/jobsight/internal/jobmodel"
+	"github.com/jobsight/jobsight/internal/slurm"
 )
 
 // SlurmLookup asks Slurm about jobs, through `squeue --json` (every field
@@ -29,7 +29,7 @@ import (
 // each. The call's environment names the jobs it is for
 // (JOBSIGHT_LOOKUP_JOBS), for operators and tests counting calls.
 type SlurmLookup struct {
-	Options      slurminfo.Options
+	Options      slurm.Options
 	StoreJobName bool
 	// Window is how long a lookup waits for others to share its call
 	// (default 100 ms).
@@ -41,7 +41,7 @@ type SlurmLookup struct {
 }
 
 type lookupAnswer struct {
-	info *slurminfo.Job
+	info *slurm.Job
 	err  error
 }
 
@@ -89,12 +89,12 @@ func (l *SlurmLookup) call() {
 	sort.Strings(ids)
 	opts := l.Options
 	opts.Env = append(slices.Clip(opts.Env), "JOBSIGHT_LOOKUP_JOBS="+strings.Join(ids, ","))
-	jobs, err := slurminfo.LookupAll(context.Background(), opts)
+	jobs, err := slurm.LookupAll(context.Background(), opts)
 	for id, chs := range batch {
 		a := lookupAnswer{err: err}
 		if err == nil {
 			if a.info = jobs[uint32(id)]; a.info == nil {
-				a.err = fmt.Errorf("squeue --json holds no job %d: %w", id, slurminfo.ErrJobNotFound)
+				a.err = fmt.Errorf("squeue --json holds no job %d: %w", id, slurm.ErrJobNotFound)
 			}
 		}
 		for _, ch := range chs {
@@ -104,7 +104,7 @@ func (l *SlurmLookup) call() {
 }
 
 // FromSlurm maps scontrol's view of a job onto a job document.
-func FromSlurm(cluster string, info *slurminfo.Job, uid uint32, storeName bool) (jobmodel.Job, error) {
+func FromSlurm(cluster string, info *slurm.Job, uid uint32, storeName bool) (jobmodel.Job, error) {
 	id := jobmodel.Identity{Cluster: cluster, JobID: uint64(info.JobID)}
 	if info.ArrayJobID != 0 {
 		task, err := strconv.ParseUint(info.ArrayTaskID, 10, 32)
@@ -172,7 +172,7 @@ func FromSlurm(cluster string, info *slurminfo.Job, uid uint32, storeName bool) 
 }
 
 // tresString renders the allocated TRES in Slurm's notation.
-func tresString(t slurminfo.TRES) string {
+func tresString(t slurm.TRES) string {
 	var parts []string
 	add := func(k string, v int64) {
 		if v > 0 {
@@ -209,7 +209,7 @@ func nonNone(s string) string {
 }
 
 // ClusterName asks Slurm for its ClusterName.
-func ClusterName(ctx context.Context, opts slurminfo.Options) (string, error) {
+func ClusterName(ctx context.Context, opts slurm.Options) (string, error) {
 	cmd := exec.CommandContext(ctx, orDefault(opts.Scontrol, "scontrol"), "show", "config")
 	cmd.Env = append(cmd.Environ(), opts.Env...)
 	out, err := cmd.Output()

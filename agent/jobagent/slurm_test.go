@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobsight/jobsight/agent/slurminfo"
+	"github.com/jobsight/jobsight/internal/slurm"
 )
 
 // Lookups of several jobs at once share one squeue call; a lookup that
@@ -19,7 +19,7 @@ func TestLookupsShareOneControllerCall(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	log := filepath.Join(dir, "calls")
-	fixture, err := filepath.Abs("../slurminfo/testdata/squeue-22.05-running.json")
+	fixture, err := filepath.Abs("../../internal/slurm/testdata/squeue-22.05-running.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +28,7 @@ func TestLookupsShareOneControllerCall(t *testing.T) {
 	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	l := &SlurmLookup{Options: slurminfo.Options{Squeue: bin}, Window: 200 * time.Millisecond}
+	l := &SlurmLookup{Options: slurm.Options{Squeue: bin}, Window: 200 * time.Millisecond}
 	ids := []uint64{754236, 754238, 754237, 999}
 	var wg sync.WaitGroup
 	errs := make([]error, len(ids))
@@ -45,7 +45,7 @@ func TestLookupsShareOneControllerCall(t *testing.T) {
 			t.Errorf("job %d: %v", ids[i], err)
 		}
 	}
-	if !errors.Is(errs[3], slurminfo.ErrJobNotFound) {
+	if !errors.Is(errs[3], slurm.ErrJobNotFound) {
 		t.Errorf("unknown job: %v, want ErrJobNotFound", errs[3])
 	}
 	if _, err := l.Lookup(context.Background(), "c", 754236, 0); err != nil {

@@ -2,7 +2,7 @@ package monitor
 
 import (
 	"github.com/jobsight/jobsight/agent/energy"
-	"github.com/jobsight/jobsight/pkg/jobmodel"
+	"github.com/jobsight/jobsight/internal/jobmodel"
 )
 
 // EnableEnergy starts apportioning the node's energy to the job

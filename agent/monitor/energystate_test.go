@@ -8,7 +8,7 @@ import (
 	"github.com/jobsight/jobsight/agent/aggregate"
 	"github.com/jobsight/jobsight/agent/collector"
 	"github.com/jobsight/jobsight/agent/energy"
-	"github.com/jobsight/jobsight/pkg/jobmodel"
+	"github.com/jobsight/jobsight/internal/jobmodel"
 )
 
 // energySample is a pass with the job's CPU and the node's readings.

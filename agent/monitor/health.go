@@ -4,7 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/jobsight/jobsight/agent/sink/promremote"
+	"github.com/jobsight/jobsight/internal/store/promremote"
 )
 
 // Health is the agent's own health, as Prometheus metrics pushed with the

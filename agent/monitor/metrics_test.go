@@ -9,7 +9,7 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 
-	"github.com/jobsight/jobsight/internal/stack"
+	"github.com/jobsight/jobsight/test/stack"
 )
 
 // exposition renders every series the agent writes — job metrics and its

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/jobsight/jobsight/agent/collector"
-	"github.com/jobsight/jobsight/pkg/jobmodel"
+	"github.com/jobsight/jobsight/internal/jobmodel"
 )
 
 // scripted is a fake collector (for loop logic only; the real collectors

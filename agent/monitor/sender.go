@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jobsight/jobsight/pkg/jobmodel"
+	"github.com/jobsight/jobsight/internal/jobmodel"
 )
 
 // maxPendingPoints bounds what waits for a stuck store in memory (about

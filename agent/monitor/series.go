@@ -2,7 +2,7 @@ package monitor
 
 import (
 	"github.com/jobsight/jobsight/agent/collector"
-	"github.com/jobsight/jobsight/agent/sink/promremote"
+	"github.com/jobsight/jobsight/internal/store/promremote"
 	"math"
 )
 

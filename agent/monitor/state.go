@@ -11,7 +11,7 @@ import (
 	"github.com/jobsight/jobsight/agent/aggregate"
 	"github.com/jobsight/jobsight/agent/collector"
 	"github.com/jobsight/jobsight/agent/energy"
-	"github.com/jobsight/jobsight/pkg/jobmodel"
+	"github.com/jobsight/jobsight/internal/jobmodel"
 )
 
 // NodeState is everything the agent has learned about the job on this node.

@@ -34,7 +34,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/jobsight/jobsight/internal/stack"
+	"github.com/jobsight/jobsight/test/stack"
 )
 
 func main() {

@@ -33,8 +33,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/jobsight/jobsight/internal/clusterstate"
-	"github.com/jobsight/jobsight/internal/stack"
+	"github.com/jobsight/jobsight/internal/site/clusterstate"
+	"github.com/jobsight/jobsight/test/stack"
 )
 
 func main() {
@@ -45,7 +45,7 @@ func main() {
 	}
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 	dir := fs.String("dir", "", "directory for all state, logs and configuration (up: default a new one under $TMPDIR; down: required)")
-	build := fs.Bool("build", false, "build the agent (./agent/cmd/jobsight-agent) and the SPANK plugin first")
+	build := fs.Bool("build", false, "build the agent (./cmd/jobsight-agent) and the SPANK plugin first")
 	noJobs := fs.Bool("no-jobs", false, "submit no sample jobs")
 	noGrafana := fs.Bool("no-grafana", false, "start no Grafana even where one is installed")
 	grafanaBin := fs.String("grafana", "", "the grafana executable to run (default: grafana on PATH); Jobsight never builds Grafana's server")

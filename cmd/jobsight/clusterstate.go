@@ -16,7 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/jobsight/jobsight/internal/clusterstate"
+	"github.com/jobsight/jobsight/internal/site/clusterstate"
 )
 
 // clusterStateCmd runs the cluster-state collector (docs/cluster-state.md):

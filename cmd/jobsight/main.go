@@ -33,11 +33,11 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/jobsight/jobsight/agent/config"
-	"github.com/jobsight/jobsight/agent/sink/elasticsearch"
-	"github.com/jobsight/jobsight/internal/feedback"
-	"github.com/jobsight/jobsight/pkg/jobmodel"
-	"github.com/jobsight/jobsight/pkg/notify"
-	"github.com/jobsight/jobsight/pkg/report"
+	"github.com/jobsight/jobsight/internal/jobmodel"
+	"github.com/jobsight/jobsight/internal/report"
+	"github.com/jobsight/jobsight/internal/site/feedback"
+	"github.com/jobsight/jobsight/internal/site/notify"
+	"github.com/jobsight/jobsight/internal/store/elasticsearch"
 )
 
 // installedConfig is the configuration file of this installation, and the

@@ -15,13 +15,13 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/backend/log"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
-	"github.com/jobsight/jobsight/internal/dsbench"
-	"github.com/jobsight/jobsight/internal/stack"
 	"github.com/jobsight/jobsight/pkg/plugin"
+	"github.com/jobsight/jobsight/test/dsbench"
+	"github.com/jobsight/jobsight/test/stack"
 )
 
 // BenchmarkDatasource measures the panels of issue 7's "Performance" on a
-// seeded environment (internal/dsbench: 10,000 finished and 200 running
+// seeded environment (test/dsbench: 10,000 finished and 200 running
 // jobs on 50 nodes, their series in Prometheus). Per panel:
 //
 //   - plugin/<panel>: QueryData end to end against ZincSearch and

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobsight/jobsight/pkg/jobmodel"
+	"github.com/jobsight/jobsight/internal/jobmodel"
 	"github.com/jobsight/jobsight/pkg/models"
 )
 

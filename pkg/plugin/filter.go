@@ -8,7 +8,7 @@ import (
 
 	gojson "github.com/goccy/go-json"
 
-	"github.com/jobsight/jobsight/pkg/jobmodel"
+	"github.com/jobsight/jobsight/internal/jobmodel"
 	"github.com/jobsight/jobsight/pkg/models"
 )
 

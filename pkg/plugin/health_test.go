@@ -15,10 +15,10 @@ import (
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 
-	"github.com/jobsight/jobsight/agent/sink/promremote"
-	"github.com/jobsight/jobsight/internal/stack"
-	"github.com/jobsight/jobsight/pkg/jobmodel"
+	"github.com/jobsight/jobsight/internal/jobmodel"
+	"github.com/jobsight/jobsight/internal/store/promremote"
 	"github.com/jobsight/jobsight/pkg/plugin"
+	"github.com/jobsight/jobsight/test/stack"
 )
 
 // servers are the real backends the health checks run against.

@@ -15,9 +15,9 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/backend/resource/httpadapter"
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 
-	"github.com/jobsight/jobsight/pkg/jobmodel"
+	"github.com/jobsight/jobsight/internal/jobmodel"
+	"github.com/jobsight/jobsight/internal/report"
 	"github.com/jobsight/jobsight/pkg/models"
-	"github.com/jobsight/jobsight/pkg/report"
 )
 
 // CallResource serves the resource routes (see routes).
@@ -103,7 +103,7 @@ func writeJSONError(w http.ResponseWriter, status int, err error) {
 }
 
 // handleJobPage renders a job's page: its facts, request vs use, analysis
-// and its GPU and memory timelines as inline SVG (pkg/report), as plain
+// and its GPU and memory timelines as inline SVG (internal/report), as plain
 // HTML that needs no JavaScript. A job the viewer may not see is "not
 // found", like a job that does not exist.
 func (d *Datasource) handleJobPage(w http.ResponseWriter, r *http.Request) {

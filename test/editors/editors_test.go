@@ -27,8 +27,8 @@ import (
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 
-	"github.com/jobsight/jobsight/internal/stack"
 	"github.com/jobsight/jobsight/pkg/models"
+	"github.com/jobsight/jobsight/test/stack"
 )
 
 func TestEditors(t *testing.T) {

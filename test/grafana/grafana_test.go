@@ -15,7 +15,7 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
-	"github.com/jobsight/jobsight/internal/dashtest"
+	"github.com/jobsight/jobsight/test/dashtest"
 	"github.com/jobsight/jobsight/test/pluginhost"
 )
 

@@ -35,10 +35,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobsight/jobsight/agent/sink/elasticsearch"
-	"github.com/jobsight/jobsight/internal/stack"
-	"github.com/jobsight/jobsight/pkg/jobmodel"
+	"github.com/jobsight/jobsight/internal/jobmodel"
+	"github.com/jobsight/jobsight/internal/store/elasticsearch"
 	"github.com/jobsight/jobsight/test/pluginhost"
+	"github.com/jobsight/jobsight/test/stack"
 )
 
 const (

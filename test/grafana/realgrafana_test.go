@@ -16,9 +16,9 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
-	"github.com/jobsight/jobsight/internal/browser"
-	"github.com/jobsight/jobsight/internal/dashtest"
 	"github.com/jobsight/jobsight/test/alerting"
+	"github.com/jobsight/jobsight/test/browser"
+	"github.com/jobsight/jobsight/test/dashtest"
 )
 
 // A Grafana that a site or developer installed, named by these variables;

@@ -41,8 +41,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
 
-	"github.com/jobsight/jobsight/internal/stack"
 	"github.com/jobsight/jobsight/pkg/models"
+	"github.com/jobsight/jobsight/test/stack"
 )
 
 // DefaultGrafanaVersion is the Grafana release the host says it is (GF_VERSION,

@@ -13,7 +13,7 @@ import (
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 
-	"github.com/jobsight/jobsight/internal/stack"
+	"github.com/jobsight/jobsight/test/stack"
 )
 
 // The host against the real executable, without stores: the handshake,

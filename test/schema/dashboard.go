@@ -13,8 +13,8 @@ import (
 
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 
-	"github.com/jobsight/jobsight/internal/dashtest"
 	"github.com/jobsight/jobsight/pkg/models"
+	"github.com/jobsight/jobsight/test/dashtest"
 )
 
 // Env is what the dashboards are checked against.

@@ -1,0 +1,345 @@
+// Command jobsight-agent measures what a Slurm job (or any command) really
+// uses on one node and writes it to Elasticsearch and Prometheus.
+//
+//	jobsight-agent start --job-id N [--uid U]   watch a Slurm job (SPANK job prolog)
+//	jobsight-agent stop  --job-id N             end it (SPANK job epilog)
+//	jobsight-agent run [flags] -- CMD [ARGS]    monitor any command, print a summary
+//	jobsight-agent setup                        create the Elasticsearch indices
+//	jobsight-agent check-config                 validate the config file
+//	jobsight-agent version
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"syscall"
+	"time"
+
+	"github.com/jobsight/jobsight/agent/collector"
+	"github.com/jobsight/jobsight/agent/config"
+	"github.com/jobsight/jobsight/agent/deliver"
+	"github.com/jobsight/jobsight/agent/jobagent"
+	"github.com/jobsight/jobsight/agent/monitor"
+	"github.com/jobsight/jobsight/internal/slurm"
+)
+
+const defaultConfig = "/etc/jobsight/agent.yaml"
+
+// cpuAtMain is the CPU the process used before main: exec and runtime
+// start-up.
+var cpuAtMain time.Duration
+
+func main() {
+	cpuAtMain = jobagent.ReadSelfUsage().CPU
+	// The agent's work is one loop; with one P the scheduler does not wake
+	// a second thread to look for work at every tick, which measurably
+	// lowers the cost of each wake-up (docs/performance.md).
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(1)
+	}
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `usage: jobsight-agent COMMAND [flags]
+
+  run [--config F] [--interval D] [--output-dir D] -- CMD [ARGS]
+                    run CMD, measure what it and its children use, print a summary
+  start --job-id N [--uid U] [--config F]   watch a Slurm job on this node (SPANK job prolog)
+  stop  --job-id N [--config F]             finish watching it (SPANK job epilog)
+  setup [--config F]                        create the Elasticsearch indices (idempotent)
+  check-config [--config F]                 validate a config file
+  version
+`)
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return 2
+	}
+	cmd, args := args[0], args[1:]
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("config", "", "config file (default "+defaultConfig+" for start/stop/setup, none for run)")
+	jobID := fs.Uint64("job-id", 0, "Slurm job id (start, stop)")
+	uid := fs.Int("uid", -1, "the job's user id as slurmd gave it (start; -1 when unknown)")
+	interval := fs.Duration("interval", 0, "sampling interval (run; default 1s)")
+	outDir := fs.String("output-dir", "", "where the job document file goes when no Elasticsearch is configured (run)")
+	switch cmd {
+	case "version", "--version", "-v":
+		fmt.Fprintln(stdout, "jobsight-agent", jobagent.Version)
+		return 0
+	case "help", "--help", "-h":
+		usage(stdout)
+		return 0
+	case "run", "start", "stop", "setup", "check-config":
+	default:
+		fmt.Fprintf(stderr, "jobsight-agent: unknown command %q\n", cmd)
+		usage(stderr)
+		return 2
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	path := *cfgPath
+	if path == "" && cmd != "run" {
+		path = defaultConfig
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			path = ""
+		}
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		fmt.Fprintln(stderr, "jobsight-agent:", err)
+		return 2
+	}
+	if cmd == "check-config" {
+		fmt.Fprintf(stdout, "config %s: ok\n", orDefaults(path))
+		return 0
+	}
+	if cmd == "run" {
+		cfg = runDefaults(cfg, *cfgPath == "", *interval, *outDir)
+		if err := cfg.Validate(); err != nil {
+			fmt.Fprintln(stderr, "jobsight-agent:", err)
+			return 2
+		}
+	}
+	if cfg.Node == "" {
+		// slurmd's own name for this node (NodeName need not be the host
+		// name): the SPANK plugin passes it from the prolog environment.
+		cfg.Node = os.Getenv("SLURMD_NODENAME")
+	}
+	if cfg.Node == "" {
+		host, _ := os.Hostname()
+		cfg.Node = shortHost(host)
+	}
+	log, closeLog := logger(cfg, cmd, stderr)
+	defer closeLog()
+
+	var req jobagent.Request
+	if cmd == "start" || cmd == "stop" {
+		req = jobagent.Request{Op: cmd, JobID: *jobID}
+		if cmd == "start" {
+			if *uid > 0 && *uid <= math.MaxUint32 {
+				req.UID = uint32(*uid)
+			}
+			req.GPUs, req.GPUsGiven = os.LookupEnv("SLURM_JOB_GPUS")
+		}
+		if err := req.Validate(); err != nil {
+			fmt.Fprintf(stderr, "jobsight-agent %s: %v (--job-id is required)\n", cmd, err)
+			return 2
+		}
+		// Most launches find the node's agent running: hand the job over
+		// before anything costly (outputs, GPU libraries, scontrol).
+		if jobagent.Handover(cfg.StateDir, cfg.Node, req) {
+			log.Debug("handed over to the node agent", "op", cmd, "job_id", *jobID)
+			return 0
+		}
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if cmd == "run" {
+		// The command gets the signals; the agent outlives it to report.
+		stop()
+		ctx = context.Background()
+	}
+
+	if (cmd == "start" || cmd == "stop") && cfg.Cluster == "" {
+		cfg.Cluster = clusterName(ctx, cfg)
+		if cfg.Cluster == "" {
+			log.Error("no cluster name: set cluster in the config, or make SLURM_CLUSTER_NAME or scontrol available")
+			return 1
+		}
+	}
+
+	if cfg.CPUProfileDir != "" {
+		stopProfile, err := startCPUProfile(cfg, cmd, *jobID)
+		if err != nil {
+			log.Warn("cpu_profile_dir: not profiling", "err", err)
+		} else {
+			defer stopProfile()
+		}
+	}
+
+	health := monitor.NewHealth()
+	out, err := deliver.New(ctx, cfg, health, log)
+	if err != nil {
+		log.Error("setting up outputs", "err", err)
+		return 1
+	}
+	defer out.Close()
+	if cmd == "setup" {
+		if err := out.EnsureIndices(ctx); err != nil {
+			log.Error("creating indices", "err", err)
+			return 1
+		}
+		fmt.Fprintln(stdout, "indices ready:", cfg.Elasticsearch.JobIndex, cfg.Elasticsearch.NodeIndex, cfg.Elasticsearch.ResultIndex)
+		return 0
+	}
+
+	agent := &jobagent.Agent{
+		Config:    cfg,
+		Outputs:   out,
+		Slurm:     &jobagent.SlurmLookup{Options: slurmOpts(cfg), StoreJobName: cfg.StoreJobName},
+		Sources:   jobagent.CgroupSources(collector.Config{CgroupRoot: cfg.Cgroup.Root, ProcRoot: cfg.ProcRoot, Version: mustVersion(cfg.Cgroup.Version)}, cfg.Cgroup.Wait),
+		Health:    health,
+		Log:       log,
+		CPUAtMain: cpuAtMain,
+	}
+	if agent.Emissions, err = emissionsEstimator(cfg); err != nil {
+		log.Error("emissions", "err", err)
+		return 1
+	}
+	if cmd == "start" || cmd == "stop" || cmd == "run" {
+		if agent.Energy = openEnergy(cfg, log); agent.Energy != nil {
+			defer agent.Energy.Close()
+		}
+		agent.GPU = jobagent.GPUs{Threshold: cfg.GPU.ActiveThreshold, CgroupRoot: cfg.Cgroup.Root, Version: cgroupVersion(cfg)}
+		agent.GPU.Backend, agent.GPU.Unavailable = openGPU(ctx, cfg.GPU, log)
+		if agent.GPU.Backend != nil {
+			defer agent.GPU.Backend.Close()
+		}
+	}
+	switch cmd {
+	case "start", "stop":
+		if _, err = agent.Launch(ctx, req); err != nil {
+			log.Error(cmd, "err", err)
+			return 1
+		}
+		return 0
+	default: // run
+		cmdArgs := fs.Args()
+		res, err := agent.Run(ctx, cmdArgs)
+		if err != nil {
+			fmt.Fprintln(stderr, "jobsight-agent:", err)
+			return 127
+		}
+		jobagent.Summary(stderr, cmdArgs, res, out.Where(res.Job.DocID))
+		return res.ExitCode
+	}
+}
+
+// runDefaults adapts the config for a standalone run: 1 s sampling, logs on
+// stderr, state and spool in a per-user directory when no file was given.
+func runDefaults(cfg config.Config, noFile bool, interval time.Duration, outDir string) config.Config {
+	if noFile {
+		cfg.Interval = time.Second
+		cfg.LogFile = "-"
+		cfg.LogLevel = "warn"
+		base := filepath.Join(os.TempDir(), fmt.Sprintf("jobsight-%d", os.Getuid()))
+		if dir, err := os.UserCacheDir(); err == nil {
+			base = filepath.Join(dir, "jobsight")
+		}
+		cfg.StateDir = filepath.Join(base, "state")
+		cfg.Spool.Dir = filepath.Join(base, "spool")
+	}
+	if interval > 0 {
+		cfg.Interval = interval
+	}
+	if cfg.FlushInterval < cfg.Interval {
+		cfg.FlushInterval = cfg.Interval
+	}
+	if cfg.Prometheus.PushInterval < cfg.Interval {
+		cfg.Prometheus.PushInterval = cfg.Interval
+	}
+	if outDir != "" {
+		cfg.OutputDir = outDir
+	}
+	return cfg
+}
+
+func orDefaults(path string) string {
+	if path == "" {
+		return "(built-in defaults)"
+	}
+	return path
+}
+
+// cgroupVersion resolves the configured cgroup layout (auto: detected).
+func cgroupVersion(cfg config.Config) collector.Version {
+	v := mustVersion(cfg.Cgroup.Version)
+	if v == collector.VersionAuto {
+		if d, err := collector.Detect(cfg.Cgroup.Root); err == nil {
+			return d
+		}
+	}
+	return v
+}
+
+func mustVersion(s string) collector.Version {
+	v, err := collector.ParseVersion(s)
+	if err != nil {
+		return collector.VersionAuto
+	}
+	return v
+}
+
+func shortHost(h string) string {
+	for i := range h {
+		if h[i] == '.' {
+			return h[:i]
+		}
+	}
+	return h
+}
+
+// clusterName finds the cluster's name: the prolog environment's
+// SLURM_CLUSTER_NAME, else Slurm's configured ClusterName.
+func clusterName(ctx context.Context, cfg config.Config) string {
+	if c := os.Getenv("SLURM_CLUSTER_NAME"); c != "" {
+		return c
+	}
+	c, _ := jobagent.ClusterName(ctx, slurmOpts(cfg))
+	return c
+}
+
+func slurmOpts(cfg config.Config) slurm.Options {
+	return slurm.Options{Scontrol: cfg.Slurm.Scontrol, Squeue: cfg.Slurm.Squeue, Timeout: cfg.Slurm.Timeout}
+}
+
+// startCPUProfile profiles this agent process at 5 kHz (its whole life is
+// tens of milliseconds of CPU) into cpu_profile_dir.
+func startCPUProfile(cfg config.Config, cmd string, jobID uint64) (func(), error) {
+	if err := os.MkdirAll(cfg.CPUProfileDir, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.Create(filepath.Join(cfg.CPUProfileDir, fmt.Sprintf("%s_%d_%s.pprof", cfg.Cluster, jobID, cmd)))
+	if err != nil {
+		return nil, err
+	}
+	runtime.SetCPUProfileRate(5000)
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// logger logs to the configured file (detached agents) or stderr.
+func logger(cfg config.Config, cmd string, stderr io.Writer) (*slog.Logger, func()) {
+	level := map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError}[cfg.LogLevel]
+	var w io.Writer = stderr
+	closeFn := func() {}
+	if cfg.LogFile != "" && cfg.LogFile != "-" && cmd != "check-config" {
+		// The log names jobs and users: 0600, in a directory made 0700 when
+		// the agent creates it, and never through a symbolic link.
+		if err := os.MkdirAll(filepath.Dir(cfg.LogFile), 0o700); err == nil {
+			if f, err := os.OpenFile(cfg.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0o600); err == nil {
+				w, closeFn = f, func() { f.Close() }
+			}
+		}
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})).With("component", "agent", "cmd", cmd), closeFn
+}

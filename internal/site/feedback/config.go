@@ -1,0 +1,158 @@
+package feedback
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/jobsight/jobsight/agent/config"
+	"github.com/jobsight/jobsight/internal/analysis"
+	"github.com/jobsight/jobsight/internal/jobmodel"
+	"github.com/jobsight/jobsight/internal/site/notify"
+)
+
+// DefaultConfigPath is where `jobsight` looks for its configuration.
+const DefaultConfigPath = "/etc/jobsight/site.yaml"
+
+// Config is the site command's configuration (docs/site-config.md): one
+// YAML file, decoded strictly, every option with a default.
+type Config struct {
+	// Cluster qualifies bare job ids given on the command line.
+	Cluster string `yaml:"cluster"`
+	// Elasticsearch is where job documents and results are (the same
+	// options as the agent's).
+	Elasticsearch config.ElasticsearchConfig `yaml:"elasticsearch"`
+	// Prometheus is queried for the report charts; no URL: charts come
+	// from the documents' summaries.
+	Prometheus PrometheusQuery `yaml:"prometheus"`
+	// Analysis holds the rules reports and re-analyses use.
+	Analysis analysis.Config `yaml:"analysis"`
+	// Notify is email delivery of reports.
+	Notify notify.Config `yaml:"notify"`
+	// History is the per-user and per-account roll-up.
+	History HistoryConfig `yaml:"history"`
+	// Access says who may read which job's report.
+	Access AccessConfig `yaml:"access"`
+	// JobURL is a link to a job's page put in reports, with {cluster},
+	// {job_id} and {doc_id} replaced (URL-escaped); empty for none.
+	JobURL string `yaml:"job_url"`
+	// StateDir keeps the notify command's progress.
+	StateDir string `yaml:"state_dir"`
+}
+
+// PrometheusQuery is how to query Prometheus (the HTTP API, not remote write).
+type PrometheusQuery struct {
+	URL             string        `yaml:"url"`
+	BearerTokenFile string        `yaml:"bearer_token_file"`
+	Username        string        `yaml:"username"`
+	PasswordFile    string        `yaml:"password_file"`
+	Timeout         time.Duration `yaml:"timeout"`
+}
+
+// HistoryConfig is the history roll-up.
+type HistoryConfig struct {
+	Index    string        `yaml:"index"`
+	Period   time.Duration `yaml:"period"`
+	Advisory AdvisoryRule  `yaml:"advisory"`
+}
+
+// AccessConfig says who may read reports beyond the job's owner.
+type AccessConfig struct {
+	// Admins and AdminGroups may read every job's report.
+	Admins      []string `yaml:"admins"`
+	AdminGroups []string `yaml:"admin_groups"`
+	// PIs maps an account to the users who lead it and may read its jobs.
+	PIs map[string][]string `yaml:"pis"`
+}
+
+// DefaultConfig returns the configuration with every default.
+func DefaultConfig() Config {
+	ac := config.Default()
+	return Config{
+		Elasticsearch: ac.Elasticsearch,
+		Prometheus:    PrometheusQuery{Timeout: 10 * time.Second},
+		Analysis:      analysis.Default(),
+		Notify:        notify.Default(),
+		History:       HistoryConfig{Index: jobmodel.DefaultHistoryIndex, Period: 24 * time.Hour, Advisory: DefaultAdvisory},
+		StateDir:      "/var/lib/jobsight-site",
+	}
+}
+
+// LoadConfig reads a configuration file over the defaults.
+func LoadConfig(path string) (Config, error) {
+	return config.LoadFile(path, ParseConfig)
+}
+
+// ParseConfig decodes YAML over the defaults, strictly, and validates it.
+func ParseConfig(r io.Reader) (Config, error) {
+	c := DefaultConfig()
+	if err := config.DecodeStrict(r, &c); err != nil {
+		return Config{}, err
+	}
+	return c, c.Validate()
+}
+
+// Validate checks every option; each problem names its option.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(option, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{option}, args...)...))
+	}
+	if c.Cluster != "" && !config.ValidClusterName(c.Cluster) {
+		bad("cluster", "%q: use 1-64 letters, digits, '.', '_' or '-'", c.Cluster)
+	}
+	if len(c.Elasticsearch.URLs) == 0 {
+		bad("elasticsearch.urls", "at least one URL is needed")
+	}
+	indices := [][2]string{{"elasticsearch.job_index", c.Elasticsearch.JobIndex}, {"elasticsearch.result_index", c.Elasticsearch.ResultIndex},
+		{"history.index", c.History.Index}}
+	for i, ix := range indices {
+		if !config.ValidIndexName(ix[1]) {
+			bad(ix[0], "%q: index names are lowercase letters, digits, '.', '_' or '-'", ix[1])
+		}
+		for _, other := range indices[:i] {
+			if ix[1] == other[1] {
+				bad(ix[0], "must differ from %s (%q): one would overwrite the other's documents", other[0], ix[1])
+			}
+		}
+	}
+	for i, u := range c.Elasticsearch.URLs {
+		if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+			bad(fmt.Sprintf("elasticsearch.urls[%d]", i), "%q: want an http:// or https:// URL", u)
+		}
+	}
+	if (c.Elasticsearch.Username == "") != (c.Elasticsearch.PasswordFile == "") {
+		bad("elasticsearch.username", "username and password_file go together")
+	}
+	if u := c.Prometheus.URL; u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+		bad("prometheus.url", "%q: want an http:// or https:// URL", u)
+	}
+	if c.Prometheus.BearerTokenFile != "" && c.Prometheus.PasswordFile != "" {
+		bad("prometheus.bearer_token_file", "set either a bearer token or a username/password, not both")
+	}
+	if c.Prometheus.Timeout <= 0 {
+		bad("prometheus.timeout", "must be positive")
+	}
+	if c.History.Period < time.Hour || c.History.Period > 366*24*time.Hour {
+		bad("history.period", "%s is outside 1h..366d", c.History.Period)
+	}
+	if u := c.JobURL; u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+		bad("job_url", "%q: want an http:// or https:// URL template", u)
+	}
+	if c.StateDir == "" {
+		bad("state_dir", "must not be empty")
+	}
+	for _, err := range []error{c.Analysis.Validate(), c.Notify.Validate(), c.History.Advisory.Validate()} {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Indices are the indices the configuration names.
+func (c *Config) Indices() Indices {
+	return Indices{Job: c.Elasticsearch.JobIndex, Result: c.Elasticsearch.ResultIndex, History: c.History.Index}
+}

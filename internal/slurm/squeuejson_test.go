@@ -1,0 +1,140 @@
+package slurm
+
+import (
+	"errors"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func loadSqueue(t testing.TB, name string) map[uint32]*Job {
+	t.Helper()
+	b, err := os.ReadFile("testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := ParseSqueueJSON(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return jobs
+}
+
+// The forged name of the issue: every field it imitates keeps its real
+// value, the name stays a name.
+func TestSqueueJSONForgedNameForgesNothing(t *testing.T) {
+	t.Parallel()
+	j := loadSqueue(t, "squeue-22.05-running.json")[754236]
+	if j == nil {
+		t.Fatal("job 754236 not found")
+	}
+	if !strings.HasPrefix(j.JobName, "x UserId=root(0)") || !strings.Contains(j.JobName, "NodeList=othernode TRES=cpu=1,mem=1M") {
+		t.Errorf("name %q", j.JobName)
+	}
+	if j.Account != "" || j.Partition != "debug" || j.JobState != "RUNNING" || !slices.Equal(j.NodeList, []string{"vm"}) ||
+		j.UID != 0 || j.UserName != "root" || j.TRES.CPUs != 1 || j.TRES.MemoryBytes != 100<<20 || j.TRES.GPUs != 2 ||
+		j.SubmitTime.Unix() != 1795451367 || j.ClusterName != "jobsight-dev" || j.ArrayJobID != 0 {
+		t.Errorf("forged fields leaked: %+v", j)
+	}
+	if j.MinMemoryNodeBytes != 100<<20 || j.NumCPUs != 1 || j.TresPerNode != "gres:gpu:2" {
+		t.Errorf("request: %+v", j)
+	}
+}
+
+func TestSqueueJSONEndedJobs(t *testing.T) {
+	t.Parallel()
+	jobs := loadSqueue(t, "squeue-22.05-ended.json")
+	for _, tc := range []struct {
+		id           uint32
+		state        string
+		code, signal int
+		array        uint32
+		task         string
+		limit        int64
+		unlimited    bool
+	}{
+		{754242, "FAILED", 3, 0, 0, "", 180, false},       // exit 3
+		{754243, "FAILED", 0, 9, 0, "", 0, true},          // kill -9 $$
+		{754236, "CANCELLED", 0, 15, 0, "", 0, true},      // scancel
+		{754241, "COMPLETED", 0, 0, 0, "", 300, false},    // --time=5
+		{754245, "COMPLETED", 0, 0, 754244, "3", 0, true}, // array task 3
+		{754244, "COMPLETED", 0, 0, 754244, "4", 0, true}, // array task 4 (the array's own id)
+	} {
+		j := jobs[tc.id]
+		if j == nil {
+			t.Errorf("job %d not found", tc.id)
+			continue
+		}
+		if j.JobState != tc.state || j.ExitCode != tc.code || j.ExitSignal != tc.signal || j.ArrayJobID != tc.array ||
+			j.ArrayTaskID != tc.task || j.TimeLimitSeconds != tc.limit || j.TimeLimitUnlimited != tc.unlimited {
+			t.Errorf("job %d: state %s exit %d signal %d array %d/%q limit %d unlimited %v", tc.id, j.JobState, j.ExitCode,
+				j.ExitSignal, j.ArrayJobID, j.ArrayTaskID, j.TimeLimitSeconds, j.TimeLimitUnlimited)
+		}
+		if j.EndTime.IsZero() || j.EndTime.Before(j.StartTime) || j.EndTime.Location() != time.UTC {
+			t.Errorf("job %d: start %v end %v", tc.id, j.StartTime, j.EndTime)
+		}
+	}
+	// An ended job has no allocated gres left: its GPUs come from the request.
+	if j := jobs[754236]; j == nil || j.TRES.GPUs != 2 {
+		t.Errorf("ended GPU job: %+v", j)
+	}
+	for spec, want := range map[string]int{"gres:gpu:4": 4, "gres:gpu:a100:2,gres:shard:1": 2, "gres/gpu=3": 3, "": 0, "gres:mps:100": 0} {
+		if got, err := gpusIn(spec); err != nil || got != want {
+			t.Errorf("gpusIn(%q) = %d, %v; want %d", spec, got, err, want)
+		}
+	}
+	if _, err := gpusIn("gres:gpu:x"); err == nil {
+		t.Error("gpusIn accepted a non-number")
+	}
+	// Heterogeneous components keep their het ids.
+	if j := jobs[754240]; j == nil || j.HetJobID != 754239 || j.HetJobOffset != 1 {
+		t.Errorf("het component: %+v", j)
+	}
+}
+
+func TestSqueueJSONBadInput(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ in, want string }{
+		{`not json`, "squeue --json"},
+		{`{"meta":{}}`, `no "jobs" list`},
+		{`{"errors":[{"error":"Unable to contact slurm controller"}]}`, "Unable to contact"},
+		{`{"jobs":[{"job_id":0}]}`, "job_id is missing"},
+		{`{"jobs":[{"job_id":5,"user_id":-4}]}`, "user_id -4"},
+		{`{"jobs":[{"job_id":5,"nodes":"n[3-1]"}]}`, "nodes"},
+		{`{"jobs":[{"job_id":5,"tres_alloc_str":"cpu=x"}]}`, "tres"},
+		{`{"jobs":[{"job_id":5},{"job_id":5}]}`, "twice"},
+	} {
+		_, err := ParseSqueueJSON([]byte(tc.in))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want %q", tc.in, err, tc.want)
+		}
+	}
+	_, err := ParseSqueueJSON([]byte(`{"jobs":[{"job_id":5},{"job_id":5}]}`))
+	if !errors.Is(err, ErrAmbiguous) {
+		t.Errorf("duplicate record: %v, want ErrAmbiguous", err)
+	}
+}
+
+func FuzzParseSqueueJSON(f *testing.F) {
+	for _, name := range []string{"squeue-22.05-running.json", "squeue-22.05-ended.json"} {
+		b, err := os.ReadFile("testdata/" + name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte(`{"jobs":[{"job_id":1,"exit_code":-1,"time_limit":-5,"memory_per_node":-1}]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		jobs, err := ParseSqueueJSON(b)
+		if err != nil {
+			return
+		}
+		for id, j := range jobs {
+			if j.JobID != id || j.JobID == 0 || j.TimeLimitSeconds < 0 || j.MinMemoryNodeBytes < 0 || j.ExitCode < 0 {
+				t.Fatalf("implausible job %+v", j)
+			}
+		}
+	})
+}

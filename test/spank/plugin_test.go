@@ -1,0 +1,372 @@
+// Package spank tests the Jobsight SPANK plugin (agent/spank/jobsight.c)
+// on a real single-node Slurm cluster with a stub agent that records how it
+// was called.
+package spank
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jobsight/jobsight/test/stack"
+)
+
+// stubAgent records "<argv...> | <memory cgroup>" per call, one line each.
+const stubAgent = `#!/bin/sh
+echo "$* | $(grep ':memory:' /proc/self/cgroup)" >> %[1]s
+env | sort > %[1]s.env; cat /proc/$PPID/cmdline | tr "\\0" " " > %[1]s.parent
+`
+
+type cluster struct {
+	*stack.Slurm
+	calls     string // the stub agent's call log
+	plugstack string
+	plugin    string
+	stub      string
+	stateDir  string // the plugin's state_dir: where it looks for the node agent's socket
+}
+
+func buildPlugin(t *testing.T, dir string) string {
+	t.Helper()
+	src, err := filepath.Abs("../../agent/spank")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("make", "-s", "-C", src, "OUT="+dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("building the SPANK plugin: %v\n%s", err, out)
+	}
+	return filepath.Join(dir, "jobsight.so")
+}
+
+func start(t *testing.T) *cluster {
+	t.Helper()
+	stack.Require(t, "root", "slurm", "cgroupv1", "cc", "make")
+	dir := t.TempDir()
+	c := &cluster{calls: filepath.Join(dir, "calls.log"), plugstack: filepath.Join(dir, "plugstack.conf"), stub: filepath.Join(dir, "stub-agent"),
+		stateDir: filepath.Join(dir, "state")}
+	if err := os.MkdirAll(c.stateDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	c.plugin = buildPlugin(t, dir)
+	if err := os.WriteFile(c.stub, []byte(fmt.Sprintf(stubAgent, c.calls)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c.writePlugstack(t, c.stub)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := stack.StartSlurm(ctx, filepath.Join(dir, "slurm"), stack.SlurmOptions{PlugstackConf: c.plugstack})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Stop() })
+	c.Slurm = s
+	return c
+}
+
+func (c *cluster) writePlugstack(t *testing.T, agent string) {
+	t.Helper()
+	line := fmt.Sprintf("required %s agent=%s config=/etc/jobsight/test.yaml state_dir=%s\n", c.plugin, agent, c.stateDir)
+	if agent == "" {
+		line = ""
+	}
+	if err := os.WriteFile(c.plugstack, []byte(line), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// callsFor returns the stub agent's calls for one job.
+func (c *cluster) callsFor(id string) []string {
+	b, _ := os.ReadFile(c.calls)
+	var calls []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, "--job-id "+id+" ") {
+			calls = append(calls, l)
+		}
+	}
+	return calls
+}
+
+// waitCalls waits until the job has a stop call (the epilog ran) and
+// returns its calls.
+func (c *cluster) waitCalls(t *testing.T, ctx context.Context, id string) []string {
+	t.Helper()
+	for {
+		calls := c.callsFor(id)
+		if slices.ContainsFunc(calls, func(l string) bool { return strings.HasPrefix(l, "stop ") }) {
+			time.Sleep(300 * time.Millisecond) // a duplicate would show up now
+			return c.callsFor(id)
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("job %s: no stop call from the epilog; calls: %q", id, calls)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func checkStartStop(t *testing.T, id string, calls []string) {
+	t.Helper()
+	var starts, stops int
+	for _, l := range calls {
+		argv, cg, _ := strings.Cut(l, " | ")
+		switch {
+		case strings.HasPrefix(argv, "start "):
+			starts++
+			want := fmt.Sprintf("start --config /etc/jobsight/test.yaml --job-id %s --uid 0", id)
+			if argv != want {
+				t.Errorf("job %s start call %q, want %q", id, argv, want)
+			}
+			if strings.Contains(cg, "job_") {
+				t.Errorf("job %s: the agent runs inside the job's cgroup (%s); it must be outside", id, cg)
+			}
+		case strings.HasPrefix(argv, "stop "):
+			stops++
+			want := fmt.Sprintf("stop --config /etc/jobsight/test.yaml --job-id %s", id)
+			if argv != want {
+				t.Errorf("job %s stop call %q, want %q", id, argv, want)
+			}
+		}
+	}
+	if starts != 1 || stops != 1 {
+		t.Errorf("job %s: %d start and %d stop calls, want 1 and 1: %q", id, starts, stops, calls)
+	}
+}
+
+func TestPluginStartsAndStopsOneAgentPerJob(t *testing.T) {
+	c := start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+
+	// The time-limit case takes over a minute (Slurm limits are minutes):
+	// submit it first so it runs beside the others.
+	timeout, err := c.Sbatch(ctx, "--output=/dev/null", "--time=1", "--wrap", "sleep 300")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name  string
+		args  []string
+		state string
+	}{
+		{"completes", []string{"--wrap", "sleep 1"}, "COMPLETED"},
+		{"fails", []string{"--wrap", "exit 1"}, "FAILED"},
+		{"cancelled", []string{"--wrap", "sleep 300"}, "CANCELLED"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			id, err := c.Sbatch(ctx, append([]string{"--output=/dev/null"}, tc.args...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.state == "CANCELLED" {
+				if _, err := c.WaitJobState(ctx, id, "RUNNING"); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(time.Second)
+				if err := c.Scancel(ctx, id); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if st, err := c.WaitJobState(ctx, id, tc.state); err != nil {
+				t.Fatalf("state %s: %v", st, err)
+			}
+			checkStartStop(t, id, c.waitCalls(t, ctx, id))
+		})
+	}
+	t.Run("opt-out", func(t *testing.T) {
+		id, err := c.Sbatch(ctx, "--output=/dev/null", "--jobsight=off", "--wrap", "true")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.WaitJobState(ctx, id, "COMPLETED"); err != nil {
+			t.Fatal(err)
+		}
+		// The epilog runs after COMPLETED: give it the time a stop call takes.
+		time.Sleep(3 * time.Second)
+		if calls := c.callsFor(id); len(calls) != 0 {
+			t.Errorf("job with --jobsight=off started the agent: %q", calls)
+		}
+	})
+	t.Run("bad option value is refused at submission", func(t *testing.T) {
+		if _, err := c.Sbatch(ctx, "--output=/dev/null", "--jobsight=maybe", "--wrap", "true"); err == nil {
+			t.Errorf("sbatch --jobsight=maybe was accepted")
+		}
+	})
+	t.Run("time limit", func(t *testing.T) {
+		if st, err := c.WaitJobState(ctx, timeout, "TIMEOUT"); err != nil {
+			t.Fatalf("state %s: %v", st, err)
+		}
+		checkStartStop(t, timeout, c.waitCalls(t, ctx, timeout))
+	})
+}
+
+func TestPluginWithMissingAgentLeavesJobsAlone(t *testing.T) {
+	c := start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	missing := filepath.Join(t.TempDir(), "no-such-agent")
+	c.writePlugstack(t, missing)
+	if err := c.RestartSlurmd(ctx); err != nil {
+		t.Fatal(err)
+	}
+	id, err := c.Sbatch(ctx, "--output=/dev/null", "--wrap", "sleep 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := c.WaitJobState(ctx, id, "COMPLETED"); err != nil {
+		t.Fatalf("job with a missing agent ended %s: %v", st, err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		log, _ := os.ReadFile(c.SlurmdLog)
+		if strings.Contains(string(log), "agent "+missing+" is not executable") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("slurmd log does not name the missing agent %s", missing)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestPrologDelay prints how much later a job starts running with the
+// plugin than without it (a figure, not an assertion).
+func TestPrologDelay(t *testing.T) {
+	if testing.Short() {
+		t.Skip("measurement; skipped with -short")
+	}
+	c := start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	measure := func() time.Duration {
+		var ds []time.Duration
+		for range 5 {
+			stamp := filepath.Join(t.TempDir(), "ran")
+			t0 := time.Now()
+			id, err := c.Sbatch(ctx, "--output=/dev/null", "--wrap", "date +%s.%N > "+stamp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.WaitJobState(ctx, id, "COMPLETED"); err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(stamp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := strconv.ParseFloat(strings.TrimSpace(string(b)), 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ds = append(ds, time.Unix(0, int64(f*1e9)).Sub(t0))
+		}
+		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+		return ds[len(ds)/2]
+	}
+	with := measure()
+	c.writePlugstack(t, "")
+	if err := c.RestartSlurmd(ctx); err != nil {
+		t.Fatal(err)
+	}
+	without := measure()
+	t.Logf("submit-to-running median over 5 jobs: with plugin %v, without %v, difference %v", with, without, with-without)
+}
+
+// fakeNodeAgent listens where the node's agent would, records every
+// request line and answers with reply ("ok": taken; "bye": exiting).
+type fakeNodeAgent struct {
+	mu    sync.Mutex
+	lines []string
+	reply string
+}
+
+func (f *fakeNodeAgent) serve(ln net.Listener) {
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		line, _ := bufio.NewReader(conn).ReadString('\n')
+		f.mu.Lock()
+		f.lines = append(f.lines, strings.TrimSpace(line))
+		reply := f.reply
+		f.mu.Unlock()
+		fmt.Fprintln(conn, reply)
+		conn.Close()
+	}
+}
+
+func (f *fakeNodeAgent) requests(id string) []map[string]any {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []map[string]any
+	for _, l := range f.lines {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) == nil && fmt.Sprint(m["job_id"]) == id {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// While the node's agent runs, the plugin hands it each job's start and
+// end over its socket (one JSON line each) and starts no process; when the
+// agent answers that it is exiting, the plugin launches the agent as
+// before.
+func TestPluginHandsJobsToTheRunningNodeAgent(t *testing.T) {
+	c := start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	ln, err := net.Listen("unix", filepath.Join(c.stateDir, "agent@"+c.NodeName+".sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	agent := &fakeNodeAgent{reply: "ok"}
+	go agent.serve(ln)
+
+	id, err := c.Sbatch(ctx, "--output=/dev/null", "--wrap", "sleep 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.WaitJobState(ctx, id, "COMPLETED"); err != nil {
+		t.Fatal(err)
+	}
+	var got []map[string]any
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if got = agent.requests(id); len(got) >= 2 {
+			break
+		}
+	}
+	if len(got) != 2 || got[0]["op"] != "start" || got[1]["op"] != "stop" || fmt.Sprint(got[0]["uid"]) != "0" {
+		t.Fatalf("job %s: requests %v, want a start (uid 0) then a stop", id, got)
+	}
+	time.Sleep(time.Second)
+	if calls := c.callsFor(id); len(calls) != 0 {
+		t.Errorf("job %s: the agent was launched although the node's agent took the job: %q", id, calls)
+	}
+
+	agent.mu.Lock()
+	agent.reply = "bye"
+	agent.mu.Unlock()
+	id, err = c.Sbatch(ctx, "--output=/dev/null", "--wrap", "sleep 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkStartStop(t, id, c.waitCalls(t, ctx, id))
+	if n := len(agent.requests(id)); n != 2 {
+		t.Errorf("job %s: %d requests reached the exiting agent, want its start and stop offered", id, n)
+	}
+}
