@@ -1,7 +1,8 @@
 // Package jobmodel is Jobsight's data model, shared by the agent and the
 // Grafana plugin: the job document and the per-node document stored in
-// Elasticsearch, their explicit mappings, and the cluster-qualified id
-// scheme.
+// Elasticsearch, their explicit mappings, the cluster-qualified id scheme,
+// and the allocations of resource-hours usage is measured against
+// (HoursAllocation).
 //
 // # Ids
 //

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
+
+	"github.com/jobsight/jobsight/internal/jobmodel"
 )
 
 // PluginID is the datasource plugin's id, as in plugin.json: the one place
@@ -120,19 +122,10 @@ type Settings struct {
 	Secrets Secrets `json:"-"`
 }
 
-// Allocation is one allocation threshold: Amount resource-hours per
-// PeriodDays (e.g. 8,766 GPU-hours per 365 days = 1 GPU-year per year) for a
-// cluster, optionally one account.
-type Allocation struct {
-	Cluster    string  `json:"cluster"`
-	Account    string  `json:"account,omitempty"`
-	Resource   string  `json:"resource"`
-	Hours      float64 `json:"hours"`
-	PeriodDays float64 `json:"periodDays,omitempty"`
-	// Start is the start of the allocation period (RFC 3339 date);
-	// default 1 January of the current year.
-	Start string `json:"start,omitempty"`
-}
+// Allocation is one allocation threshold of the Allocation query. The type
+// lives in the shared core, since the cluster-state collector serves the
+// same shape (its constants file) without linking the plugin SDK.
+type Allocation = jobmodel.HoursAllocation
 
 // Capacity is a partition's size, for the Hogging contention fallback.
 type Capacity struct {
@@ -265,7 +258,7 @@ func (s *Settings) applyDefaults() {
 	}
 	for i := range s.Allocations {
 		if s.Allocations[i].PeriodDays == 0 {
-			s.Allocations[i].PeriodDays = 365
+			s.Allocations[i].PeriodDays = jobmodel.DefaultAllocationPeriodDays
 		}
 	}
 }
@@ -391,37 +384,4 @@ func checkIndexName(name string) string {
 		return fmt.Sprintf("must not contain %q, got %q", string(name[i]), name)
 	}
 	return ""
-}
-
-// Check says what is wrong with an allocation, or nil.
-func (a Allocation) Check() error {
-	switch {
-	case a.Cluster == "":
-		return errors.New("cluster is required")
-	case a.Resource != "cpu" && a.Resource != "gpu":
-		return fmt.Errorf("resource must be cpu or gpu, got %q", a.Resource)
-	case a.Hours <= 0:
-		return fmt.Errorf("hours must be positive, got %g", a.Hours)
-	case a.PeriodDays < 1 || a.PeriodDays > 3660:
-		return fmt.Errorf("periodDays must be between 1 and 3660, got %g", a.PeriodDays)
-	}
-	if a.Start != "" {
-		if _, err := ParseAllocationStart(a.Start); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// ParseAllocationStart parses an allocation's start (a date or an RFC 3339
-// time).
-func ParseAllocationStart(s string) (time.Time, error) {
-	if t, err := time.Parse("2006-01-02", s); err == nil {
-		return t, nil
-	}
-	t, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("start %q is not a date (2026-01-01) or RFC 3339 time", s)
-	}
-	return t, nil
 }

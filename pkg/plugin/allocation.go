@@ -74,7 +74,7 @@ func (d *Datasource) fetchAllocations(ctx context.Context, st *stats) ([]models.
 	}
 	for i := range doc.Allocations {
 		if doc.Allocations[i].PeriodDays == 0 {
-			doc.Allocations[i].PeriodDays = 365
+			doc.Allocations[i].PeriodDays = jobmodel.DefaultAllocationPeriodDays
 		}
 		if err := doc.Allocations[i].Check(); err != nil {
 			return nil, fmt.Errorf("allocationsUrl %s: allocations[%d]: %v", u, i, err)
@@ -87,7 +87,7 @@ func (d *Datasource) fetchAllocations(ctx context.Context, st *stats) ([]models.
 func periodStart(a models.Allocation, t time.Time) time.Time {
 	start := time.Date(t.UTC().Year(), 1, 1, 0, 0, 0, 0, time.UTC)
 	if a.Start != "" {
-		if s, err := models.ParseAllocationStart(a.Start); err == nil {
+		if s, err := jobmodel.ParseAllocationStart(a.Start); err == nil {
 			start = s
 		}
 	}

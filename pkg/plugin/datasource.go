@@ -6,7 +6,6 @@ package plugin
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -14,7 +13,6 @@ import (
 	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend/resource/httpadapter"
-	"github.com/grafana/grafana-plugin-sdk-go/data"
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
@@ -55,6 +53,7 @@ type Datasource struct {
 	promErr  error
 
 	allocCache allocationCache
+	queries    backend.QueryDataHandler // the query-type mux, see newQueryMux
 	resources  backend.CallResourceHandler
 	// now is the clock (tests fix it).
 	now func() time.Time
@@ -68,6 +67,7 @@ func NewDatasource(_ context.Context, inst backend.DataSourceInstanceSettings) (
 	logger := log.DefaultLogger.With("component", "datasource", "datasource_uid", inst.UID)
 	ds := &Datasource{logger: logger, now: time.Now}
 	ds.resources = httpadapter.New(ds.routes())
+	ds.queries = ds.newQueryMux()
 	settings, err := models.LoadSettings(inst)
 	if err != nil {
 		ds.settingsErr = err
@@ -130,128 +130,32 @@ func (d *Datasource) Dispose() {
 }
 
 // QueryData answers each query on its own: one query's failure does not
-// fail the others. Every query is answered for the request's Viewer.
+// fail the others. Invalid settings fail every query, naming the setting at
+// fault; otherwise the request's Viewer is resolved once (a request it
+// cannot be resolved for is refused, every query of it) and the queries go
+// through the query-type mux (newQueryMux) with the Viewer in their context.
 func (d *Datasource) QueryData(ctx context.Context, req *backend.QueryDataRequest) (*backend.QueryDataResponse, error) {
-	resp := backend.NewQueryDataResponse()
-	var v Viewer
-	var verr error
-	if d.settingsErr == nil {
-		v, verr = viewerFor(d.settings, req.PluginContext.User, req.Headers)
-	}
-	for _, q := range req.Queries {
-		if verr != nil {
-			resp.Responses[q.RefID] = backend.ErrDataResponse(backend.StatusForbidden, verr.Error())
-			continue
-		}
-		resp.Responses[q.RefID] = d.query(ctx, v, req.PluginContext, q)
-	}
-	return resp, nil
-}
-
-// queryCtx is what one query's handler works with.
-type queryCtx struct {
-	ctx      context.Context
-	st       *stats
-	v        Viewer
-	q        *models.Query
-	from, to time.Time
-	now      time.Time
-	// maxPoints bounds the points of a series (the panel's width).
-	maxPoints int
-	refID     string
-	pc        backend.PluginContext
-}
-
-func (d *Datasource) query(ctx context.Context, v Viewer, pc backend.PluginContext, dq backend.DataQuery) backend.DataResponse {
 	if d.settingsErr != nil {
-		return backend.ErrDataResponseWithSource(backend.StatusBadRequest, backend.ErrorSourceDownstream,
-			"the Jobsight datasource settings are invalid: "+oneLine(d.settingsErr))
+		return answerAll(req, backend.ErrDataResponseWithSource(backend.StatusBadRequest, backend.ErrorSourceDownstream,
+			"the Jobsight datasource settings are invalid: "+oneLine(d.settingsErr))), nil
 	}
-	model, err := models.ParseQuery(dq.JSON)
+	v, err := viewerFor(d.settings, req.PluginContext.User, req.Headers)
 	if err != nil {
-		return backend.ErrDataResponse(backend.StatusBadRequest, fmt.Sprintf("query %s: %v", dq.RefID, err))
+		return answerAll(req, backend.ErrDataResponse(backend.StatusForbidden, err.Error())), nil
 	}
-	if model.QueryType == "" {
-		model.QueryType = models.QueryType(dq.QueryType)
-	}
-	if err := model.Validate(); err != nil {
-		return backend.ErrDataResponse(backend.StatusBadRequest, fmt.Sprintf("query %s: %s", dq.RefID, oneLine(err)))
-	}
-	qc := &queryCtx{ctx: ctx, st: &stats{}, v: v, q: &model, from: dq.TimeRange.From, to: dq.TimeRange.To,
-		now: d.now(), maxPoints: int(dq.MaxDataPoints), refID: dq.RefID, pc: pc}
-	if qc.to.IsZero() || qc.to.After(qc.now) {
-		qc.to = qc.now
-	}
-	if qc.from.IsZero() || !qc.from.Before(qc.to) {
-		qc.from = qc.to.Add(-24 * time.Hour)
-	}
-	log.DefaultLogger.FromContext(ctx).Debug("Query", "refId", dq.RefID, "queryType", model.QueryType, "viewer", v.Login)
-
-	var frames data.Frames
-	switch model.QueryType {
-	case models.QueryTypeJobs:
-		frames, err = d.queryJobs(qc)
-	case models.QueryTypeJobTimeline:
-		frames, err = d.queryTimeline(qc)
-	case models.QueryTypeReservation:
-		frames, err = d.queryReservation(qc)
-	case models.QueryTypeAllocation:
-		frames, err = d.queryAllocation(qc)
-	case models.QueryTypeHogging:
-		frames, err = d.queryHogging(qc)
-	case models.QueryTypeUsageHistory:
-		frames, err = d.queryUsageHistory(qc)
-	case models.QueryTypeVariable:
-		frames, err = d.queryVariable(qc)
-	}
-	if err != nil {
-		var be *backendError
-		if errors.As(err, &be) {
-			return backend.ErrDataResponseWithSource(backend.StatusBadGateway, backend.ErrorSourceDownstream, fmt.Sprintf("query %s: %s", dq.RefID, be.msg))
-		}
-		if errors.Is(err, errNotFound) {
-			return backend.ErrDataResponse(backend.StatusNotFound, fmt.Sprintf("query %s: %v", dq.RefID, err))
-		}
-		return backend.ErrDataResponse(backend.StatusBadRequest, fmt.Sprintf("query %s: %v", dq.RefID, err))
-	}
-	for _, f := range frames {
-		f.RefID = dq.RefID
-		if f.Meta == nil {
-			f.Meta = &data.FrameMeta{}
-		}
-		if f.Meta.Custom == nil {
-			f.Meta.Custom = map[string]any{}
-		}
-		if m, ok := f.Meta.Custom.(map[string]any); ok {
-			m["elasticsearchRequests"] = qc.st.es.Load()
-			m["prometheusRequests"] = qc.st.prom.Load()
-		}
-		if n := qc.st.skipped.Load(); n > 0 {
-			f.AppendNotices(data.Notice{Severity: data.NoticeSeverityWarning,
-				Text: fmt.Sprintf("%d job documents could not be read and were left out", n)})
-		}
-	}
-	return backend.DataResponse{Frames: frames}
+	return d.queries.QueryData(withViewer(ctx, v), req)
 }
 
-// errNotFound: the job asked for does not exist or is not visible to the
-// viewer (the two are not told apart, so ids cannot be probed).
-var errNotFound = errors.New("job not found")
+// answerAll answers every query of req with r.
+func answerAll(req *backend.QueryDataRequest, r backend.DataResponse) *backend.QueryDataResponse {
+	resp := backend.NewQueryDataResponse()
+	for _, q := range req.Queries {
+		resp.Responses[q.RefID] = r
+	}
+	return resp
+}
 
 // oneLine joins a multi-line (errors.Join) message into one line.
 func oneLine(err error) string {
 	return strings.ReplaceAll(err.Error(), "\n", "; ")
-}
-
-// withResponseLimit is the SDK's default middlewares with the response
-// limit set to limit bytes (GF_DATAPROXY_RESPONSE_LIMIT still wins).
-func withResponseLimit(limit int64) []httpclient.Middleware {
-	var out []httpclient.Middleware
-	for _, m := range httpclient.DefaultMiddlewares() {
-		if n, ok := m.(httpclient.MiddlewareName); ok && n.MiddlewareName() == httpclient.ResponseLimitMiddlewareName {
-			continue
-		}
-		out = append(out, m)
-	}
-	return append(out, httpclient.ResponseLimitMiddleware(limit))
 }

@@ -112,15 +112,6 @@ func (a *esSearch) terms(name string) ([]string, error) {
 	return out, nil
 }
 
-// backendError is a failure of Elasticsearch or Prometheus: the query
-// answers it as a downstream error with its message.
-type backendError struct {
-	backend string
-	msg     string
-}
-
-func (e *backendError) Error() string { return e.msg }
-
 // esTerm and friends build query clauses as Go values.
 func esTerm(field string, v any) map[string]any {
 	return map[string]any{"term": map[string]any{field: v}}

@@ -3,7 +3,6 @@ package plugin
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,9 +13,6 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/backend/log"
 )
-
-// maxBody bounds how much of a response body a health check reads.
-const maxBody = 1 << 20
 
 // BackendHealth is the outcome of checking one backend; CheckHealth returns
 // one per backend in its JSONDetails, under "elasticsearch" and "prometheus".
@@ -245,38 +241,4 @@ func send(ctx context.Context, c *http.Client, method, base, path string) (int, 
 		return resp.StatusCode, nil, fmt.Errorf("reading the answer to %s %s: %w", method, path, err)
 	}
 	return resp.StatusCode, body, nil
-}
-
-// httpProblem describes a non-2xx answer, or returns "" for a 2xx one.
-func httpProblem(product, base, what string, status int, body []byte, credHint string) string {
-	switch {
-	case status >= 200 && status < 300:
-		return ""
-	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		return fmt.Sprintf("%s at %s refused %s with HTTP %d: check %s", product, base, what, status, credHint)
-	default:
-		return fmt.Sprintf("%s at %s answered %s with HTTP %d%s", product, base, what, status, bodyHint(body))
-	}
-}
-
-// bodyHint returns a short excerpt of an error body, for context.
-func bodyHint(body []byte) string {
-	s := strings.Join(strings.Fields(string(body)), " ")
-	if s == "" {
-		return ""
-	}
-	if len(s) > 200 {
-		s = s[:200] + "…"
-	}
-	return ": " + s
-}
-
-// rootCause strips the *url.Error wrapper ("Get \"http://...\": ...") so a
-// message does not repeat the URL it already names.
-func rootCause(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err
-	}
-	return err
 }

@@ -216,17 +216,3 @@ func hourOfWeekFrame(qc *queryCtx, figs []figures, res string) *data.Frame {
 		Custom: map[string]any{"timezone": "UTC", "resource": res}}
 	return fr
 }
-
-func minT(a, b time.Time) time.Time {
-	if a.Before(b) {
-		return a
-	}
-	return b
-}
-
-func maxT(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
-}

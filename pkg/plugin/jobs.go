@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/data"
-	"github.com/prometheus/common/model"
 
 	"github.com/jobsight/jobsight/internal/jobmodel"
 	"github.com/jobsight/jobsight/pkg/models"
@@ -231,9 +230,4 @@ func (d *Datasource) jobLink(qc *queryCtx) string {
 	r := strings.NewReplacer("${cluster}", "${__data.fields.cluster:percentencode}", "${job_id}", "${__data.fields.job_id:percentencode}",
 		"${doc_id}", "${__data.fields.doc_id:percentencode}")
 	return r.Replace(tmpl)
-}
-
-// sampleKey is the "<cluster>:<job_id>" of a Prometheus sample.
-func sampleKey(m model.Metric) string {
-	return string(m["cluster"]) + ":" + string(m["job_id"])
 }

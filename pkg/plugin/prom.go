@@ -178,6 +178,11 @@ func byJob(vec model.Vector) map[string]jobValues {
 	return out
 }
 
+// sampleKey is the "<cluster>:<job_id>" of a Prometheus sample.
+func sampleKey(m model.Metric) string {
+	return string(m["cluster"]) + ":" + string(m["job_id"])
+}
+
 // jobMatchers collects, for one batched selector, the clusters and job ids
 // of the jobs keep accepts, and their longest sampling interval.
 func jobMatchers(jobs []jobmodel.Job, keep func(*jobmodel.Job) bool) (clusters, ids []string, interval float64) {

@@ -11,40 +11,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/jobsight/jobsight/internal/jobmodel"
-	"github.com/jobsight/jobsight/pkg/models"
 )
-
-// findJob reads one job's document by reference ("<cluster>:<id>", or an id
-// with the query's cluster), as the viewer may see it. A reused id gives
-// the most recent job starting before the range's end. One request.
-func (d *Datasource) findJob(qc *queryCtx, ref string, fields []string) (*jobmodel.Job, error) {
-	cluster, id, suffix, err := models.ParseJobRef(ref)
-	if err != nil {
-		return nil, err
-	}
-	q := models.Query{JobID: id}
-	if suffix != "" {
-		q.JobID = ref // the document id itself
-	}
-	switch {
-	case cluster != "":
-		q.Cluster = []string{cluster}
-	case len(qc.q.Cluster) == 1:
-		q.Cluster = qc.q.Cluster
-	case len(d.clusters(qc.q)) != 1:
-		return nil, fmt.Errorf("jobId %q names no cluster: write it as \"<cluster>:%s\" or choose one cluster", ref, id)
-	}
-	sc := jobScope{q: &q, v: qc.v, noTime: true}
-	sortNewest := []any{map[string]any{"start_time": map[string]any{"order": "desc"}}}
-	jobs, _, err := d.fetchJobs(*qc, sc, sortNewest, 0, 1, fields)
-	if err != nil {
-		return nil, err
-	}
-	if len(jobs) == 0 {
-		return nil, fmt.Errorf("%w: %s (or it is not one of yours)", errNotFound, ref)
-	}
-	return &jobs[0], nil
-}
 
 // timelineMetric is one sub-query of the job timeline.
 type timelineMetric struct {

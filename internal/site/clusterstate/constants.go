@@ -16,7 +16,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/jobsight/jobsight/pkg/models"
+	"github.com/jobsight/jobsight/internal/jobmodel"
 )
 
 // Constants is the allocations-and-constants document the collector serves
@@ -24,7 +24,7 @@ import (
 // (models.Settings.AllocationsURL). Allocations have exactly the shape of
 // the datasource's own allocations setting.
 type Constants struct {
-	Allocations []models.Allocation `json:"allocations"`
+	Allocations []jobmodel.HoursAllocation `json:"allocations"`
 	// Constants are other site numbers (e.g. "users": 120), by name.
 	Constants map[string]any `json:"constants"`
 }
@@ -43,7 +43,7 @@ const defaultPeriodDays = 365
 //	constants:
 //	  users: 120
 //
-// Unknown keys, a malformed allocation (models.Allocation.Check), a
+// Unknown keys, a malformed allocation (jobmodel.HoursAllocation.Check), a
 // duplicate allocation or a badly named constant are errors naming the
 // field ("allocations[2].hours: ...").
 func ParseConstants(r io.Reader) (Constants, error) {
@@ -59,7 +59,7 @@ func ParseConstants(r io.Reader) (Constants, error) {
 		return Constants{}, fmt.Errorf("not YAML or JSON: %w", err)
 	}
 	if raw == nil {
-		return Constants{Allocations: []models.Allocation{}, Constants: map[string]any{}}, nil
+		return Constants{Allocations: []jobmodel.HoursAllocation{}, Constants: map[string]any{}}, nil
 	}
 	raw = plainDates(raw)
 	// Through JSON, so that keys are the datasource's (periodDays) and
@@ -75,7 +75,7 @@ func ParseConstants(r io.Reader) (Constants, error) {
 	if err := strictJSON(js, &top); err != nil {
 		return Constants{}, err
 	}
-	c := Constants{Allocations: make([]models.Allocation, 0, len(top.Allocations)), Constants: top.Constants}
+	c := Constants{Allocations: make([]jobmodel.HoursAllocation, 0, len(top.Allocations)), Constants: top.Constants}
 	if c.Constants == nil {
 		c.Constants = map[string]any{}
 	}
@@ -83,7 +83,7 @@ func ParseConstants(r io.Reader) (Constants, error) {
 	seen := map[string]int{}
 	for i, m := range top.Allocations {
 		field := fmt.Sprintf("allocations[%d]", i)
-		var a models.Allocation
+		var a jobmodel.HoursAllocation
 		if err := strictJSON(m, &a); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", field, err))
 			continue
@@ -170,7 +170,7 @@ type ConstantsFile struct {
 func OpenConstants(path string, log *slog.Logger) (*ConstantsFile, error) {
 	f := &ConstantsFile{path: path, log: log}
 	if path == "" {
-		f.current, _ = json.Marshal(Constants{Allocations: []models.Allocation{}, Constants: map[string]any{}})
+		f.current, _ = json.Marshal(Constants{Allocations: []jobmodel.HoursAllocation{}, Constants: map[string]any{}})
 		return f, nil
 	}
 	if err := f.reload(); err != nil {

@@ -1,9 +1,9 @@
 package plugin
 
 import (
+	"errors"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	gojson "github.com/goccy/go-json"
@@ -11,14 +11,6 @@ import (
 	"github.com/jobsight/jobsight/internal/jobmodel"
 	"github.com/jobsight/jobsight/pkg/models"
 )
-
-// stats counts the backend requests one query made (the per-panel budget
-// is tested and reported in the frame's metadata).
-type stats struct {
-	es, prom, other atomic.Int64
-	// skipped counts job documents that did not decode.
-	skipped atomic.Int64
-}
 
 // jobScope is what limits a query's jobs: its filters, the viewer's
 // visibility and the time range.
@@ -207,74 +199,38 @@ func decodeJobs(raw []byte) ([]jobmodel.Job, int64, int, error) {
 	return jobs, loose.Hits.Total.Value, skipped, nil
 }
 
-// figures are one job's reserved and used amounts (hours; memory in
-// GiB-hours), computed from its document (finished jobs) or its document
-// and live series (running jobs). A figure that could not be computed is
-// nil, never 0.
-type figures struct {
-	elapsedH, limitH  *float64
-	cpuResH, cpuUsedH *float64
-	gpuResH, gpuUsedH *float64
-	memResH, memUsedH *float64
-	cpus, gpus        *float64
-	memReqBytes       *float64
-	start, end        time.Time
-	running           bool
+// findJob reads one job's document by reference ("<cluster>:<id>", or an id
+// with the query's cluster), as the viewer may see it. A reused id gives
+// the most recent job starting before the range's end. One request.
+func (d *Datasource) findJob(qc *queryCtx, ref string, fields []string) (*jobmodel.Job, error) {
+	cluster, id, suffix, err := models.ParseJobRef(ref)
+	if err != nil {
+		return nil, err
+	}
+	q := models.Query{JobID: id}
+	if suffix != "" {
+		q.JobID = ref // the document id itself
+	}
+	switch {
+	case cluster != "":
+		q.Cluster = []string{cluster}
+	case len(qc.q.Cluster) == 1:
+		q.Cluster = qc.q.Cluster
+	case len(d.clusters(qc.q)) != 1:
+		return nil, fmt.Errorf("jobId %q names no cluster: write it as \"<cluster>:%s\" or choose one cluster", ref, id)
+	}
+	sc := jobScope{q: &q, v: qc.v, noTime: true}
+	sortNewest := []any{map[string]any{"start_time": map[string]any{"order": "desc"}}}
+	jobs, _, err := d.fetchJobs(*qc, sc, sortNewest, 0, 1, fields)
+	if err != nil {
+		return nil, err
+	}
+	if len(jobs) == 0 {
+		return nil, fmt.Errorf("%w: %s (or it is not one of yours)", errNotFound, ref)
+	}
+	return &jobs[0], nil
 }
 
-const gib = 1 << 30
-
-// jobFigures computes a job's figures. now is the end of a running job.
-func jobFigures(j *jobmodel.Job, now time.Time) figures {
-	var f figures
-	if j.StartTime == nil {
-		return f
-	}
-	f.start = j.StartTime.Time
-	f.end = now
-	f.running = !j.Final
-	if j.EndTime != nil && j.Final {
-		f.end = j.EndTime.Time
-	}
-	el := f.end.Sub(f.start).Hours()
-	if j.Final && j.ElapsedSeconds != nil {
-		el = *j.ElapsedSeconds / 3600
-	}
-	if el < 0 {
-		el = 0
-	}
-	f.elapsedH = &el
-	if j.TimeLimitSeconds != nil {
-		f.limitH = ptr(float64(*j.TimeLimitSeconds) / 3600)
-	}
-	r := j.Requested
-	if r.CPUs != nil {
-		f.cpus = ptr(float64(*r.CPUs))
-		f.cpuResH = ptr(float64(*r.CPUs) * el)
-	}
-	if r.GPUs != nil {
-		f.gpus = ptr(float64(*r.GPUs))
-		f.gpuResH = ptr(float64(*r.GPUs) * el)
-	} else if j.GPU != nil && j.GPU.Held != nil {
-		f.gpus = ptr(float64(*j.GPU.Held))
-		f.gpuResH = ptr(float64(*j.GPU.Held) * el)
-	}
-	if r.MemoryBytes != nil {
-		f.memReqBytes = ptr(float64(*r.MemoryBytes))
-		f.memResH = ptr(float64(*r.MemoryBytes) / gib * el)
-	}
-	if j.CPU != nil && j.CPU.CoreSeconds != nil {
-		f.cpuUsedH = ptr(*j.CPU.CoreSeconds / 3600)
-	}
-	if j.GPU != nil && j.GPU.UtilizationAvg != nil && j.GPU.GPUSeconds != nil {
-		f.gpuUsedH = ptr(*j.GPU.UtilizationAvg * *j.GPU.GPUSeconds / 3600)
-	} else if f.gpus != nil && *f.gpus == 0 {
-		f.gpuUsedH = ptr(0.0)
-	}
-	if j.Memory != nil && j.Memory.AvgBytes != nil {
-		f.memUsedH = ptr(float64(*j.Memory.AvgBytes) / gib * el)
-	}
-	return f
-}
-
-func ptr[T any](v T) *T { return &v }
+// errNotFound: the job asked for does not exist or is not visible to the
+// viewer (the two are not told apart, so ids cannot be probed).
+var errNotFound = errors.New("job not found")
