@@ -1,24 +1,20 @@
 // Package config is the agent's configuration: one YAML file, decoded
 // strictly (an unknown key is an error naming it), where every option has a
 // default, a doc line, and a validation error that names the option.
-// docs/agent-config.md lists them all; a test keeps the two in step.
+// docs/agent-config.md lists them all; a test keeps the two in step. The
+// store sections, the decoding and the secret files are the ones every
+// product shares (internal/config).
 package config
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
 	"io"
-	"os"
-	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/jobsight/jobsight/agent/emissions"
 	"github.com/jobsight/jobsight/internal/analysis"
+	shared "github.com/jobsight/jobsight/internal/config"
 )
 
 // Config is the agent's configuration.
@@ -49,15 +45,16 @@ type Config struct {
 	// profile of its whole life there (for diagnosing the agent's own cost).
 	CPUProfileDir string `yaml:"cpu_profile_dir"`
 
-	Cgroup        CgroupConfig        `yaml:"cgroup"`
-	ProcRoot      string              `yaml:"proc_root"`
-	Slurm         SlurmConfig         `yaml:"slurm"`
-	Spool         SpoolConfig         `yaml:"spool"`
-	Elasticsearch ElasticsearchConfig `yaml:"elasticsearch"`
-	Prometheus    PrometheusConfig    `yaml:"prometheus"`
-	GPU           GPUConfig           `yaml:"gpu"`
-	Energy        EnergyConfig        `yaml:"energy"`
-	Emissions     EmissionsConfig     `yaml:"emissions"`
+	Cgroup   CgroupConfig `yaml:"cgroup"`
+	ProcRoot string       `yaml:"proc_root"`
+	Slurm    SlurmConfig  `yaml:"slurm"`
+	Spool    SpoolConfig  `yaml:"spool"`
+	// Elasticsearch is the job-history store. No URLs: disabled.
+	Elasticsearch shared.ElasticsearchConfig `yaml:"elasticsearch"`
+	Prometheus    PrometheusConfig           `yaml:"prometheus"`
+	GPU           GPUConfig                  `yaml:"gpu"`
+	Energy        EnergyConfig               `yaml:"energy"`
+	Emissions     EmissionsConfig            `yaml:"emissions"`
 	// Analysis is the post-job analysis run on the job's first node when
 	// its document is final (docs/analysis.md).
 	Analysis analysis.Config `yaml:"analysis"`
@@ -119,11 +116,11 @@ type LiveEmissionsConfig struct {
 
 // SimGPUConfig describes the simulated GPUs (backend: simulated).
 type SimGPUConfig struct {
-	Devices        int            `yaml:"devices"`
-	MemoryBytes    ByteSize       `yaml:"memory_bytes"`
-	Profile        string         `yaml:"profile"`
-	DeviceProfiles map[int]string `yaml:"device_profiles"`
-	DropAfter      time.Duration  `yaml:"drop_after"`
+	Devices        int             `yaml:"devices"`
+	MemoryBytes    shared.ByteSize `yaml:"memory_bytes"`
+	Profile        string          `yaml:"profile"`
+	DeviceProfiles map[int]string  `yaml:"device_profiles"`
+	DropAfter      time.Duration   `yaml:"drop_after"`
 }
 
 // CgroupConfig says where the cgroup filesystem is.
@@ -146,67 +143,19 @@ type SlurmConfig struct {
 
 // SpoolConfig bounds the on-disk spool.
 type SpoolConfig struct {
-	Dir      string   `yaml:"dir"`
-	MaxBytes ByteSize `yaml:"max_bytes"`
+	Dir      string          `yaml:"dir"`
+	MaxBytes shared.ByteSize `yaml:"max_bytes"`
 	// Linger is how long an agent whose job has ended keeps delivering
 	// what waits in the spool (a store that was down) before it exits,
 	// so final documents arrive even if no other job starts on the node.
 	Linger time.Duration `yaml:"linger"`
 }
 
-// ElasticsearchConfig is the job-history store. No URLs: disabled.
-type ElasticsearchConfig struct {
-	URLs         []string      `yaml:"urls"`
-	Username     string        `yaml:"username"`
-	PasswordFile string        `yaml:"password_file"`
-	CAFile       string        `yaml:"ca_file"`
-	JobIndex     string        `yaml:"job_index"`
-	NodeIndex    string        `yaml:"node_index"`
-	ResultIndex  string        `yaml:"result_index"`
-	Timeout      time.Duration `yaml:"timeout"`
-}
-
-// PrometheusConfig is the time-series store. No URL: disabled.
+// PrometheusConfig is the time-series store: a remote-write endpoint (no
+// URL: disabled) and how often the agent pushes to it.
 type PrometheusConfig struct {
-	RemoteWriteURL  string        `yaml:"remote_write_url"`
-	BearerTokenFile string        `yaml:"bearer_token_file"`
-	Username        string        `yaml:"username"`
-	PasswordFile    string        `yaml:"password_file"`
-	PushInterval    time.Duration `yaml:"push_interval"`
-	Timeout         time.Duration `yaml:"timeout"`
-}
-
-// ByteSize is a size in bytes written as a number or with a unit
-// ("64MiB", "1G", "512KB").
-type ByteSize int64
-
-// UnmarshalYAML parses a size.
-func (b *ByteSize) UnmarshalYAML(n *yaml.Node) error {
-	v, err := ParseByteSize(n.Value)
-	if err != nil {
-		return fmt.Errorf("line %d: %w", n.Line, err)
-	}
-	*b = ByteSize(v)
-	return nil
-}
-
-var sizeRE = regexp.MustCompile(`^\s*([0-9]+)\s*([KMGT]?)(I?B?)\s*$`)
-
-// ParseByteSize parses "123", "64MiB", "64M", "1GB" (binary multiples).
-func ParseByteSize(s string) (int64, error) {
-	m := sizeRE.FindStringSubmatch(strings.ToUpper(s))
-	if m == nil {
-		return 0, fmt.Errorf("size %q: want a number of bytes, optionally with K, M, G or T (e.g. 64MiB)", s)
-	}
-	v, err := strconv.ParseInt(m[1], 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("size %q: %w", s, err)
-	}
-	shift := map[string]uint{"": 0, "K": 10, "M": 20, "G": 30, "T": 40}[m[2]]
-	if v > (1<<62)>>shift {
-		return 0, fmt.Errorf("size %q: too large", s)
-	}
-	return v << shift, nil
+	shared.RemoteWrite `yaml:",inline"`
+	PushInterval       time.Duration `yaml:"push_interval"`
 }
 
 // Default returns the configuration with every default filled in.
@@ -223,11 +172,9 @@ func Default() Config {
 		ProcRoot:             "/proc",
 		Slurm:                SlurmConfig{Scontrol: "scontrol", Squeue: "squeue", Timeout: 10 * time.Second, FinalStateWait: 2 * time.Minute},
 		Spool:                SpoolConfig{Dir: "/var/spool/jobsight", MaxBytes: 64 << 20, Linger: 15 * time.Minute},
-		Elasticsearch: ElasticsearchConfig{
-			JobIndex: "jobsight-jobs", NodeIndex: "jobsight-nodes", ResultIndex: "jobsight-results", Timeout: 10 * time.Second,
-		},
-		Prometheus: PrometheusConfig{PushInterval: 10 * time.Second, Timeout: 10 * time.Second},
-		Analysis:   analysis.Default(),
+		Elasticsearch:        shared.DefaultElasticsearch(),
+		Prometheus:           PrometheusConfig{RemoteWrite: shared.RemoteWrite{Timeout: 10 * time.Second}, PushInterval: 10 * time.Second},
+		Analysis:             analysis.Default(),
 		Energy: EnergyConfig{Enabled: true, SysfsRoot: "/sys", IPMITool: "ipmitool",
 			IPMIInterval: time.Minute, IPMITimeout: 10 * time.Second},
 		Emissions: EmissionsConfig{Live: LiveEmissionsConfig{URL: "https://api.electricitymap.org/v3", Timeout: 5 * time.Second}},
@@ -243,95 +190,19 @@ func Load(path string) (Config, error) {
 		c := Default()
 		return c, c.Validate()
 	}
-	return LoadFile(path, Parse)
-}
-
-// LoadFile opens the configuration file path and decodes it with parse;
-// errors name the file. The agent, the site command and the cluster-state
-// collector load their files this way.
-func LoadFile[T any](path string, parse func(io.Reader) (T, error)) (T, error) {
-	var zero T
-	f, err := os.Open(path)
-	if err != nil {
-		return zero, fmt.Errorf("config: %w", err)
-	}
-	defer f.Close()
-	c, err := parse(f)
-	if err != nil {
-		return zero, fmt.Errorf("config %s: %w", path, err)
-	}
-	return c, nil
+	return shared.LoadFile(path, Parse)
 }
 
 // Parse decodes YAML over the defaults, strictly, and validates it.
 func Parse(r io.Reader) (Config, error) {
-	c := Default()
-	if err := DecodeStrict(r, &c); err != nil {
-		return Config{}, err
-	}
-	return c, c.Validate()
+	return shared.Parse(r, Default())
 }
-
-// DecodeStrict decodes at most 1 MiB of YAML from r over v (which holds
-// the defaults): an unknown key is an error naming it and its section.
-// The site command's configuration is read the same way.
-func DecodeStrict(r io.Reader, v any) error {
-	data, err := io.ReadAll(io.LimitReader(r, 1<<20+1))
-	if err != nil {
-		return err
-	}
-	if len(data) > 1<<20 {
-		return errors.New("larger than 1 MiB")
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
-		return cleanYAMLError(err)
-	}
-	return nil
-}
-
-// cleanYAMLError turns yaml.v3's messages about unknown fields into ones
-// naming the option and its section ("line 3: unknown option "intervall"
-// at the top level").
-func cleanYAMLError(err error) error {
-	msg := strings.TrimPrefix(err.Error(), "yaml: unmarshal errors:\n")
-	msg = unknownField.ReplaceAllStringFunc(msg, func(m string) string {
-		sub := unknownField.FindStringSubmatch(m)
-		where := "at the top level"
-		sec := strings.ToLower(strings.TrimSuffix(sub[3], "Config"))
-		if sec == "" && sub[2] != "config" && sub[2] != "feedback" && sub[2] != "clusterstate" {
-			sec = sub[2] // a section with its own package: notify.Config
-		}
-		if sec != "" {
-			where = "in section " + sec
-		}
-		return fmt.Sprintf("unknown option %q %s", sub[1], where)
-	})
-	return errors.New(strings.TrimSpace(msg))
-}
-
-var unknownField = regexp.MustCompile(`field (\S+) not found in type (\w+)\.(\w+)`)
-
-var (
-	clusterName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
-	indexName   = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,199}$`)
-)
-
-// ValidIndexName reports whether name is a usable Elasticsearch index name
-// (lowercase letters, digits, '.', '_' or '-'; no wildcard).
-func ValidIndexName(name string) bool { return indexName.MatchString(name) }
-
-// ValidClusterName reports whether name is a usable cluster name.
-func ValidClusterName(name string) bool { return clusterName.MatchString(name) }
 
 // Validate checks every option; each problem found is named by its option.
 func (c *Config) Validate() error {
-	var errs []error
-	bad := func(option, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{option}, args...)...))
-	}
-	if c.Cluster != "" && !clusterName.MatchString(c.Cluster) {
+	var errs shared.Problems
+	bad := errs.Add
+	if c.Cluster != "" && !shared.ValidClusterName(c.Cluster) {
 		bad("cluster", "%q: use 1-64 letters, digits, '.', '_' or '-'", c.Cluster)
 	}
 	if c.Interval < time.Second || c.Interval > 5*time.Minute {
@@ -379,13 +250,9 @@ func (c *Config) Validate() error {
 	if c.Spool.MaxBytes < 1<<20 {
 		bad("spool.max_bytes", "%d bytes is below the minimum 1MiB", c.Spool.MaxBytes)
 	}
-	for i, u := range c.Elasticsearch.URLs {
-		if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
-			bad(fmt.Sprintf("elasticsearch.urls[%d]", i), "%q: want an http:// or https:// URL", u)
-		}
-	}
+	errs = append(errs, c.Elasticsearch.Validate()...)
 	for _, ix := range [][2]string{{"elasticsearch.job_index", c.Elasticsearch.JobIndex}, {"elasticsearch.node_index", c.Elasticsearch.NodeIndex}, {"elasticsearch.result_index", c.Elasticsearch.ResultIndex}} {
-		if !indexName.MatchString(ix[1]) {
+		if !shared.ValidIndexName(ix[1]) {
 			bad(ix[0], "%q: index names are lowercase letters, digits, '.', '_' or '-'", ix[1])
 		}
 	}
@@ -398,23 +265,9 @@ func (c *Config) Validate() error {
 	if c.Elasticsearch.Timeout <= 0 {
 		bad("elasticsearch.timeout", "must be positive")
 	}
-	if u := c.Prometheus.RemoteWriteURL; u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
-		bad("prometheus.remote_write_url", "%q: want an http:// or https:// URL", u)
-	}
-	if c.Prometheus.BearerTokenFile != "" && c.Prometheus.PasswordFile != "" {
-		bad("prometheus.bearer_token_file", "set either a bearer token or a username/password, not both")
-	}
-	if (c.Prometheus.Username == "") != (c.Prometheus.PasswordFile == "") {
-		bad("prometheus.username", "username and password_file go together")
-	}
-	if (c.Elasticsearch.Username == "") != (c.Elasticsearch.PasswordFile == "") {
-		bad("elasticsearch.username", "username and password_file go together")
-	}
+	errs = append(errs, c.Prometheus.RemoteWrite.Validate()...)
 	if c.Prometheus.PushInterval < c.Interval || c.Prometheus.PushInterval > 10*time.Minute {
 		bad("prometheus.push_interval", "%s must be between interval (%s) and 10m", c.Prometheus.PushInterval, c.Interval)
-	}
-	if c.Prometheus.Timeout <= 0 {
-		bad("prometheus.timeout", "must be positive")
 	}
 	switch c.GPU.Backend {
 	case "auto", "nvidia", "amd", "simulated", "none":
@@ -447,15 +300,13 @@ func (c *Config) Validate() error {
 	if err := c.Analysis.Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	return errors.Join(errs...)
+	return errs.Err()
 }
 
 // validateEnergy checks the energy and emissions sections.
 func (c *Config) validateEnergy() []error {
-	var errs []error
-	bad := func(option, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{option}, args...)...))
-	}
+	var errs shared.Problems
+	bad := errs.Add
 	e := c.Energy
 	if e.SysfsRoot == "" {
 		bad("energy.sysfs_root", "must not be empty (default /sys)")
@@ -512,17 +363,4 @@ func validProfile(p string) bool {
 		return true
 	}
 	return false
-}
-
-// ReadSecret reads a credential from a file, trimming one trailing newline.
-// The error names the option and the file, never the content.
-func ReadSecret(option, path string) (string, error) {
-	if path == "" {
-		return "", nil
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("%s: %w", option, err)
-	}
-	return strings.TrimRight(string(b), "\r\n"), nil
 }

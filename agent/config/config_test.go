@@ -2,7 +2,6 @@ package config
 
 import (
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -87,22 +86,6 @@ func TestEmissionsZones(t *testing.T) {
 		if _, err := Parse(strings.NewReader(in)); err != nil {
 			t.Errorf("%q: %v", in, err)
 		}
-	}
-}
-
-func TestReadSecretNeverEchoesContent(t *testing.T) {
-	t.Parallel()
-	p := filepath.Join(t.TempDir(), "pw")
-	if err := os.WriteFile(p, []byte("s3cret\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	got, err := ReadSecret("elasticsearch.password_file", p)
-	if err != nil || got != "s3cret" {
-		t.Fatalf("ReadSecret = %q, %v", got, err)
-	}
-	_, err = ReadSecret("elasticsearch.password_file", p+"-missing")
-	if err == nil || !strings.Contains(err.Error(), "elasticsearch.password_file") {
-		t.Fatalf("error %v does not name the option", err)
 	}
 }
 

@@ -67,30 +67,14 @@ func New(ctx context.Context, cfg config.Config, health *monitor.Health, log *sl
 	o := &Outputs{cfg: cfg, health: health, log: log.With("component", "deliver"),
 		resolved: map[string]string{}, byIdentity: map[string]string{}, lastDropped: map[store.DocKind]uint64{}, written: map[string]time.Time{}}
 	if len(cfg.Elasticsearch.URLs) > 0 {
-		pw, err := config.ReadSecret("elasticsearch.password_file", cfg.Elasticsearch.PasswordFile)
-		if err != nil {
-			return nil, err
-		}
-		o.es, err = elasticsearch.New(elasticsearch.Config{
-			URLs: cfg.Elasticsearch.URLs, Username: cfg.Elasticsearch.Username, Password: pw,
-			CACertFile: cfg.Elasticsearch.CAFile, Timeout: cfg.Elasticsearch.Timeout, Logger: o.log,
-		})
-		if err != nil {
+		var err error
+		if o.es, err = elasticsearch.FromConfig(cfg.Elasticsearch.Elasticsearch, o.log); err != nil {
 			return nil, err
 		}
 	}
 	if cfg.Prometheus.RemoteWriteURL != "" {
-		token, err := config.ReadSecret("prometheus.bearer_token_file", cfg.Prometheus.BearerTokenFile)
-		if err != nil {
-			return nil, err
-		}
-		pw, err := config.ReadSecret("prometheus.password_file", cfg.Prometheus.PasswordFile)
-		if err != nil {
-			return nil, err
-		}
-		o.rw, err = promremote.New(promremote.Config{URL: cfg.Prometheus.RemoteWriteURL, BearerToken: token,
-			Username: cfg.Prometheus.Username, Password: pw, Timeout: cfg.Prometheus.Timeout})
-		if err != nil {
+		var err error
+		if o.rw, err = promremote.FromConfig(cfg.Prometheus.RemoteWrite, o.log); err != nil {
 			return nil, err
 		}
 	}

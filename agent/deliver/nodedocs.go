@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/jobsight/jobsight/internal/jobmodel"
+	"github.com/jobsight/jobsight/internal/store"
 )
 
 func (o *Outputs) NodeDocs(ctx context.Context, jobDocID string) ([]jobmodel.Node, error) {
@@ -27,13 +28,7 @@ func (o *Outputs) NodeDocs(ctx context.Context, jobDocID string) ([]jobmodel.Nod
 	if err != nil {
 		return nil, err
 	}
-	var ans struct {
-		Hits struct {
-			Hits []struct {
-				Source jobmodel.Node `json:"_source"`
-			} `json:"hits"`
-		} `json:"hits"`
-	}
+	var ans store.SearchAnswer[jobmodel.Node]
 	if err := json.Unmarshal(raw, &ans); err != nil {
 		return nil, fmt.Errorf("node documents of %s: %w", jobDocID, err)
 	}

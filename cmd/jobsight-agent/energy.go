@@ -7,6 +7,7 @@ import (
 	"github.com/jobsight/jobsight/agent/config"
 	"github.com/jobsight/jobsight/agent/emissions"
 	"github.com/jobsight/jobsight/agent/energy"
+	shared "github.com/jobsight/jobsight/internal/config"
 )
 
 // openEnergy opens the node's energy sources (nil when energy.enabled is
@@ -42,7 +43,7 @@ func emissionsEstimator(cfg config.Config) (*emissions.Estimator, error) {
 	}
 	e := &emissions.Estimator{Static: static, Zone: c.Zone, Timeout: c.Live.Timeout}
 	if c.Live.Provider == "electricitymaps" {
-		token, err := config.ReadSecret("emissions.live.token_file", c.Live.TokenFile)
+		token, err := shared.ReadSecret("emissions.live.token_file", c.Live.TokenFile)
 		if err != nil {
 			return nil, err
 		}

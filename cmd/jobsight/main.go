@@ -32,7 +32,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sys/unix"
 
-	"github.com/jobsight/jobsight/agent/config"
 	"github.com/jobsight/jobsight/internal/jobmodel"
 	"github.com/jobsight/jobsight/internal/report"
 	"github.com/jobsight/jobsight/internal/site/feedback"
@@ -178,12 +177,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 func newSite(cfg feedback.Config, reg prometheus.Registerer, log *slog.Logger) (*feedback.Site, error) {
-	pw, err := config.ReadSecret("elasticsearch.password_file", cfg.Elasticsearch.PasswordFile)
-	if err != nil {
-		return nil, err
-	}
-	es, err := elasticsearch.New(elasticsearch.Config{URLs: cfg.Elasticsearch.URLs, Username: cfg.Elasticsearch.Username,
-		Password: pw, CACertFile: cfg.Elasticsearch.CAFile, Timeout: cfg.Elasticsearch.Timeout, Logger: log})
+	es, err := elasticsearch.FromConfig(cfg.Elasticsearch.Elasticsearch, log)
 	if err != nil {
 		return nil, err
 	}

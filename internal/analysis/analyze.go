@@ -112,7 +112,7 @@ func Analyze(in Input, cfg Config) jobmodel.Analysis {
 			c := &causes[i]
 			c.Title = texts[c.ID].title
 			c.Lesson, c.DocURL = lesson(&cfg, c.ID, f.vendor)
-			c.Confidence = round2(clamp01(c.Confidence))
+			c.Confidence = round2(jobmodel.Clamp01(c.Confidence))
 		}
 		causes = append(causes, runCustom(f)...)
 		sort.SliceStable(causes, func(i, j int) bool {
@@ -191,7 +191,7 @@ func newFacts(job *jobmodel.Job, cfg *Config, timeline []float64) *facts {
 	f := &facts{cfg: cfg, job: job, missing: map[string]bool{}, kind: jobmodel.KindCPU, nodes: 1}
 	for _, v := range timeline {
 		if !math.IsNaN(v) && !math.IsInf(v, 0) {
-			f.timeline = append(f.timeline, clamp01(v))
+			f.timeline = append(f.timeline, jobmodel.Clamp01(v))
 		}
 	}
 
@@ -219,7 +219,7 @@ func newFacts(job *jobmodel.Job, cfg *Config, timeline []float64) *facts {
 	f.memoryFacts()
 
 	if lim, ok := okI(job.TimeLimitSeconds); ok && lim > 0 && f.hasElapsed {
-		f.fig.WalltimeEfficiency = ptr(clamp01(f.elapsed / float64(lim)))
+		f.fig.WalltimeEfficiency = ptr(jobmodel.Clamp01(f.elapsed / float64(lim)))
 	}
 	hours := f.elapsed / 3600
 	if f.hasElapsed && f.hasGPUs {
@@ -253,7 +253,7 @@ func (f *facts) gpuFacts() {
 		d := &job.GPUs[i]
 		gd := gpuDev{d: d}
 		if v, ok := okF(d.UtilizationAvg); ok {
-			gd.util, gd.hasUtil = clamp01(v), true
+			gd.util, gd.hasUtil = jobmodel.Clamp01(v), true
 		}
 		used, hasUsed := okI(d.JobMemoryPeakBytes)
 		if !hasUsed {
@@ -261,7 +261,7 @@ func (f *facts) gpuFacts() {
 		}
 		if total, ok := okI(d.MemoryTotalBytes); ok && total > 0 && hasUsed {
 			gd.memUsed, gd.memTotal, gd.hasMem = float64(used), float64(total), true
-			gd.memFrac = clamp01(gd.memUsed / gd.memTotal)
+			gd.memFrac = jobmodel.Clamp01(gd.memUsed / gd.memTotal)
 		}
 		gd.idle = d.HeldIdle && !(gd.hasUtil && gd.util > thr)
 		p := strings.ToUpper(strings.TrimSpace(d.Partition))
@@ -312,11 +312,11 @@ func (f *facts) gpuFacts() {
 	}
 	if g != nil {
 		if v, ok := okF(g.UtilizationAvg); ok {
-			f.gpuUtil, f.hasGPUUtil = clamp01(v), true
+			f.gpuUtil, f.hasGPUUtil = jobmodel.Clamp01(v), true
 		}
 	}
 	if !f.hasGPUUtil && allUtil {
-		f.gpuUtil, f.hasGPUUtil = clamp01(sum/float64(len(f.devs))), true
+		f.gpuUtil, f.hasGPUUtil = jobmodel.Clamp01(sum/float64(len(f.devs))), true
 	}
 	if f.hasGPUUtil {
 		f.fig.GPUUtilization = ptr(f.gpuUtil)
@@ -332,11 +332,11 @@ func (f *facts) gpuFacts() {
 				f.effective++
 			}
 		}
-		f.effRatio, f.hasEff = clamp01(float64(f.effective)/float64(len(f.devs))), true
+		f.effRatio, f.hasEff = jobmodel.Clamp01(float64(f.effective)/float64(len(f.devs))), true
 	case len(f.devs) == 0 && g != nil && g.EffectiveGPUs != nil && *g.EffectiveGPUs >= 0 && f.hasGPUs:
 		// No per-GPU entries: the agent's own count (its threshold).
 		f.effective = min(*g.EffectiveGPUs, f.gpus)
-		f.effRatio, f.hasEff = clamp01(float64(f.effective)/float64(f.gpus)), true
+		f.effRatio, f.hasEff = jobmodel.Clamp01(float64(f.effective)/float64(f.gpus)), true
 	default:
 		f.missing["gpus.utilization_avg"] = true
 	}
@@ -366,12 +366,12 @@ func (f *facts) cpuFacts() {
 	}
 	if hasCS && f.hasCPUs && f.hasElapsed && f.elapsed > 0 {
 		if v := cs / (float64(f.cpus) * f.elapsed); !math.IsNaN(v) {
-			f.cpuEff, f.hasCPUEff = clamp01(v), true
+			f.cpuEff, f.hasCPUEff = jobmodel.Clamp01(v), true
 		}
 	}
 	if !f.hasCPUEff && job.CPU != nil {
 		if v, ok := okF(job.CPU.Efficiency); ok {
-			f.cpuEff, f.hasCPUEff = clamp01(v), true
+			f.cpuEff, f.hasCPUEff = jobmodel.Clamp01(v), true
 		}
 	}
 	if f.hasCPUEff {
@@ -431,7 +431,7 @@ func (f *facts) memoryFacts() {
 			return
 		}
 	}
-	f.memEff, f.hasMemEff = clamp01(f.memPeak/f.memReq), true
+	f.memEff, f.hasMemEff = jobmodel.Clamp01(f.memPeak/f.memReq), true
 	f.fig.MemoryEfficiency = ptr(f.memEff)
 	f.fig.MemoryBasis = f.memBasis
 }
@@ -455,7 +455,7 @@ func (f *facts) score() (float64, bool) {
 	if !f.hasMemEff || !(w > 0) {
 		return f.cpuEff, true
 	}
-	return clamp01((1-w)*f.cpuEff + w*f.memEff), true
+	return jobmodel.Clamp01((1-w)*f.cpuEff + w*f.memEff), true
 }
 
 // classEpsilon absorbs floating-point noise at class boundaries, so that a
@@ -560,16 +560,6 @@ func okI(p *int64) (int64, bool) {
 		return 0, false
 	}
 	return *p, true
-}
-
-func clamp01(v float64) float64 {
-	switch {
-	case math.IsNaN(v) || v < 0:
-		return 0
-	case v > 1:
-		return 1
-	}
-	return v
 }
 
 func round2(v float64) float64 { return math.Round(v*100) / 100 }

@@ -149,9 +149,3 @@ func labelList(labels []string, max int) string {
 }
 
 // plural returns "1 GPU" / "2 GPUs".
-func plural(n int64, word string) string {
-	if n == 1 {
-		return "1 " + word
-	}
-	return strconv.FormatInt(n, 10) + " " + word + "s"
-}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/jobsight/jobsight/internal/jobmodel"
+	"github.com/jobsight/jobsight/internal/textfmt"
 )
 
 // maxBytes bounds sizes computed in floating point before they become
@@ -134,16 +135,16 @@ func recommend(f *facts, causes []jobmodel.Cause) (jobmodel.Recommendation, jobm
 				r.GPUs = ptr(target)
 				freed = from - target
 				reason := fmt.Sprintf("%d of %s did work (over %s average utilisation)",
-					target, plural(from, "GPU"), pct(f.cfg.EffectiveGPUThreshold))
+					target, textfmt.Plural(from, "GPU"), pct(f.cfg.EffectiveGPUThreshold))
 				if !f.hasEff {
-					reason = fmt.Sprintf("%d of %s had a process of the job", target, plural(from, "GPU"))
+					reason = fmt.Sprintf("%d of %s had a process of the job", target, textfmt.Plural(from, "GPU"))
 				}
 				idle := int64(len(f.idle()))
 				if len(f.devs) == 0 && f.hasSummaryIdle {
 					idle = f.summaryIdle
 				}
 				if idle > 0 {
-					reason += fmt.Sprintf("; %s never had a process of the job", plural(idle, "GPU"))
+					reason += fmt.Sprintf("; %s never had a process of the job", textfmt.Plural(idle, "GPU"))
 				}
 				r.Changes = append(r.Changes, change("--gpus", strconv.FormatInt(from, 10), strconv.FormatInt(target, 10), reason))
 			}
@@ -222,9 +223,9 @@ func (f *facts) cpuChange(rec int64, used float64) (jobmodel.SbatchChange, int64
 	if f.cpus%tasks != 0 {
 		return jobmodel.SbatchChange{}, 0, false
 	}
-	usedText := fmt.Sprintf("the job used %s (95th percentile of samples) of %s", cores(used), plural(f.cpus, "CPU"))
+	usedText := fmt.Sprintf("the job used %s (95th percentile of samples) of %s", cores(used), textfmt.Plural(f.cpus, "CPU"))
 	if f.job.CPU.P95Cores == nil {
-		usedText = fmt.Sprintf("the job used %s of %s", cores(used), plural(f.cpus, "CPU"))
+		usedText = fmt.Sprintf("the job used %s of %s", cores(used), textfmt.Plural(f.cpus, "CPU"))
 	}
 	perTask := f.cpus / tasks
 	if perTask > 1 {
@@ -232,13 +233,13 @@ func (f *facts) cpuChange(rec int64, used float64) (jobmodel.SbatchChange, int64
 		if recPer >= perTask {
 			return jobmodel.SbatchChange{}, 0, false
 		}
-		reason := fmt.Sprintf("%s; %s per task covers that, with %s headroom", usedText, plural(recPer, "CPU"), pct(f.cfg.Recommend.CPUHeadroom-1))
+		reason := fmt.Sprintf("%s; %s per task covers that, with %s headroom", usedText, textfmt.Plural(recPer, "CPU"), pct(f.cfg.Recommend.CPUHeadroom-1))
 		return change("--cpus-per-task", strconv.FormatInt(perTask, 10), strconv.FormatInt(recPer, 10), reason), recPer * tasks, true
 	}
 	if rec >= tasks {
 		return jobmodel.SbatchChange{}, 0, false
 	}
-	reason := fmt.Sprintf("%s, one per task; %s cover that, with %s headroom", usedText, plural(rec, "task"), pct(f.cfg.Recommend.CPUHeadroom-1))
+	reason := fmt.Sprintf("%s, one per task; %s cover that, with %s headroom", usedText, textfmt.Plural(rec, "task"), pct(f.cfg.Recommend.CPUHeadroom-1))
 	return change("--ntasks", strconv.FormatInt(tasks, 10), strconv.FormatInt(rec, 10), reason), rec, true
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/jobsight/jobsight/internal/jobmodel"
+	"github.com/jobsight/jobsight/internal/textfmt"
 )
 
 // evaluator is one rule: it returns a cause (ID, Confidence and Evidence
@@ -73,7 +74,7 @@ func ruleGPUsHeldIdle(f *facts, _ map[string]bool) *jobmodel.Cause {
 			return nil
 		}
 		return cause(0.8, "%d of %s held by the job never had a process of the job on them during its %s run",
-			f.summaryIdle, plural(max(total, f.summaryIdle), "GPU"), duration(f.elapsed))
+			f.summaryIdle, textfmt.Plural(max(total, f.summaryIdle), "GPU"), duration(f.elapsed))
 	}
 	idle := f.idle()
 	if int64(len(idle)) < r.MinGPUs {
@@ -86,7 +87,7 @@ func ruleGPUsHeldIdle(f *facts, _ map[string]bool) *jobmodel.Cause {
 		}
 	}
 	return cause(conf, "%d of %s held by the job never had a process of the job on them during its %s run (%s)",
-		len(idle), plural(max(total, int64(len(f.devs))), "GPU"), duration(f.elapsed), gpuLabels(idle, 16))
+		len(idle), textfmt.Plural(max(total, int64(len(f.devs))), "GPU"), duration(f.elapsed), gpuLabels(idle, 16))
 }
 
 func ruleGPUUnused(f *facts, _ map[string]bool) *jobmodel.Cause {
@@ -130,7 +131,7 @@ func ruleParallelismMismatch(f *facts, _ map[string]bool) *jobmodel.Cause {
 	if f.effective == 1 {
 		conf = 0.9
 	}
-	ev := fmt.Sprintf("%d of %s averaged more than %s utilisation", f.effective, plural(max(f.gpus, int64(len(f.devs))), "GPU"), pct(f.cfg.EffectiveGPUThreshold))
+	ev := fmt.Sprintf("%d of %s averaged more than %s utilisation", f.effective, textfmt.Plural(max(f.gpus, int64(len(f.devs))), "GPU"), pct(f.cfg.EffectiveGPUThreshold))
 	if len(f.devs) > 0 {
 		var per []string
 		for i := range f.devs {
@@ -152,7 +153,7 @@ func ruleCPUBottleneck(f *facts, _ map[string]bool) *jobmodel.Cause {
 	}
 	conf := 0.9
 	if r.MinCPUEfficiency < 1 {
-		conf = 0.6 + 0.3*clamp01((f.cpuEff-r.MinCPUEfficiency)/(1-r.MinCPUEfficiency))
+		conf = 0.6 + 0.3*jobmodel.Clamp01((f.cpuEff-r.MinCPUEfficiency)/(1-r.MinCPUEfficiency))
 	}
 	ev := fmt.Sprintf("%s averaged %s utilisation while the job's CPUs were %s busy",
 		gpusInUse(n), pct(u), pct(f.cpuEff))
@@ -288,7 +289,7 @@ func ruleTooManyCoresPerGPU(f *facts, _ map[string]bool) *jobmodel.Cause {
 		conf = 0.8
 	}
 	return cause(conf, "The job held %s for %s (%s per GPU, above %s) and kept %s of them busy",
-		plural(f.cpus, "CPU"), plural(f.gpus, "GPU"), num(per), num(r.MaxCoresPerGPU), pct(f.cpuEff))
+		textfmt.Plural(f.cpus, "CPU"), textfmt.Plural(f.gpus, "GPU"), num(per), num(r.MaxCoresPerGPU), pct(f.cpuEff))
 }
 
 func ruleTooMuchMemoryPerGPU(f *facts, _ map[string]bool) *jobmodel.Cause {
@@ -308,7 +309,7 @@ func ruleTooMuchMemoryPerGPU(f *facts, _ map[string]bool) *jobmodel.Cause {
 		conf = 0.8
 	}
 	return cause(conf, "The job requested %s of host memory for %s (%s per GPU, above %s) and its peak was %s of the request",
-		size(f.memReqTotal), plural(f.gpus, "GPU"), size(per), size(r.MaxMemoryPerGPUGiB*gib), pct(f.memEff))
+		size(f.memReqTotal), textfmt.Plural(f.gpus, "GPU"), size(per), size(r.MaxMemoryPerGPUGiB*gib), pct(f.memEff))
 }
 
 func ruleCPUJobOnGPUPartition(f *facts, _ map[string]bool) *jobmodel.Cause {
@@ -361,7 +362,7 @@ func ruleSerialJobManyCores(f *facts, _ map[string]bool) *jobmodel.Cause {
 	}
 	threads := ""
 	if f.job.Threads != nil && f.job.Threads.Peak != nil && *f.job.Threads.Peak >= 0 {
-		threads = fmt.Sprintf("; at most %s ran at once", plural(*f.job.Threads.Peak, "thread"))
+		threads = fmt.Sprintf("; at most %s ran at once", textfmt.Plural(*f.job.Threads.Peak, "thread"))
 	}
 	if peak, ok := okF(f.job.CPU.PeakCores); ok {
 		if peak > r.MaxPeakCores {
@@ -372,13 +373,13 @@ func ruleSerialJobManyCores(f *facts, _ map[string]bool) *jobmodel.Cause {
 			conf = 0.95
 		}
 		return cause(conf, "The job held %s; its use peaked at %s and averaged %s%s",
-			plural(f.cpus, "CPU"), cores(peak), cores(avg), threads)
+			textfmt.Plural(f.cpus, "CPU"), cores(peak), cores(avg), threads)
 	}
 	// No sampled peak: the average alone, close to one core.
 	if avg < 0.85 || avg > r.MaxPeakCores {
 		return nil
 	}
-	return cause(0.65, "The job held %s and averaged %s (no sampled peak)%s", plural(f.cpus, "CPU"), cores(avg), threads)
+	return cause(0.65, "The job held %s and averaged %s (no sampled peak)%s", textfmt.Plural(f.cpus, "CPU"), cores(avg), threads)
 }
 
 func ruleCPUOverrequest(f *facts, fired map[string]bool) *jobmodel.Cause {
@@ -390,7 +391,7 @@ func ruleCPUOverrequest(f *facts, fired map[string]bool) *jobmodel.Cause {
 		return nil
 	}
 	conf := 0.6 + 0.3*(1-f.cpuEff/r.MaxCPUEfficiency)
-	ev := fmt.Sprintf("The job kept %s of the CPU time of its %s busy", pct(f.cpuEff), plural(f.cpus, "CPU"))
+	ev := fmt.Sprintf("The job kept %s of the CPU time of its %s busy", pct(f.cpuEff), textfmt.Plural(f.cpus, "CPU"))
 	if f.job.CPU != nil {
 		if p95, ok := okF(f.job.CPU.P95Cores); ok {
 			ev += fmt.Sprintf(" (95th percentile of use: %s)", cores(p95))

@@ -1,6 +1,7 @@
 package jobmodel
 
 import (
+	"math"
 	"sort"
 	"strings"
 )
@@ -59,7 +60,7 @@ func Assemble(job *Job, nodes []Node) {
 			cpus = sumI(nodes, func(n *Node) *int64 { return n.Allocated.CPUs })
 		}
 		if cpus != nil && *cpus > 0 {
-			cpu.Efficiency = Ptr(clamp01(*cpu.CoreSeconds / (float64(*cpus) * *elapsed)))
+			cpu.Efficiency = Ptr(Clamp01(*cpu.CoreSeconds / (float64(*cpus) * *elapsed)))
 		}
 	} else {
 		cpu.AvgCores = sumF(nodes, func(n *Node) *float64 { return cpuField(n, func(c *CPUUsage) *float64 { return c.AvgCores }) })
@@ -397,11 +398,13 @@ func sumCounts(nodes []Node, get func(*Node) *CountUsage) *CountUsage {
 	return &c
 }
 
-func clamp01(v float64) float64 {
-	if v < 0 {
+// Clamp01 limits a ratio to 0–1, NaN to 0: efficiencies and shares are
+// stored so, analyses reason on them so, reports draw them so.
+func Clamp01(v float64) float64 {
+	switch {
+	case math.IsNaN(v) || v < 0:
 		return 0
-	}
-	if v > 1 {
+	case v > 1:
 		return 1
 	}
 	return v

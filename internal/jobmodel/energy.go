@@ -60,7 +60,7 @@ func assembleEnergy(nodes []Node) (*EnergyUsage, *Emissions) {
 	if node != (NodeEnergy{}) {
 		e.Node = &node
 		if e.CPUSeconds != nil && node.CPUSeconds != nil && *node.CPUSeconds > 0 {
-			e.CPUTimeShare = Ptr(clamp01(*e.CPUSeconds / *node.CPUSeconds))
+			e.CPUTimeShare = Ptr(Clamp01(*e.CPUSeconds / *node.CPUSeconds))
 		}
 	}
 	if !foundEm {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jobsight/jobsight/internal/jobmodel"
+	"github.com/jobsight/jobsight/internal/textfmt"
 )
 
 // Limits that keep each chart to a few kilobytes whatever the job's size.
@@ -199,7 +200,7 @@ func gpuTimeline(gs []GPUSeries, simulated bool) string {
 		for i, v := range vals {
 			out[i] = math.NaN()
 			if !math.IsNaN(v) {
-				out[i] = p.y(clamp01(v))
+				out[i] = p.y(jobmodel.Clamp01(v))
 			}
 		}
 		return out
@@ -262,7 +263,7 @@ func gpuBars(j *jobmodel.Job, simulated bool) string {
 	for _, g := range gpus {
 		items = append(items, gpuName(multi, g.Node, g.Index)+" average "+pctOrDash(g.UtilizationAvg))
 	}
-	desc := "Bar chart of average, 95th percentile and peak utilisation in percent for " + plural(int64(len(j.GPUs)), "GPU", "GPUs") + ": " + describeList(items, more) + "."
+	desc := "Bar chart of average, 95th percentile and peak utilisation in percent for " + textfmt.Plural(len(j.GPUs), "GPU") + ": " + describeList(items, more) + "."
 	const h = 260
 	c := newChart(chartWidth, h, simTitle("GPU utilisation per GPU", simulated), desc)
 	p := plot{left: 48, right: chartWidth - 16, top: 40, bottom: h - 62}
@@ -276,7 +277,7 @@ func gpuBars(j *jobmodel.Job, simulated bool) string {
 			if v == nil {
 				continue
 			}
-			top := p.y(clamp01(*v))
+			top := p.y(jobmodel.Clamp01(*v))
 			c.rect(x0+float64(k)*bw, top, bw-1, p.bottom-top, []string{colourAvg, colourP95, colourPeak}[k])
 		}
 		cx := p.left + (float64(i)+0.5)*gw
@@ -331,7 +332,7 @@ func shareChart(title, desc, xLabel, yLabel string, rows []shareRow) string {
 		c.text(p.right, y+8, "end", r.text, "")
 		c.rect(p.left, y+13, p.right-p.left, 12, colourTrack)
 		if r.cap > 0 {
-			c.rect(p.left, y+13, (p.right-p.left)*clamp01(r.used/r.cap), 12, colourAvg)
+			c.rect(p.left, y+13, (p.right-p.left)*jobmodel.Clamp01(r.used/r.cap), 12, colourAvg)
 		}
 	}
 	c.axisLabels(xLabel, yLabel, p.left, p.right, p.top, p.bottom)
@@ -362,7 +363,7 @@ func cpuBars(j *jobmodel.Job) string {
 		if m.v == nil {
 			continue
 		}
-		t := shareText(formatCores(*m.v), plural(*j.Requested.CPUs, "core", "cores"), ratio(*m.v, req))
+		t := shareText(formatCores(*m.v), textfmt.Plural(*j.Requested.CPUs, "core"), ratio(*m.v, req))
 		rows = append(rows, shareRow{label: m.name, used: *m.v, cap: req, text: t})
 		items = append(items, strings.ToLower(m.name)+" "+t)
 	}
@@ -534,7 +535,7 @@ func gpuHeatmapSeries(gs []GPUSeries, simulated bool) string {
 	top := 36.0
 	bottom := top + rowH*float64(len(gs))
 	h := int(bottom) + 62
-	desc := "Heatmap of utilisation in percent for " + plural(int64(len(gs)+more), "GPU", "GPUs") + " over " + formatDuration(t1.Sub(t0).Seconds()) +
+	desc := "Heatmap of utilisation in percent for " + textfmt.Plural(len(gs)+more, "GPU") + " over " + formatDuration(t1.Sub(t0).Seconds()) +
 		", one row per GPU and " + strconv.Itoa(n) + " time steps, from light (0%) to dark (100%)."
 	if more > 0 {
 		desc += " The first " + strconv.Itoa(maxHeatRows) + " GPUs are shown."

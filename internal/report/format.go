@@ -74,13 +74,6 @@ func formatTime(t *jobmodel.Time) string {
 }
 
 // plural returns "1 GPU" or "4 GPUs".
-func plural(n int64, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return strconv.FormatInt(n, 10) + " " + many
-}
-
 // joinAnd joins items as "a, b and c".
 func joinAnd(items []string) string {
 	switch len(items) {
@@ -99,16 +92,4 @@ func ratio(a, b float64) *float64 {
 	}
 	r := a / b
 	return &r
-}
-
-// clamp01 limits a ratio to 0–1 (for drawing; figures are printed as they
-// are).
-func clamp01(r float64) float64 {
-	if math.IsNaN(r) || r < 0 {
-		return 0
-	}
-	if r > 1 {
-		return 1
-	}
-	return r
 }

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/jobsight/jobsight/internal/jobmodel"
 )
 
 // Chart geometry and colours shared by the charts. Colours are neutral
@@ -224,7 +226,7 @@ func heatColour(v float64) string {
 }
 
 func heatLevel(v float64) int {
-	return int(math.Round(clamp01(v) * heatmapSteps))
+	return int(math.Round(jobmodel.Clamp01(v) * heatmapSteps))
 }
 
 func heatPalette(level int) string {

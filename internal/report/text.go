@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/jobsight/jobsight/internal/jobmodel"
 )
 
 // Text layout.
@@ -283,7 +285,7 @@ func (t *textWriter) table(rows [][]cell) {
 
 // textBar draws a 0–1 ratio as "[#####...............]".
 func textBar(r float64) string {
-	n := int(math.Round(clamp01(r) * barWidth))
+	n := int(math.Round(jobmodel.Clamp01(r) * barWidth))
 	return "[" + strings.Repeat("#", n) + strings.Repeat(".", barWidth-n) + "]"
 }
 
@@ -384,7 +386,7 @@ func spark(vals []float64, scale float64) string {
 			b.WriteByte(' ')
 			continue
 		}
-		i := int(clamp01(x/scale) * float64(len(sparkRamp)))
+		i := int(jobmodel.Clamp01(x/scale) * float64(len(sparkRamp)))
 		if i >= len(sparkRamp) {
 			i = len(sparkRamp) - 1
 		}

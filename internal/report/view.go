@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/jobsight/jobsight/internal/jobmodel"
+	"github.com/jobsight/jobsight/internal/textfmt"
 )
 
 // view is the report's content, computed once from an Input and written
@@ -257,7 +258,7 @@ func usageRows(j *jobmodel.Job) []usageRow {
 
 	cpu := usageRow{resource: "CPU", requested: "not recorded", used: "not measured"}
 	if req.CPUs != nil {
-		cpu.requested = plural(*req.CPUs, "CPU", "CPUs")
+		cpu.requested = textfmt.Plural(*req.CPUs, "CPU")
 	}
 	if c := j.CPU; c != nil && c.AvgCores != nil {
 		cpu.used = "avg " + formatCores(*c.AvgCores) + " cores"
@@ -318,9 +319,9 @@ func usageRows(j *jobmodel.Job) []usageRow {
 		g := usageRow{resource: "GPUs", requested: "not recorded", used: "not measured"}
 		switch {
 		case req.GPUs != nil:
-			g.requested = plural(*req.GPUs, "GPU", "GPUs")
+			g.requested = textfmt.Plural(*req.GPUs, "GPU")
 		case j.GPU != nil && j.GPU.Held != nil:
-			g.requested = plural(*j.GPU.Held, "GPU", "GPUs") + " held"
+			g.requested = textfmt.Plural(*j.GPU.Held, "GPU") + " held"
 		}
 		if s := j.GPU; s != nil && s.UtilizationAvg != nil {
 			g.used = "avg utilisation " + formatPct(*s.UtilizationAvg)
@@ -388,12 +389,12 @@ func gpuRows(j *jobmodel.Job) (string, string, []gpuRow) {
 	if s := j.GPU; s != nil {
 		held := ""
 		if s.Held != nil {
-			held = plural(*s.Held, "GPU", "GPUs") + " held"
+			held = textfmt.Plural(*s.Held, "GPU") + " held"
 			if s.Count != *s.Held {
 				held += ", " + strconv.FormatInt(s.Count, 10) + " reported"
 			}
 		} else {
-			held = plural(s.Count, "GPU", "GPUs") + " reported"
+			held = textfmt.Plural(s.Count, "GPU") + " reported"
 		}
 		parts = append(parts, held)
 		if s.EffectiveGPUs != nil {
@@ -608,7 +609,7 @@ func causeViews(cs []jobmodel.Cause) []causeView {
 	for _, c := range cs {
 		cv := causeView{
 			title:      orDash(c.Title),
-			confidence: formatPct(clamp01(c.Confidence)),
+			confidence: formatPct(jobmodel.Clamp01(c.Confidence)),
 			evidence:   c.Evidence,
 			lesson:     c.Lesson,
 		}
@@ -652,11 +653,11 @@ func recommendation(r jobmodel.Recommendation) (string, []changeView) {
 		if *r.GPUs == 0 {
 			parts = append(parts, "no GPU")
 		} else {
-			parts = append(parts, plural(*r.GPUs, "GPU", "GPUs"))
+			parts = append(parts, textfmt.Plural(*r.GPUs, "GPU"))
 		}
 	}
 	if r.CPUs != nil {
-		parts = append(parts, plural(*r.CPUs, "CPU", "CPUs"))
+		parts = append(parts, textfmt.Plural(*r.CPUs, "CPU"))
 	}
 	if r.MemoryBytes != nil {
 		m := formatBytes(*r.MemoryBytes) + " of memory"

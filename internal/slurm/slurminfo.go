@@ -1,7 +1,12 @@
-// Package slurm reads a job's metadata from Slurm for the agent, from
-// `squeue --json` (squeuejson.go): structured, so that nothing a user puts
-// in a job name can pass for another field. Command lines, working
-// directories, output paths and comments are never decoded.
+// Package slurm is how this module asks Slurm: one runner of Slurm's
+// client commands (Client, client.go) and one reader per answer, each of
+// Slurm's structured output: `squeue --json` (squeuejson.go: the agent's
+// job metadata, the cluster-state collector's queue) and `sinfo --json`
+// (sinfojson.go: the collector's nodes). Structured, so that nothing a
+// user puts in a job name or an admin in a node reason can pass for
+// another field. Command lines, working directories, output paths and
+// comments are never decoded. slurminfo.go holds the agent's Job and the
+// parsers of Slurm's value formats (sizes, TRES, host lists).
 package slurm
 
 import (
@@ -60,13 +65,15 @@ type TRES struct {
 	GRES map[string]int64
 }
 
-// Options tune Lookup.
+// Options say which Slurm commands to run and how (LookupAll, Client).
 type Options struct {
 	// Scontrol is the scontrol binary; default "scontrol" from PATH.
 	Scontrol string
 	// Squeue is the squeue binary; default "squeue" from PATH.
 	Squeue string
-	// Timeout bounds the scontrol run; default 10 s.
+	// Sinfo is the sinfo binary; default "sinfo" from PATH.
+	Sinfo string
+	// Timeout bounds each command; DefaultTimeout (10 s) when zero.
 	Timeout time.Duration
 	// Env is extra environment (e.g. SLURM_CONF=...).
 	Env []string

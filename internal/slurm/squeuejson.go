@@ -1,74 +1,87 @@
 package slurm
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"os/exec"
 	"strconv"
 	"strings"
 	"time"
 )
 
-// This file reads jobs from `squeue --json --states=all` (Slurm's OpenAPI
-// data parser, v0.0.38 in Slurm 22.05): every field is a JSON value of its
-// own, so a job name that imitates other fields ("x Account=victim
-// NodeList=othernode ...") stays a name and forges nothing. Fields that
-// may hold commands, paths or comments (command, comment,
-// current_working_directory, standard_*) are not decoded at all.
+// This file reads `squeue --json` (Slurm's OpenAPI data parser, v0.0.38
+// in Slurm 22.05): every field is a JSON value of its own, so a job name
+// that imitates other fields ("x Account=victim NodeList=othernode ...")
+// stays a name and forges nothing. Fields that may hold commands, paths or
+// comments (command, comment, current_working_directory, standard_*) are
+// not decoded at all. DecodeSqueue is the one reader of the answer: the
+// agent maps its records onto Job (ParseSqueueJSON), the cluster-state
+// collector counts pending demand from them.
 //
 // squeue 22.05 ignores --jobs when --json is given: one call returns every
 // job the controller still holds (finished ones for MinJobAge), and the
 // record is chosen by its numeric job_id. One call can thus answer for
 // several jobs (LookupAll).
 
-// squeueJob is the part of a v0.0.38 job record the agent reads.
-type squeueJob struct {
-	JobID         uint32   `json:"job_id"`
-	ArrayJobID    uint32   `json:"array_job_id"`
-	ArrayTaskID   *int64   `json:"array_task_id"`
-	HetJobID      uint32   `json:"het_job_id"`
-	HetJobOffset  int      `json:"het_job_offset"`
-	Name          string   `json:"name"`
-	UserName      string   `json:"user_name"`
-	UserID        *int64   `json:"user_id"`
-	GroupName     string   `json:"group_name"`
-	GroupID       *int64   `json:"group_id"`
-	Account       string   `json:"account"`
-	Partition     string   `json:"partition"`
-	QOS           string   `json:"qos"`
-	JobState      string   `json:"job_state"`
-	StateReason   string   `json:"state_reason"`
-	ExitCode      *int64   `json:"exit_code"` // the raw wait status
-	SubmitTime    int64    `json:"submit_time"`
-	StartTime     int64    `json:"start_time"`
-	EndTime       int64    `json:"end_time"`
-	TimeLimit     *int64   `json:"time_limit"` // minutes; null: unlimited
-	Nodes         string   `json:"nodes"`
-	NodeCount     int      `json:"node_count"`
-	CPUs          int      `json:"cpus"`
-	Tasks         int      `json:"tasks"`
-	MemoryPerNode *int64   `json:"memory_per_node"` // MiB
-	MemoryPerCPU  *int64   `json:"memory_per_cpu"`  // MiB
-	TRESAlloc     string   `json:"tres_alloc_str"`
-	TRESReq       string   `json:"tres_req_str"`
-	TRESPerNode   string   `json:"tres_per_node"`
-	TRESPerJob    string   `json:"tres_per_job"`
-	TRESPerTask   string   `json:"tres_per_task"`
-	Cluster       string   `json:"cluster"`
-	GresDetail    []string `json:"gres_detail"`
+// SqueueJob is the part of a v0.0.38 job record that is read.
+type SqueueJob struct {
+	JobID        uint32 `json:"job_id"`
+	ArrayJobID   uint32 `json:"array_job_id"`
+	ArrayTaskID  *int64 `json:"array_task_id"`
+	HetJobID     uint32 `json:"het_job_id"`
+	HetJobOffset int    `json:"het_job_offset"`
+	// ArrayTaskString is a pending array's task expression ("3-100%5",
+	// "1,4,7-9", "1-9:2"), for the tasks not yet split off.
+	ArrayTaskString string   `json:"array_task_string"`
+	Name            string   `json:"name"`
+	UserName        string   `json:"user_name"`
+	UserID          *int64   `json:"user_id"`
+	GroupName       string   `json:"group_name"`
+	GroupID         *int64   `json:"group_id"`
+	Account         string   `json:"account"`
+	Partition       string   `json:"partition"` // comma-separated while pending for several
+	QOS             string   `json:"qos"`
+	JobState        string   `json:"job_state"`
+	StateReason     string   `json:"state_reason"`
+	ExitCode        *int64   `json:"exit_code"` // the raw wait status
+	SubmitTime      int64    `json:"submit_time"`
+	StartTime       int64    `json:"start_time"`
+	EndTime         int64    `json:"end_time"`
+	TimeLimit       *int64   `json:"time_limit"` // minutes; null: unlimited
+	Nodes           string   `json:"nodes"`
+	NodeCount       int64    `json:"node_count"`
+	CPUs            int64    `json:"cpus"`
+	Tasks           int64    `json:"tasks"`
+	MemoryPerNode   *int64   `json:"memory_per_node"` // MiB
+	MemoryPerCPU    *int64   `json:"memory_per_cpu"`  // MiB
+	TRESAlloc       string   `json:"tres_alloc_str"`
+	TRESReq         string   `json:"tres_req_str"`
+	TRESPerNode     string   `json:"tres_per_node"`
+	TRESPerJob      string   `json:"tres_per_job"`
+	TRESPerSocket   string   `json:"tres_per_socket"`
+	TRESPerTask     string   `json:"tres_per_task"`
+	Cluster         string   `json:"cluster"`
+	GresDetail      []string `json:"gres_detail"`
 }
 
-type squeueAnswer struct {
-	Errors []json.RawMessage `json:"errors"`
-	Jobs   []squeueJob       `json:"jobs"`
+// SqueueAnswer is a decoded `squeue --json` answer.
+type SqueueAnswer struct {
+	Envelope
+	Jobs []SqueueJob `json:"jobs"`
+}
+
+func (a *SqueueAnswer) listed() bool { return a.Jobs != nil }
+
+// DecodeSqueue decodes `squeue --json` output. Malformed JSON, or an
+// answer without a jobs list (Slurm's errors instead), is an error naming
+// the command; the records are not checked here.
+func DecodeSqueue(out []byte) (*SqueueAnswer, error) {
+	return decodeAnswer[SqueueAnswer]("squeue --json", "jobs", out)
 }
 
 // LookupAll runs `squeue --json --states=all` once and returns every job
 // record it holds, keyed by numeric job id.
 func LookupAll(ctx context.Context, opts Options) (map[uint32]*Job, error) {
-	out, err := runSqueue(ctx, opts)
+	out, err := (&Client{Options: opts}).AllJobs(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -94,44 +107,14 @@ func LookupJSON(ctx context.Context, id string, opts Options) (*Job, error) {
 	return nil, fmt.Errorf("squeue --json holds no job %s: %w", id, ErrJobNotFound)
 }
 
-func runSqueue(ctx context.Context, opts Options) ([]byte, error) {
-	bin := opts.Squeue
-	if bin == "" {
-		bin = "squeue"
-	}
-	if opts.Timeout == 0 {
-		opts.Timeout = 10 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--json", "--states=all")
-	if len(opts.Env) > 0 {
-		cmd.Env = append(cmd.Environ(), opts.Env...)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("squeue --json: %w: %s", err, clip(strings.TrimSpace(stderr.String())))
-	}
-	return out, nil
-}
-
 // ParseSqueueJSON decodes `squeue --json` output into job records keyed by
 // job id. Malformed JSON, an answer without a jobs list, or a record with
 // an impossible value is an error naming it; two records with one job id
 // (which Slurm never prints) are refused.
 func ParseSqueueJSON(out []byte) (map[uint32]*Job, error) {
-	var ans squeueAnswer
-	dec := json.NewDecoder(bytes.NewReader(out))
-	if err := dec.Decode(&ans); err != nil {
-		return nil, fmt.Errorf("squeue --json: %w", err)
-	}
-	if ans.Jobs == nil {
-		if len(ans.Errors) > 0 {
-			return nil, fmt.Errorf("squeue --json reported errors: %s", clip(string(ans.Errors[0])))
-		}
-		return nil, fmt.Errorf("squeue --json: the answer has no \"jobs\" list")
+	ans, err := DecodeSqueue(out)
+	if err != nil {
+		return nil, err
 	}
 	jobs := make(map[uint32]*Job, len(ans.Jobs))
 	for i := range ans.Jobs {
@@ -148,7 +131,7 @@ func ParseSqueueJSON(out []byte) (map[uint32]*Job, error) {
 }
 
 // fromSqueue maps one record onto Job.
-func fromSqueue(r *squeueJob) (*Job, error) {
+func fromSqueue(r *SqueueJob) (*Job, error) {
 	if r.JobID == 0 {
 		return nil, fmt.Errorf("job_id is missing or 0")
 	}
@@ -156,7 +139,7 @@ func fromSqueue(r *squeueJob) (*Job, error) {
 		JobID: r.JobID, ArrayJobID: r.ArrayJobID, HetJobID: r.HetJobID, HetJobOffset: r.HetJobOffset,
 		JobName: r.Name, UserName: r.UserName, GroupName: r.GroupName, Account: r.Account, Partition: r.Partition,
 		QOS: r.QOS, JobState: baseState(r.JobState), Reason: r.StateReason,
-		NumNodes: r.NodeCount, NumCPUs: r.CPUs, NumTasks: r.Tasks, TresPerNode: r.TRESPerNode, ClusterName: r.Cluster,
+		NumNodes: int(r.NodeCount), NumCPUs: int(r.CPUs), NumTasks: int(r.Tasks), TresPerNode: r.TRESPerNode, ClusterName: r.Cluster,
 		UID: -1, GID: -1,
 	}
 	if r.ArrayJobID != 0 && r.ArrayTaskID != nil {
@@ -225,7 +208,7 @@ func fromSqueue(r *squeueJob) (*Job, error) {
 		for _, per := range []struct {
 			spec string
 			mul  int
-		}{{r.TRESPerJob, 1}, {r.TRESPerNode, max(r.NodeCount, 1)}, {r.TRESPerTask, max(r.Tasks, 1)}} {
+		}{{r.TRESPerJob, 1}, {r.TRESPerNode, int(max(r.NodeCount, 1))}, {r.TRESPerTask, int(max(r.Tasks, 1))}} {
 			n, err := gpusIn(per.spec)
 			if err != nil {
 				return nil, err
@@ -286,4 +269,55 @@ func epoch(s int64) time.Time {
 		return time.Time{}
 	}
 	return time.Unix(s, 0).UTC()
+}
+
+// maxArrayTasks bounds the tasks one pending array record is counted as.
+const maxArrayTasks = 1 << 20
+
+// JobCount is how many jobs a record stands for: a pending array's
+// meta-record (ArrayTaskString "3-100%5", "1,4,7-9", "1-9:2") holds every
+// task not yet split off, at most 2^20; any other record, or one whose
+// expression cannot be read, is one job.
+func (j *SqueueJob) JobCount() int64 {
+	if j.ArrayJobID == 0 || j.ArrayTaskID != nil || j.ArrayTaskString == "" {
+		return 1
+	}
+	n, err := countArrayTasks(j.ArrayTaskString)
+	if err != nil || n < 1 {
+		return 1
+	}
+	return n
+}
+
+// countArrayTasks counts the indices of an array expression.
+func countArrayTasks(s string) (int64, error) {
+	s, _, _ = strings.Cut(s, "%") // throttle
+	var n int64
+	for _, part := range strings.Split(s, ",") {
+		rng, stepS, hasStep := strings.Cut(part, ":")
+		step := int64(1)
+		if hasStep {
+			v, err := strconv.ParseInt(stepS, 10, 64)
+			if err != nil || v < 1 {
+				return 0, fmt.Errorf("array step %q", stepS)
+			}
+			step = v
+		}
+		loS, hiS, isRange := strings.Cut(rng, "-")
+		lo, err := strconv.ParseInt(loS, 10, 64)
+		if err != nil || lo < 0 {
+			return 0, fmt.Errorf("array index %q", loS)
+		}
+		hi := lo
+		if isRange {
+			if hi, err = strconv.ParseInt(hiS, 10, 64); err != nil || hi < lo {
+				return 0, fmt.Errorf("array range %q", rng)
+			}
+		}
+		n += (hi-lo)/step + 1
+		if n > maxArrayTasks {
+			return maxArrayTasks, nil
+		}
+	}
+	return n, nil
 }

@@ -117,6 +117,22 @@ func TestSqueueJSONBadInput(t *testing.T) {
 	}
 }
 
+// The tasks a pending array record stands for (the cluster-state
+// collector's pending demand).
+func TestCountArrayTasks(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]int64{"1-4": 4, "3": 1, "1,4,7-9": 5, "1-9:2": 5, "0-99%5": 100, "0-4294967294": maxArrayTasks} {
+		if got, err := countArrayTasks(in); err != nil || got != want {
+			t.Errorf("countArrayTasks(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "a-b", "5-1", "1-9:0"} {
+		if _, err := countArrayTasks(in); err == nil {
+			t.Errorf("countArrayTasks(%q): no error", in)
+		}
+	}
+}
+
 func FuzzParseSqueueJSON(f *testing.F) {
 	for _, name := range []string{"squeue-22.05-running.json", "squeue-22.05-ended.json"} {
 		b, err := os.ReadFile("testdata/" + name)

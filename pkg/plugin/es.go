@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/jobsight/jobsight/internal/store"
 )
 
 // maxSearchBody bounds one search answer (10,000 compact job sources are
@@ -18,19 +20,8 @@ const maxSearchBody = 256 << 20
 // maxPromBody bounds one Prometheus answer.
 const maxPromBody = 256 << 20
 
-// esSearch is the part of a search answer the datasource reads.
-type esSearch struct {
-	Hits struct {
-		Total struct {
-			Value int64 `json:"value"`
-		} `json:"total"`
-		Hits []struct {
-			ID     string          `json:"_id"`
-			Source json.RawMessage `json:"_source"`
-		} `json:"hits"`
-	} `json:"hits"`
-	Aggregations map[string]json.RawMessage `json:"aggregations"`
-}
+// esSearch is a search answer, each hit's source left raw.
+type esSearch = store.SearchAnswer[json.RawMessage]
 
 // termsAgg is a terms aggregation's answer.
 type termsAgg struct {
@@ -91,7 +82,7 @@ func (d *Datasource) searchRaw(ctx context.Context, st *stats, index string, bod
 }
 
 // terms decodes the terms aggregation name of a search answer.
-func (a *esSearch) terms(name string) ([]string, error) {
+func terms(a *esSearch, name string) ([]string, error) {
 	raw, ok := a.Aggregations[name]
 	if !ok {
 		return nil, nil

@@ -9,6 +9,7 @@ import (
 	gojson "github.com/goccy/go-json"
 
 	"github.com/jobsight/jobsight/internal/jobmodel"
+	"github.com/jobsight/jobsight/internal/store"
 	"github.com/jobsight/jobsight/pkg/models"
 )
 
@@ -157,16 +158,7 @@ func (d *Datasource) fetchJobsRaw(ctxQ queryCtx, sc jobScope, sort []any, from, 
 }
 
 // jobHits is a search answer whose sources are job documents.
-type jobHits struct {
-	Hits struct {
-		Total struct {
-			Value int64 `json:"value"`
-		} `json:"total"`
-		Hits []struct {
-			Source jobmodel.Job `json:"_source"`
-		} `json:"hits"`
-	} `json:"hits"`
-}
+type jobHits = store.SearchAnswer[jobmodel.Job]
 
 // decodeJobs decodes a search answer's job documents in one pass (with
 // goccy/go-json: decoding is most of the plugin's own time on large

@@ -36,7 +36,7 @@ func (d *Datasource) options(qc *queryCtx, kind string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	vals, err := ans.terms("v")
+	vals, err := terms(ans, "v")
 	if err != nil {
 		return nil, err
 	}

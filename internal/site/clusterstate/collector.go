@@ -22,7 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/jobsight/jobsight/agent/config"
+	"github.com/jobsight/jobsight/internal/slurm"
 	"github.com/jobsight/jobsight/internal/spool"
 	"github.com/jobsight/jobsight/internal/store"
 	"github.com/jobsight/jobsight/internal/store/elasticsearch"
@@ -35,8 +35,8 @@ const (
 	targetProm = "prometheus"
 )
 
-// Source is where a poll reads the cluster from (Slurm, or captured
-// answers in tests).
+// Source is where a poll reads the cluster from (a *slurm.Client, or
+// captured answers in tests).
 type Source interface {
 	Nodes(ctx context.Context) ([]byte, error)
 	Jobs(ctx context.Context) ([]byte, error)
@@ -75,7 +75,8 @@ type collectorMetrics struct {
 
 // Options are what New needs besides the configuration.
 type Options struct {
-	// Source is the cluster; a *Slurm built from Config.Slurm when nil.
+	// Source is the cluster; a *slurm.Client built from Config.Slurm when
+	// nil.
 	Source Source
 	// Registerer takes the collector's metrics; none when nil.
 	Registerer prometheus.Registerer
@@ -96,34 +97,22 @@ func New(cfg Config, opts Options) (*Collector, error) {
 		c.now = time.Now
 	}
 	if c.src == nil {
-		s := &Slurm{Sinfo: cfg.Slurm.Sinfo, Squeue: cfg.Slurm.Squeue, Timeout: cfg.Slurm.Timeout}
+		s := &slurm.Client{Options: slurm.Options{Sinfo: cfg.Slurm.Sinfo, Squeue: cfg.Slurm.Squeue, Timeout: cfg.Slurm.Timeout}}
 		if cfg.Slurm.Conf != "" {
 			s.Env = []string{"SLURM_CONF=" + cfg.Slurm.Conf}
 		}
 		c.src = s
 	}
-	if u := cfg.Prometheus.RemoteWriteURL; u != "" {
-		token, err := config.ReadSecret("prometheus.bearer_token_file", cfg.Prometheus.BearerTokenFile)
-		if err != nil {
+	if cfg.Prometheus.RemoteWriteURL != "" {
+		var err error
+		if c.rw, err = promremote.FromConfig(cfg.Prometheus.RemoteWrite, c.log); err != nil {
 			return nil, err
-		}
-		pw, err := config.ReadSecret("prometheus.password_file", cfg.Prometheus.PasswordFile)
-		if err != nil {
-			return nil, err
-		}
-		if c.rw, err = promremote.New(promremote.Config{URL: u, BearerToken: token, Username: cfg.Prometheus.Username,
-			Password: pw, Timeout: cfg.Prometheus.Timeout, Logger: c.log}); err != nil {
-			return nil, fmt.Errorf("prometheus.remote_write_url: %w", err)
 		}
 	}
 	if len(cfg.Elasticsearch.URLs) > 0 {
-		pw, err := config.ReadSecret("elasticsearch.password_file", cfg.Elasticsearch.PasswordFile)
-		if err != nil {
+		var err error
+		if c.es, err = elasticsearch.FromConfig(cfg.Elasticsearch.Elasticsearch, c.log); err != nil {
 			return nil, err
-		}
-		if c.es, err = elasticsearch.New(elasticsearch.Config{URLs: cfg.Elasticsearch.URLs, Username: cfg.Elasticsearch.Username,
-			Password: pw, CACertFile: cfg.Elasticsearch.CAFile, Timeout: cfg.Elasticsearch.Timeout, Logger: c.log}); err != nil {
-			return nil, fmt.Errorf("elasticsearch: %w", err)
 		}
 	}
 	if c.rw != nil || c.es != nil {

@@ -1,14 +1,11 @@
 package clusterstate
 
 import (
-	"errors"
-	"fmt"
 	"io"
 	"net"
-	"strings"
 	"time"
 
-	"github.com/jobsight/jobsight/agent/config"
+	"github.com/jobsight/jobsight/internal/config"
 )
 
 // DefaultConfigPath is where `jobsight cluster-state` looks for its
@@ -57,23 +54,17 @@ type SlurmConfig struct {
 	Timeout time.Duration `yaml:"timeout"`
 }
 
-// PrometheusConfig is a Prometheus remote-write endpoint.
+// PrometheusConfig is a Prometheus remote-write endpoint (timeout default
+// 30s).
 type PrometheusConfig struct {
-	RemoteWriteURL  string        `yaml:"remote_write_url"`
-	BearerTokenFile string        `yaml:"bearer_token_file"`
-	Username        string        `yaml:"username"`
-	PasswordFile    string        `yaml:"password_file"`
-	Timeout         time.Duration `yaml:"timeout"` // default 30s
+	config.RemoteWrite `yaml:",inline"`
 }
 
-// ElasticsearchConfig is the Elasticsearch cluster holding the history.
+// ElasticsearchConfig is the Elasticsearch cluster holding the history
+// (timeout default 30s).
 type ElasticsearchConfig struct {
-	URLs         []string      `yaml:"urls"`
-	Username     string        `yaml:"username"`
-	PasswordFile string        `yaml:"password_file"`
-	CAFile       string        `yaml:"ca_file"`
-	Index        string        `yaml:"index"`   // default jobsight-cluster-state
-	Timeout      time.Duration `yaml:"timeout"` // default 30s
+	config.Elasticsearch `yaml:",inline"`
+	Index                string `yaml:"index"` // default jobsight-cluster-state
 }
 
 // SpoolConfig bounds the collector's spool.
@@ -90,8 +81,8 @@ func DefaultConfig() Config {
 		NodeSeries:       true,
 		Listen:           "127.0.0.1:9310",
 		Slurm:            SlurmConfig{Sinfo: "sinfo", Squeue: "squeue", Timeout: 20 * time.Second},
-		Prometheus:       PrometheusConfig{Timeout: 30 * time.Second},
-		Elasticsearch:    ElasticsearchConfig{Index: DefaultIndex, Timeout: 30 * time.Second},
+		Prometheus:       PrometheusConfig{config.RemoteWrite{Timeout: 30 * time.Second}},
+		Elasticsearch:    ElasticsearchConfig{Elasticsearch: config.Elasticsearch{Timeout: 30 * time.Second}, Index: DefaultIndex},
 		Spool:            SpoolConfig{Dir: "/var/spool/jobsight-cluster-state", MaxBytes: 64 << 20},
 	}
 }
@@ -103,19 +94,13 @@ func LoadConfig(path string) (Config, error) {
 
 // ParseConfig decodes YAML over the defaults, strictly, and validates it.
 func ParseConfig(r io.Reader) (Config, error) {
-	c := DefaultConfig()
-	if err := config.DecodeStrict(r, &c); err != nil {
-		return Config{}, err
-	}
-	return c, c.Validate()
+	return config.Parse(r, DefaultConfig())
 }
 
 // Validate checks every option; each problem names its option.
 func (c *Config) Validate() error {
-	var errs []error
-	bad := func(option, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{option}, args...)...))
-	}
+	var errs config.Problems
+	bad := errs.Add
 	switch {
 	case c.Cluster == "":
 		bad("cluster", "required: the cluster name every series and document carries")
@@ -142,26 +127,8 @@ func (c *Config) Validate() error {
 	if c.Slurm.Timeout <= 0 {
 		bad("slurm.timeout", "must be positive")
 	}
-	if u := c.Prometheus.RemoteWriteURL; u != "" && !httpURL(u) {
-		bad("prometheus.remote_write_url", "%q: want an http:// or https:// URL", u)
-	}
-	if c.Prometheus.BearerTokenFile != "" && c.Prometheus.Username != "" {
-		bad("prometheus.bearer_token_file", "set either a bearer token or a username/password, not both")
-	}
-	if (c.Prometheus.Username == "") != (c.Prometheus.PasswordFile == "") {
-		bad("prometheus.username", "username and password_file go together")
-	}
-	if c.Prometheus.Timeout <= 0 {
-		bad("prometheus.timeout", "must be positive")
-	}
-	for i, u := range c.Elasticsearch.URLs {
-		if !httpURL(u) {
-			bad(fmt.Sprintf("elasticsearch.urls[%d]", i), "%q: want an http:// or https:// URL", u)
-		}
-	}
-	if (c.Elasticsearch.Username == "") != (c.Elasticsearch.PasswordFile == "") {
-		bad("elasticsearch.username", "username and password_file go together")
-	}
+	errs = append(errs, c.Prometheus.Validate()...)
+	errs = append(errs, c.Elasticsearch.Validate()...)
 	if !config.ValidIndexName(c.Elasticsearch.Index) {
 		bad("elasticsearch.index", "%q: index names are lowercase letters, digits, '.', '_' or '-'", c.Elasticsearch.Index)
 	}
@@ -174,9 +141,5 @@ func (c *Config) Validate() error {
 	if c.Spool.MaxBytes < 0 {
 		bad("spool.max_bytes", "must not be negative")
 	}
-	return errors.Join(errs...)
-}
-
-func httpURL(u string) bool {
-	return strings.HasPrefix(u, "http://") || strings.HasPrefix(u, "https://")
+	return errs.Err()
 }

@@ -18,25 +18,26 @@ import (
 	"time"
 
 	"github.com/jobsight/jobsight/internal/site/clusterstate"
+	"github.com/jobsight/jobsight/internal/slurm"
 	"github.com/jobsight/jobsight/internal/store/elasticsearch"
 	"github.com/jobsight/jobsight/test/stack"
 )
 
-// recorder is the collector's Slurm, keeping the last answers (for
+// recorder is the collector's Slurm client, keeping the last answers (for
 // JOBSIGHT_CAPTURE_DIR).
 type recorder struct {
-	*clusterstate.Slurm
+	*slurm.Client
 	nodes, jobs []byte
 }
 
 func (r *recorder) Nodes(ctx context.Context) ([]byte, error) {
-	b, err := r.Slurm.Nodes(ctx)
+	b, err := r.Client.Nodes(ctx)
 	r.nodes = b
 	return b, err
 }
 
 func (r *recorder) Jobs(ctx context.Context) ([]byte, error) {
-	b, err := r.Slurm.Jobs(ctx)
+	b, err := r.Client.Jobs(ctx)
 	r.jobs = b
 	return b, err
 }
@@ -159,9 +160,10 @@ func TestCollectorOnRealCluster(t *testing.T) {
 	time.Sleep(2 * time.Second)
 
 	callLog := filepath.Join(dir, "calls.log")
-	src := &recorder{Slurm: &clusterstate.Slurm{
+	src := &recorder{Client: &slurm.Client{Options: slurm.Options{
 		Sinfo: countingWrapper(t, dir, "sinfo", callLog), Squeue: countingWrapper(t, dir, "squeue", callLog), Env: sl.Env(),
-	}}
+		Timeout: 20 * time.Second,
+	}}}
 	cfg := clusterstate.DefaultConfig()
 	cfg.Cluster = "csclu"
 	cfg.Interval, cfg.DocumentInterval = 5*time.Second, 5*time.Second

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/jobsight/jobsight/internal/slurm"
 )
 
 // Snapshot is what one poll saw of a cluster.
@@ -118,11 +120,11 @@ var heldReasons = map[string]bool{
 // snapshot. Only a malformed answer is an error; a node whose gres cannot
 // be read keeps its CPUs and memory and is named in Problems.
 func Build(cluster string, now time.Time, sinfoOut, squeueOut []byte) (*Snapshot, error) {
-	si, err := decodeSinfo(sinfoOut)
+	si, err := slurm.DecodeSinfo(sinfoOut)
 	if err != nil {
 		return nil, err
 	}
-	sq, err := decodeSqueue(squeueOut)
+	sq, err := slurm.DecodeSqueue(squeueOut)
 	if err != nil {
 		return nil, err
 	}
@@ -160,14 +162,14 @@ func Build(cluster string, now time.Time, sinfoOut, squeueOut []byte) (*Snapshot
 				part(pn).RunningJobs++
 			}
 		case "PENDING":
-			n := j.taskCount()
+			n := j.JobCount()
 			held := heldReasons[j.StateReason]
 			if held {
 				s.HeldJobs += n
 			} else {
 				s.PendingJobs += n
 			}
-			cpus, gpus := j.demand()
+			cpus, gpus := demand(j)
 			// A job submitted to several partitions waits in each.
 			for _, pn := range splitList(j.Partition) {
 				p := part(pn)
@@ -190,7 +192,7 @@ func Build(cluster string, now time.Time, sinfoOut, squeueOut []byte) (*Snapshot
 }
 
 // buildNode maps one sinfo record; problem says what could not be read.
-func buildNode(r *sinfoNode) (n Node, problem string) {
+func buildNode(r *slurm.SinfoNode) (n Node, problem string) {
 	n = Node{Name: r.Name, Reason: r.Reason, Partitions: slices.Clone(r.Partitions), Available: true}
 	base := strings.ToUpper(r.State)
 	if base == "" {

@@ -115,20 +115,6 @@ func TestPendingDemand(t *testing.T) {
 	}
 }
 
-func TestCountArrayTasks(t *testing.T) {
-	t.Parallel()
-	for in, want := range map[string]int64{"1-4": 4, "3": 1, "1,4,7-9": 5, "1-9:2": 5, "0-99%5": 100, "0-4294967294": maxArrayTasks} {
-		if got, err := countArrayTasks(in); err != nil || got != want {
-			t.Errorf("countArrayTasks(%q) = %d, %v; want %d", in, got, err, want)
-		}
-	}
-	for _, in := range []string{"", "a-b", "5-1", "1-9:0"} {
-		if _, err := countArrayTasks(in); err == nil {
-			t.Errorf("countArrayTasks(%q): no error", in)
-		}
-	}
-}
-
 // A node whose gres cannot be read keeps its CPUs and is named; a
 // malformed answer is an error naming the command.
 func TestBuildBadInput(t *testing.T) {

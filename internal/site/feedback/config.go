@@ -1,14 +1,11 @@
 package feedback
 
 import (
-	"errors"
-	"fmt"
 	"io"
-	"strings"
 	"time"
 
-	"github.com/jobsight/jobsight/agent/config"
 	"github.com/jobsight/jobsight/internal/analysis"
+	"github.com/jobsight/jobsight/internal/config"
 	"github.com/jobsight/jobsight/internal/jobmodel"
 	"github.com/jobsight/jobsight/internal/site/notify"
 )
@@ -44,11 +41,9 @@ type Config struct {
 
 // PrometheusQuery is how to query Prometheus (the HTTP API, not remote write).
 type PrometheusQuery struct {
-	URL             string        `yaml:"url"`
-	BearerTokenFile string        `yaml:"bearer_token_file"`
-	Username        string        `yaml:"username"`
-	PasswordFile    string        `yaml:"password_file"`
-	Timeout         time.Duration `yaml:"timeout"`
+	URL                   string `yaml:"url"`
+	config.PrometheusAuth `yaml:",inline"`
+	Timeout               time.Duration `yaml:"timeout"`
 }
 
 // HistoryConfig is the history roll-up.
@@ -69,9 +64,8 @@ type AccessConfig struct {
 
 // DefaultConfig returns the configuration with every default.
 func DefaultConfig() Config {
-	ac := config.Default()
 	return Config{
-		Elasticsearch: ac.Elasticsearch,
+		Elasticsearch: config.DefaultElasticsearch(),
 		Prometheus:    PrometheusQuery{Timeout: 10 * time.Second},
 		Analysis:      analysis.Default(),
 		Notify:        notify.Default(),
@@ -87,19 +81,13 @@ func LoadConfig(path string) (Config, error) {
 
 // ParseConfig decodes YAML over the defaults, strictly, and validates it.
 func ParseConfig(r io.Reader) (Config, error) {
-	c := DefaultConfig()
-	if err := config.DecodeStrict(r, &c); err != nil {
-		return Config{}, err
-	}
-	return c, c.Validate()
+	return config.Parse(r, DefaultConfig())
 }
 
 // Validate checks every option; each problem names its option.
 func (c *Config) Validate() error {
-	var errs []error
-	bad := func(option, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{option}, args...)...))
-	}
+	var errs config.Problems
+	bad := errs.Add
 	if c.Cluster != "" && !config.ValidClusterName(c.Cluster) {
 		bad("cluster", "%q: use 1-64 letters, digits, '.', '_' or '-'", c.Cluster)
 	}
@@ -118,15 +106,8 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
-	for i, u := range c.Elasticsearch.URLs {
-		if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
-			bad(fmt.Sprintf("elasticsearch.urls[%d]", i), "%q: want an http:// or https:// URL", u)
-		}
-	}
-	if (c.Elasticsearch.Username == "") != (c.Elasticsearch.PasswordFile == "") {
-		bad("elasticsearch.username", "username and password_file go together")
-	}
-	if u := c.Prometheus.URL; u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+	errs = append(errs, c.Elasticsearch.Validate()...)
+	if u := c.Prometheus.URL; u != "" && !config.HTTPURL(u) {
 		bad("prometheus.url", "%q: want an http:// or https:// URL", u)
 	}
 	if c.Prometheus.BearerTokenFile != "" && c.Prometheus.PasswordFile != "" {
@@ -138,7 +119,7 @@ func (c *Config) Validate() error {
 	if c.History.Period < time.Hour || c.History.Period > 366*24*time.Hour {
 		bad("history.period", "%s is outside 1h..366d", c.History.Period)
 	}
-	if u := c.JobURL; u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+	if u := c.JobURL; u != "" && !config.HTTPURL(u) {
 		bad("job_url", "%q: want an http:// or https:// URL template", u)
 	}
 	if c.StateDir == "" {
@@ -149,7 +130,7 @@ func (c *Config) Validate() error {
 			errs = append(errs, err)
 		}
 	}
-	return errors.Join(errs...)
+	return errs.Err()
 }
 
 // Indices are the indices the configuration names.

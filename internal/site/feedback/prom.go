@@ -11,7 +11,6 @@ import (
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 
-	"github.com/jobsight/jobsight/agent/config"
 	"github.com/jobsight/jobsight/internal/jobmodel"
 	"github.com/jobsight/jobsight/internal/report"
 )
@@ -29,11 +28,7 @@ func NewSeries(cfg PrometheusQuery) (*Series, error) {
 	if cfg.URL == "" {
 		return nil, nil
 	}
-	token, err := config.ReadSecret("prometheus.bearer_token_file", cfg.BearerTokenFile)
-	if err != nil {
-		return nil, err
-	}
-	pw, err := config.ReadSecret("prometheus.password_file", cfg.PasswordFile)
+	token, pw, err := cfg.Secrets()
 	if err != nil {
 		return nil, err
 	}

@@ -112,17 +112,7 @@ func (s *Store) rangeSearch(ctx context.Context, index, field string, from, to t
 	if err != nil {
 		return err
 	}
-	var ans struct {
-		Hits struct {
-			Total struct {
-				Value int `json:"value"`
-			} `json:"total"`
-			Hits []struct {
-				ID     string          `json:"_id"`
-				Source json.RawMessage `json:"_source"`
-			} `json:"hits"`
-		} `json:"hits"`
-	}
+	var ans store.SearchAnswer[json.RawMessage]
 	if err := json.Unmarshal(raw, &ans); err != nil {
 		return fmt.Errorf("searching %s: %w", index, err)
 	}

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/jobsight/jobsight/internal/textfmt"
 )
 
 // Bounds on metadata that reaches headers and headings.
@@ -118,13 +120,6 @@ func reportClass(r *Report) string {
 }
 
 // plural returns "1 job" or "3 jobs".
-func plural(n int, word string) string {
-	if n == 1 {
-		return "1 " + word
-	}
-	return strconv.Itoa(n) + " " + word + "s"
-}
-
 // digestSubject is the subject of a message carrying reports: the
 // report's own subject when it is alone and has one, else a summary like
 // "Jobsight: 3 jobs on hpc1 (1 wasted, 2 efficient)". The result is
@@ -144,7 +139,7 @@ func digestSubject(reports []Report) string {
 		counts[reportClass(&reports[i])]++
 	}
 	var s strings.Builder
-	s.WriteString("Jobsight: " + plural(len(reports), "job"))
+	s.WriteString("Jobsight: " + textfmt.Plural(len(reports), "job"))
 	switch len(clusters) {
 	case 0:
 	case 1:
@@ -251,7 +246,7 @@ func digestBodies(reports []Report, subject string) (text, htmlDoc string) {
 		}
 		return text, htmlDoc
 	}
-	intro := "Jobsight reports on " + plural(len(reports), "job") + timeRange(reports) + "."
+	intro := "Jobsight reports on " + textfmt.Plural(len(reports), "job") + timeRange(reports) + "."
 	rule := strings.Repeat("-", 72)
 	var t strings.Builder
 	t.WriteString(intro + "\n")

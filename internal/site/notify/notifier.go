@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/jobsight/jobsight/internal/textfmt"
 )
 
 // Options are a Notifier's collaborators.
@@ -243,7 +245,7 @@ func (n *Notifier) Flush(ctx context.Context, now time.Time) (int, error) {
 			users = appendUnique(users, d.user)
 		}
 		errs = append(errs, fmt.Errorf("notify: %s to users %s not sent, reports stay pending: %w",
-			plural(len(digests), "message"), quoteList(users), err))
+			textfmt.Plural(len(digests), "message"), quoteList(users), err))
 		return 0, errors.Join(errs...)
 	}
 
@@ -268,7 +270,7 @@ func (n *Notifier) Flush(ctx context.Context, now time.Time) (int, error) {
 			}
 			gone += moved
 			errs = append(errs, fmt.Errorf("notify: mail to user %q cannot be composed, %s moved to %s: %w",
-				d.user, plural(moved, "report"), filepath.Join(n.cfg.SpoolDir, failedDir), err))
+				d.user, textfmt.Plural(moved, "report"), filepath.Join(n.cfg.SpoolDir, failedDir), err))
 			continue
 		}
 		stage, err := sess.send(n.from.Address, d.to.Address, msg)
@@ -299,7 +301,7 @@ func (n *Notifier) Flush(ctx context.Context, now time.Time) (int, error) {
 			}
 			gone += moved
 			errs = append(errs, fmt.Errorf("notify: mail to user %q refused permanently, %s moved to %s: %w",
-				d.user, plural(moved, "report"), filepath.Join(n.cfg.SpoolDir, failedDir), err))
+				d.user, textfmt.Plural(moved, "report"), filepath.Join(n.cfg.SpoolDir, failedDir), err))
 		} else {
 			errs = append(errs, fmt.Errorf("notify: mail to user %q not sent, reports stay pending: %w", d.user, err))
 		}

@@ -626,14 +626,7 @@ func (c *Client) GetByIDs(ctx context.Context, index string, ids []string) (map[
 	if err != nil {
 		return nil, err
 	}
-	var answer struct {
-		Hits struct {
-			Hits []struct {
-				ID     string          `json:"_id"`
-				Source json.RawMessage `json:"_source"`
-			} `json:"hits"`
-		} `json:"hits"`
-	}
+	var answer store.SearchAnswer[json.RawMessage]
 	if err := json.Unmarshal(raw, &answer); err != nil {
 		return nil, &Error{Op: "search", Index: index, Err: fmt.Errorf("decoding answer: %w", err)}
 	}
