@@ -18,6 +18,9 @@ import (
 	"github.com/jobsight/jobsight/internal/store/elasticsearch"
 )
 
+// olderThanStored reports whether a version of d updated at or after mine
+// (d's updated_at) is stored: written by this process (a search would not
+// see a write of the last second), or found in the store.
 func (o *Outputs) olderThanStored(ctx context.Context, d store.Doc, mine time.Time) (bool, error) {
 	if mine.IsZero() {
 		return false, nil
@@ -44,6 +47,27 @@ func (o *Outputs) olderThanStored(ctx context.Context, d store.Doc, mine time.Ti
 	return false, nil
 }
 
+// ClaimDocID is where the agent asks which id a job is stored under, once
+// per job: when its watch begins (create: on the job's first node, which
+// also writes the job's running document) and when a stop finalizes a job
+// that no agent watched. It returns job.DocID (the plain id), or the job's
+// reuse id when an older job holds the plain id (see decide); with create,
+// the error is the running document's write (spooled then).
+func (o *Outputs) ClaimDocID(ctx context.Context, job jobmodel.Job, since time.Time, create bool) (string, error) {
+	var submit time.Time
+	if job.SubmitTime != nil {
+		submit = job.SubmitTime.Time
+	}
+	job.DocID = o.ResolveDocID(ctx, job.DocID, submit, since)
+	if !create {
+		return job.DocID, nil
+	}
+	return o.CreateJob(ctx, job)
+}
+
+// ResolveDocID returns the id under which the job is stored (see resolve);
+// when the store cannot be asked now it returns base, and the id is
+// resolved again when the documents are written.
 func (o *Outputs) ResolveDocID(ctx context.Context, base string, submit, start time.Time) string {
 	if o.es == nil {
 		return base
@@ -55,6 +79,7 @@ func (o *Outputs) ResolveDocID(ctx context.Context, base string, submit, start t
 	return id
 }
 
+// stored is what tells one job holding an id from another.
 type stored struct {
 	DocID      string         `json:"doc_id"`
 	JobDocID   string         `json:"job_doc_id"`
@@ -65,6 +90,7 @@ type stored struct {
 	Final      bool           `json:"final"`
 }
 
+// updated is the document's updated_at, zero when it has none.
 func (s stored) updated() time.Time {
 	if s.UpdatedAt == nil {
 		return time.Time{}
@@ -90,6 +116,8 @@ func (o *Outputs) remember(base string, submit, start time.Time, id string) {
 	o.mu.Unlock()
 }
 
+// resolve is decide behind a cache: the id of the job whose plain id is
+// base, as decided the first time this process asked.
 func (o *Outputs) resolve(ctx context.Context, base string, submit, start time.Time) (string, error) {
 	key := identityKey(base, submit, start)
 	o.mu.Lock()
@@ -98,23 +126,39 @@ func (o *Outputs) resolve(ctx context.Context, base string, submit, start time.T
 	if ok {
 		return id, nil
 	}
-	id = base
-	holder, err := o.holder(ctx, base)
+	id, reused, err := o.decide(ctx, base, submit, start)
 	if err != nil {
 		return "", err
 	}
-	if holder != nil && otherJob(*holder, submit, start) {
-		when := submit
-		if when.IsZero() {
-			when = start
-		}
-		id = jobmodel.ReuseDocID(base, when)
+	if reused {
 		o.log.Info("job id reused: storing under a new id so the older job's document stays", "id", base, "new_id", id)
 	}
 	o.remember(base, submit, start, id)
 	return id, nil
 }
 
+// decide is the one decision on a reused Slurm job id: the id of the job
+// whose plain id is base is base, unless a different, older job holds it
+// — a stored document with another submit time, or (when submit times
+// are unknown) a final one that ended before this job started — in which
+// case it is jobmodel.ReuseDocID(base, submit, else start) and reused is
+// true. err: the store could not be asked.
+func (o *Outputs) decide(ctx context.Context, base string, submit, start time.Time) (id string, reused bool, err error) {
+	holder, err := o.holder(ctx, base)
+	if err != nil {
+		return base, false, err
+	}
+	if holder == nil || !otherJob(*holder, submit, start) {
+		return base, false, nil
+	}
+	when := submit
+	if when.IsZero() {
+		when = start
+	}
+	return jobmodel.ReuseDocID(base, when), true, nil
+}
+
+// holder finds a stored document (job, else node) of the job id base.
 func (o *Outputs) holder(ctx context.Context, base string) (*stored, error) {
 	got, err := o.es.GetByIDs(ctx, o.cfg.Elasticsearch.JobIndex, []string{base})
 	if err != nil && !errors.Is(err, elasticsearch.ErrNotFound) {
@@ -136,13 +180,7 @@ func (o *Outputs) holder(ctx context.Context, base string) (*stored, error) {
 		}
 		return nil, err
 	}
-	var ans struct {
-		Hits struct {
-			Hits []struct {
-				Source stored `json:"_source"`
-			} `json:"hits"`
-		} `json:"hits"`
-	}
+	var ans store.SearchAnswer[stored]
 	if err := json.Unmarshal(raw, &ans); err != nil {
 		return nil, err
 	}
@@ -154,6 +192,8 @@ func (o *Outputs) holder(ctx context.Context, base string) (*stored, error) {
 	return nil, nil
 }
 
+// otherJob reports whether the stored document s is another job's than
+// the one submitted at submit (unknown: started at start).
 func otherJob(s stored, submit, start time.Time) bool {
 	if !submit.IsZero() && s.SubmitTime != nil {
 		return s.SubmitTime.Unix() != submit.Unix()
@@ -161,6 +201,8 @@ func otherJob(s stored, submit, start time.Time) bool {
 	return s.Final && s.EndTime != nil && !start.IsZero() && s.EndTime.Before(start)
 }
 
+// resolveDoc rewrites a job or node document (whose fields s holds) to its
+// new id when its job id turned out to be reused.
 func (o *Outputs) resolveDoc(ctx context.Context, d store.Doc, s stored) (store.Doc, error) {
 	base := s.DocID
 	if d.Kind == store.KindNodeDoc {
@@ -224,10 +266,9 @@ func (o *Outputs) CreateJob(ctx context.Context, job jobmodel.Job) (string, erro
 	if job.StartTime != nil {
 		start = job.StartTime.Time
 	}
-	holder, herr := o.holder(ctx, job.DocID)
-	if herr == nil && holder != nil && otherJob(*holder, submit, start) {
+	if id, reused, err := o.decide(ctx, job.DocID, submit, start); err == nil && reused {
 		base := job.DocID
-		job.DocID = jobmodel.ReuseDocID(base, cmp.Or(submit, start))
+		job.DocID = id
 		o.remember(base, submit, start, job.DocID)
 		o.log.Info("job id reused (the store refused to create it): storing under a new id so the older job's document stays",
 			"id", base, "new_id", job.DocID)

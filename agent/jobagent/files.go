@@ -80,6 +80,13 @@ func (f files) loadCheckpoint() (*Checkpoint, error) {
 	return &c, nil
 }
 
+// recordStop records that the job's stop was asked (the epilog came):
+// for a watch still setting up or resuming, and for a watch not yet
+// started (stopAsked).
+func (f files) recordStop() {
+	_ = writeAtomic(f.stopped(), []byte("stop\n"))
+}
+
 // markDone records that the job (by submit time) was finalized here, so a
 // late `start` for it does nothing. A reused job id has another submit time.
 func (f files) markDone(submit time.Time) {

@@ -69,13 +69,15 @@ func (m *memOutputs) PutJob(_ context.Context, j jobmodel.Job) error {
 	m.jobs = append(m.jobs, j)
 	return nil
 }
-func (m *memOutputs) CreateJob(ctx context.Context, j jobmodel.Job) (string, error) {
+func (m *memOutputs) ClaimDocID(ctx context.Context, j jobmodel.Job, _ time.Time, create bool) (string, error) {
+	if !create {
+		return j.DocID, nil
+	}
 	return j.DocID, m.PutJob(ctx, j)
 }
-func (m *memOutputs) NodeDocs(context.Context, string) ([]jobmodel.Node, error)          { return nil, nil }
-func (m *memOutputs) ResolveDocID(_ context.Context, base string, _, _ time.Time) string { return base }
-func (m *memOutputs) Replay(context.Context)                                             {}
-func (m *memOutputs) Pending() int                                                       { return 0 }
+func (m *memOutputs) NodeDocs(context.Context, string) ([]jobmodel.Node, error) { return nil, nil }
+func (m *memOutputs) Replay(context.Context)                                    {}
+func (m *memOutputs) Pending() int                                              { return 0 }
 func (m *memOutputs) PutResult(_ context.Context, r jobmodel.Result) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -15,7 +15,8 @@ package jobagent
 // samples between the last checkpoint and the restart, and the documents
 // say so). Once no job is left it keeps delivering what waits in the
 // spool, for up to spool.linger, and exits; a job that starts meanwhile is
-// taken on as usual.
+// taken on as usual. Launch and the socket's protocol come first below,
+// then that process, nodeAgent, the host of its jobs' watches (watch.go).
 
 import (
 	"bufio"
@@ -106,7 +107,7 @@ func (a *Agent) Launch(ctx context.Context, req Request) (joined bool, err error
 		}
 		if ok {
 			defer release()
-			return false, a.serve(ctx, p, req)
+			return false, newNodeAgent(a, p).serve(ctx, req)
 		}
 		if time.Now().After(deadline) {
 			return false, fmt.Errorf("no node agent took the request within %s (last answer %q, %v)", JoinTimeout, reply, err)
@@ -157,47 +158,61 @@ func tryFlock(path string) (release func(), ok bool, err error) {
 	return func() { fd.Close() }, true, nil
 }
 
-// nodeRun is the node agent's state.
-type nodeRun struct {
+// nodeAgent is the node agent: it holds the node lock (taken by Launch),
+// takes jobs over its socket, watches each (a jobWatch, whose host it is)
+// and exits once none is left. One timer (sched) samples every job and one
+// sender (snd) delivers, in order, what they all produce.
+type nodeAgent struct {
+	a     *Agent
+	paths nodePaths
+	sched *monitor.Scheduler
+	snd   *monitor.Sender
+	ctx   context.Context // the process's: ends every watch (SIGTERM)
+
 	mu      sync.Mutex
 	jobs    map[uint64]context.CancelFunc // watched or being finalized
 	exiting bool
 	changed chan struct{} // a job came or went
 	wg      sync.WaitGroup
-	ctx     context.Context
 }
 
-// serve is the node agent: it holds the node lock (taken by Launch).
-func (a *Agent) serve(ctx context.Context, p nodePaths, first Request) error {
+func newNodeAgent(a *Agent, p nodePaths) *nodeAgent {
+	return &nodeAgent{a: a, paths: p, jobs: map[uint64]context.CancelFunc{}, changed: make(chan struct{}, 1)}
+}
+
+// serve is the node agent's life: from the launch that became it (first)
+// until no job is left and the spool is delivered.
+func (n *nodeAgent) serve(ctx context.Context, first Request) error {
+	a := n.a
 	started := a.now()
-	_ = os.Remove(p.sock)
-	ln, err := net.Listen("unix", p.sock)
+	_ = os.Remove(n.paths.sock)
+	ln, err := net.Listen("unix", n.paths.sock)
 	if err != nil {
 		return fmt.Errorf("node agent socket: %w", err)
 	}
-	_ = os.Chmod(p.sock, 0o600)
-	_ = writeAtomic(p.pid, []byte(strconv.Itoa(os.Getpid())+"\n"))
+	_ = os.Chmod(n.paths.sock, 0o600)
+	_ = writeAtomic(n.paths.pid, []byte(strconv.Itoa(os.Getpid())+"\n"))
 	cleanOld(a.Config.StateDir)
 
-	a.snd = monitor.NewSender(a.Outputs, a.Health, a.Log)
+	n.snd = monitor.NewSender(a.Outputs, a.Health, a.Log)
 	schedCtx, stopSched := context.WithCancel(context.Background())
-	a.sched = monitor.NewScheduler(a.Config.Interval, a.Config.Prometheus.PushInterval, a.Config.FlushInterval, a.snd, a.Health,
+	n.sched = monitor.NewScheduler(a.Config.Interval, a.Config.Prometheus.PushInterval, a.Config.FlushInterval, n.snd, a.Health,
 		nodeLabels(a.Config.Cluster, a.Config.Node), a.Log, a.Now)
 	schedDone := make(chan struct{})
-	go func() { a.sched.Run(schedCtx); close(schedDone) }()
+	go func() { n.sched.Run(schedCtx); close(schedDone) }()
 
-	n := &nodeRun{jobs: map[uint64]context.CancelFunc{}, changed: make(chan struct{}, 1), ctx: ctx}
+	n.ctx = ctx
 	a.Log.Info("node agent started", "node", a.Config.Node, "pid", os.Getpid())
 	// The launch's own request first: a job reusing the id of a job left
 	// here is started with its own request (its watch finishes the older
 	// job's checkpoint), and a stop finalizes its job as lost.
-	n.take(a, first)
-	for _, r := range a.leftJobs() {
+	n.take(first)
+	for _, r := range n.leftJobs() {
 		if n.has(r.JobID) {
 			continue
 		}
 		a.Log.Info("resuming a job an earlier agent watched", "job_id", r.JobID)
-		n.take(a, r)
+		n.take(r)
 	}
 
 	go func() {
@@ -206,27 +221,28 @@ func (a *Agent) serve(ctx context.Context, p nodePaths, first Request) error {
 			if err != nil {
 				return
 			}
-			go n.handle(a, c)
+			go n.handle(c)
 		}
 	}()
 
-	a.waitIdle(ctx, n)
+	n.waitIdle(ctx)
 	ln.Close()
-	_ = os.Remove(p.sock)
+	_ = os.Remove(n.paths.sock)
 	n.wg.Wait() // requests accepted before "exiting" was set
 	stopSched()
 	<-schedDone
-	a.snd.Close()
+	n.snd.Close()
 	a.Outputs.Replay(context.Background())
-	_ = os.Remove(p.pid)
-	a.logUsage(a.now().Sub(started), 0)
+	_ = os.Remove(n.paths.pid)
+	a.logUsage(a.now().Sub(started), 0, 0, 0)
 	return nil
 }
 
 // waitIdle returns once no job is left and the spool is delivered, or
 // spool.linger after the last job ended, or when ctx ends (SIGTERM: the
 // jobs' watches end and their documents are written first).
-func (a *Agent) waitIdle(ctx context.Context, n *nodeRun) {
+func (n *nodeAgent) waitIdle(ctx context.Context) {
+	a := n.a
 	var lingerUntil time.Time
 	wait := cmp.Or(a.LingerPoll, 5*time.Second)
 	for {
@@ -274,11 +290,11 @@ func (a *Agent) waitIdle(ctx context.Context, n *nodeRun) {
 }
 
 // handle answers one connection: one request, one reply.
-func (n *nodeRun) handle(a *Agent, c net.Conn) {
+func (n *nodeAgent) handle(c net.Conn) {
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
 	if !trustedPeer(c) {
-		a.Log.Warn("refusing a request from a process that is neither root nor the agent's user")
+		n.a.Log.Warn("refusing a request from a process that is neither root nor the agent's user")
 		return
 	}
 	line, err := bufio.NewReader(io.LimitReader(c, 8192)).ReadString('\n')
@@ -294,7 +310,7 @@ func (n *nodeRun) handle(a *Agent, c net.Conn) {
 		fmt.Fprintf(c, "error: %v\n", err)
 		return
 	}
-	if !n.take(a, req) {
+	if !n.take(req) {
 		fmt.Fprintln(c, replyBye)
 		return
 	}
@@ -302,7 +318,7 @@ func (n *nodeRun) handle(a *Agent, c net.Conn) {
 }
 
 // take starts serving req; false when the agent is exiting.
-func (n *nodeRun) take(a *Agent, req Request) bool {
+func (n *nodeAgent) take(req Request) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.exiting {
@@ -312,7 +328,7 @@ func (n *nodeRun) take(a *Agent, req Request) bool {
 		if req.Op == "stop" {
 			// The marker tells a watch still setting up (or resuming)
 			// that the job has ended; cancel ends a running one.
-			_ = writeAtomic(jobFiles(a.Config.StateDir, a.Config.Cluster, a.Config.Node, req.JobID).stopped(), []byte("stop\n"))
+			n.a.jobFiles(req.JobID).recordStop()
 			cancel()
 		}
 		return true // a second start for a watched job: nothing to do
@@ -323,14 +339,15 @@ func (n *nodeRun) take(a *Agent, req Request) bool {
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
+		w := newJobWatch(n.a, n, req.JobID)
 		var err error
 		if req.Op == "start" {
-			err = a.StartJob(jobCtx, req)
+			err = w.start(jobCtx, req)
 		} else {
-			err = a.Stop(jobCtx, req.JobID)
+			err = w.stop(jobCtx)
 		}
 		if err != nil {
-			a.Log.Error(req.Op, "job_id", req.JobID, "err", err)
+			n.a.Log.Error(req.Op, "job_id", req.JobID, "err", err)
 		}
 		n.mu.Lock()
 		delete(n.jobs, req.JobID)
@@ -341,27 +358,41 @@ func (n *nodeRun) take(a *Agent, req Request) bool {
 	return true
 }
 
-func (n *nodeRun) signal() {
+func (n *nodeAgent) signal() {
 	select {
 	case n.changed <- struct{}{}:
 	default:
 	}
 }
 
-func (n *nodeRun) has(id uint64) bool {
+func (n *nodeAgent) has(id uint64) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	_, ok := n.jobs[id]
 	return ok
 }
 
-func (n *nodeRun) cancelAll() {
+func (n *nodeAgent) cancelAll() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for _, c := range n.jobs {
 		c()
 	}
 }
+
+// The node agent as its jobs' watchHost: its one timer samples every job,
+// and its process is every job's, so no job's cost is split out; it
+// delivers the spool and logs its use when it exits.
+
+func (n *nodeAgent) drive(ctx context.Context, mon *monitor.Monitor) monitor.StopReason {
+	reason := n.sched.Watch(ctx, mon)
+	n.snd.Flush() // the running node document lands before the final one
+	return reason
+}
+
+func (n *nodeAgent) watching()                                     {}
+func (n *nodeAgent) finalizing()                                   {}
+func (n *nodeAgent) finished(context.Context, *Checkpoint, string) {}
 
 // trustedPeer: only root and the agent's own user may hand it jobs.
 func trustedPeer(c net.Conn) bool {
@@ -385,7 +416,8 @@ func trustedPeer(c net.Conn) bool {
 
 // leftJobs are the jobs of this node whose checkpoint an earlier agent
 // left without finalizing them.
-func (a *Agent) leftJobs() []Request {
+func (n *nodeAgent) leftJobs() []Request {
+	a := n.a
 	prefix := a.Config.Cluster + "_"
 	suffix := "@" + a.Config.Node + ".checkpoint.json"
 	paths, _ := filepath.Glob(filepath.Join(a.Config.StateDir, "jobs", "*"+suffix))
@@ -399,8 +431,7 @@ func (a *Agent) leftJobs() []Request {
 		if err != nil || id == 0 {
 			continue
 		}
-		f := jobFiles(a.Config.StateDir, a.Config.Cluster, a.Config.Node, id)
-		ck, err := f.loadCheckpoint()
+		ck, err := a.jobFiles(id).loadCheckpoint()
 		if err != nil {
 			a.Log.Warn("unreadable checkpoint left by an earlier agent", "path", p, "err", err)
 			continue

@@ -160,7 +160,7 @@ func TestNextAgentResumesAJobFromItsCheckpoint(t *testing.T) {
 
 	b := testAgent(t, slurm, out, busySources)
 	b.Config = a.Config
-	left := b.leftJobs()
+	left := newNodeAgent(b, nodeFiles(b.Config.StateDir, "n1")).leftJobs()
 	if len(left) != 1 || left[0].JobID != 7 || left[0].GPUs != "0" || !left[0].GPUsGiven {
 		t.Fatalf("left jobs %+v, want job 7 with its GPU list", left)
 	}

@@ -49,64 +49,56 @@ func (a *Agent) Run(ctx context.Context, args []string) (*RunResult, error) {
 	}
 	host, _ := os.Hostname()
 	host, _, _ = strings.Cut(host, ".")
-	machine := machineFacts(a.Config.ProcRoot, host)
-	cluster := a.Config.Cluster
-	if cluster == "" {
-		cluster = safeName(host)
+	r := &standaloneRun{a: a, args: args, host: host, machine: machineFacts(a.Config.ProcRoot, host), cluster: a.Config.Cluster}
+	if r.cluster == "" {
+		r.cluster = safeName(host)
 	}
+	return r.run(ctx)
+}
 
-	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	start := a.now()
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("run: starting %s: %w", args[0], err)
+// standaloneRun is one command measured on a machine without Slurm
+// (`jobsight-agent run -- CMD`). Its job is the command and everything it
+// starts, followed through their process tree (no cgroup, no Slurm), on
+// one node, the machine; its documents are written once, final, when the
+// command exits, and its id is its pid qualified by its start: pids are
+// reused all the time, so a run never takes another's id and is never
+// checked against the store.
+type standaloneRun struct {
+	a       *Agent
+	args    []string
+	host    string // the machine's short name: the job's node
+	cluster string // cluster, else a name made of the host's
+	machine Machine
+
+	cmd   *exec.Cmd
+	start time.Time
+	job   jobmodel.Job
+	node  jobmodel.Node
+	state *monitor.NodeState
+}
+
+// run starts the command, passes the signals the agent gets on to it,
+// samples it until it exits and writes its documents.
+func (r *standaloneRun) run(ctx context.Context) (*RunResult, error) {
+	a := r.a
+	r.cmd = exec.Command(r.args[0], r.args[1:]...)
+	r.cmd.Stdin, r.cmd.Stdout, r.cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	r.start = a.now()
+	if err := r.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("run: starting %s: %w", r.args[0], err)
 	}
-	pid := cmd.Process.Pid
+	pid := r.cmd.Process.Pid
 
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	go func() { exited <- r.cmd.Wait() }()
 
-	id := jobmodel.Identity{Cluster: cluster, JobID: uint64(pid)}
-	job := jobmodel.Job{
-		DocID: jobmodel.ReuseDocID(id.DocID(), start), SchemaVersion: jobmodel.SchemaVersion,
-		Source: jobmodel.SourceStandalone, Cluster: cluster, JobID: id.Key(), SlurmJobID: uint64(pid),
-		Nodes: []string{host}, NodeCount: 1, State: jobmodel.StateRunning,
-		SubmitTime: jobmodel.At(start), StartTime: jobmodel.At(start), AgentVersion: Version,
-	}
-	if u, err := user.Current(); err == nil {
-		job.User = u.Username
-		if uid, err := strconv.ParseUint(u.Uid, 10, 32); err == nil {
-			job.UID = jobmodel.Ptr(uint32(uid))
-		}
-	}
-	if a.Config.StoreJobName {
-		job.Name = args[0]
-	}
-	node := nodeTemplate(job, host)
-
-	state := monitor.NewNodeState(start, a.Config.Interval, a.Config.ActiveThresholdCores)
-	watchCtx, stopWatching := context.WithCancel(ctx)
-	watched := make(chan struct{})
-	tree, treeErr := collector.NewProcessTree(a.Config.ProcRoot, int32(pid))
-	if treeErr == nil {
-		var src collector.Collector = tree
-		if a.GPU.Backend != nil {
-			src = a.runGPU(tree, state)
-		}
-		src = a.addEnergy(src, state)
-		mon := monitor.New(monitor.Options{
-			Interval: a.Config.Interval, FlushInterval: a.Config.FlushInterval,
-			PushInterval: a.Config.Prometheus.PushInterval, ActiveThreshold: a.Config.ActiveThresholdCores,
-			Labels: Labels(cluster, job.JobID, host), Now: a.Now,
-		}, src, a.Outputs, a.Health, node, state, a.Log)
-		go func() { mon.Run(watchCtx); close(watched) }()
-	} else {
-		a.Log.Warn("cannot follow the command's processes; only its totals will be known", "err", treeErr)
-		close(watched)
-	}
+	r.job = r.jobDocument(pid)
+	r.node = nodeTemplate(r.job, r.host)
+	r.state = monitor.NewNodeState(r.start, a.Config.Interval, a.Config.ActiveThresholdCores)
+	stopWatching := r.watch(ctx, pid)
 
 	var waitErr error
 wait:
@@ -115,19 +107,73 @@ wait:
 		case waitErr = <-exited:
 			break wait
 		case s := <-sigs:
-			_ = cmd.Process.Signal(s)
+			_ = r.cmd.Process.Signal(s)
 		}
 	}
 	end := a.now()
 	stopWatching()
-	<-watched
-	if tree != nil {
+	return r.finish(ctx, end, waitErr), nil
+}
+
+// jobDocument is the running job document of the command, whose process
+// id is pid.
+func (r *standaloneRun) jobDocument(pid int) jobmodel.Job {
+	id := jobmodel.Identity{Cluster: r.cluster, JobID: uint64(pid)}
+	job := jobmodel.Job{
+		DocID: jobmodel.ReuseDocID(id.DocID(), r.start), SchemaVersion: jobmodel.SchemaVersion,
+		Source: jobmodel.SourceStandalone, Cluster: r.cluster, JobID: id.Key(), SlurmJobID: uint64(pid),
+		Nodes: []string{r.host}, NodeCount: 1, State: jobmodel.StateRunning,
+		SubmitTime: jobmodel.At(r.start), StartTime: jobmodel.At(r.start), AgentVersion: Version,
+	}
+	if u, err := user.Current(); err == nil {
+		job.User = u.Username
+		if uid, err := strconv.ParseUint(u.Uid, 10, 32); err == nil {
+			job.UID = jobmodel.Ptr(uint32(uid))
+		}
+	}
+	if r.a.Config.StoreJobName {
+		job.Name = r.args[0]
+	}
+	return job
+}
+
+// watch samples the command and its descendants (their process tree,
+// their GPUs, the machine's energy) in the background; the returned stop
+// takes a last sample and ends it.
+func (r *standaloneRun) watch(ctx context.Context, pid int) (stop func()) {
+	a := r.a
+	watchCtx, stopWatching := context.WithCancel(ctx)
+	tree, err := collector.NewProcessTree(a.Config.ProcRoot, int32(pid))
+	if err != nil {
+		a.Log.Warn("cannot follow the command's processes; only its totals will be known", "err", err)
+		return stopWatching
+	}
+	var src collector.Collector = tree
+	if a.GPU.Backend != nil {
+		src = a.runGPU(tree, r.state)
+	}
+	src = a.addEnergy(src, r.state)
+	mon := monitor.New(monitor.Options{
+		Interval: a.Config.Interval, FlushInterval: a.Config.FlushInterval,
+		PushInterval: a.Config.Prometheus.PushInterval, ActiveThreshold: a.Config.ActiveThresholdCores,
+		Labels: Labels(r.cluster, r.job.JobID, r.host), Now: a.Now,
+	}, src, a.Outputs, a.Health, r.node, r.state, a.Log)
+	watched := make(chan struct{})
+	go func() { mon.Run(watchCtx); close(watched) }()
+	return func() {
+		stopWatching()
+		<-watched
 		tree.Close()
 	}
+}
 
-	res := &RunResult{Machine: machine, Wall: end.Sub(start), ExitCode: exitCode(cmd.ProcessState, waitErr)}
-	state.Fill(&node, end)
-	applyRusage(&node, cmd.ProcessState)
+// finish writes the command's final node and job documents: what sampling
+// saw, corrected by what the kernel accounted (rusage), its exit.
+func (r *standaloneRun) finish(ctx context.Context, end time.Time, waitErr error) *RunResult {
+	a, job, node, ps := r.a, r.job, r.node, r.cmd.ProcessState
+	res := &RunResult{Machine: r.machine, Wall: end.Sub(r.start), ExitCode: exitCode(ps, waitErr)}
+	r.state.Fill(&node, end)
+	applyRusage(&node, ps)
 	a.applyEmissions(ctx, &node.Usage)
 	node.AgentState, node.Final, node.UpdatedAt = jobmodel.AgentFinished, true, jobmodel.At(end)
 	if err := a.Outputs.PutNode(ctx, node); err != nil {
@@ -135,10 +181,10 @@ wait:
 	}
 
 	job.EndTime = jobmodel.At(end)
-	job.ElapsedSeconds = jobmodel.Ptr(end.Sub(start).Seconds())
+	job.ElapsedSeconds = jobmodel.Ptr(end.Sub(r.start).Seconds())
 	job.State = jobmodel.StateCompleted
 	job.ExitCode = jobmodel.Ptr(res.ExitCode)
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		job.State, job.ExitSignal = jobmodel.StateCancelled, jobmodel.Ptr(int(ws.Signal()))
 	} else if res.ExitCode != 0 {
 		job.State = jobmodel.StateFailed
@@ -148,7 +194,7 @@ wait:
 	a.writeFinal(ctx, &job)
 	a.Outputs.Replay(ctx)
 	res.Job, res.Node = job, node
-	return res, nil
+	return res
 }
 
 // applyRusage corrects the sampled totals with what the kernel accounted

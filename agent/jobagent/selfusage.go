@@ -63,3 +63,19 @@ func (u SelfUsage) CorePercent(wall time.Duration) float64 {
 	}
 	return 100 * u.CPU.Seconds() / wall.Seconds()
 }
+
+// logUsage logs what this agent process used, for operators and for
+// cmd/jobsight-bench, which adds up every agent process of a job. Where
+// the process watched one job only (cpuAtWatch and cpuAtFinalize: its CPU
+// time when it began to watch and to finalize), its CPU is split by phase.
+func (a *Agent) logUsage(wall time.Duration, samples int64, cpuAtWatch, cpuAtFinalize time.Duration) {
+	self := ReadSelfUsage()
+	args := []any{"cpu_seconds", self.CPU.Seconds(), "child_cpu_seconds", self.ChildCPU.Seconds(),
+		"wall_seconds", wall.Seconds(), "core_percent", self.CorePercent(wall), "max_rss_bytes", self.MaxRSSBytes,
+		"anon_rss_bytes", self.AnonRSSBytes, "file_rss_bytes", self.FileRSSBytes, "samples", samples}
+	if a.CPUAtMain > 0 && cpuAtWatch > 0 && cpuAtFinalize > 0 {
+		args = append(args, "cpu_startup_seconds", a.CPUAtMain.Seconds(), "cpu_setup_seconds", (cpuAtWatch - a.CPUAtMain).Seconds(),
+			"cpu_watch_seconds", (cpuAtFinalize - cpuAtWatch).Seconds(), "cpu_finalize_seconds", (self.CPU - cpuAtFinalize).Seconds())
+	}
+	a.Log.Info("agent resource use", args...)
+}

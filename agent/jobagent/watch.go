@@ -1,0 +1,507 @@
+package jobagent
+
+// The job watch: one Slurm job on this node, from the job prolog's `start`
+// to its final documents. `start` takes the job's lock so that exactly one
+// watch runs per job and node, samples until the job ends (its stop, or
+// its cgroup vanishes) and finalizes; `stop` (the job epilog's) ends the
+// watch, or — when the agent died, or none ever started — finalizes the
+// job from its last checkpoint, so that the job document still gets a
+// final state and says what is missing.
+//
+// A watch runs under a host (watchHost): the node agent (node.go), whose
+// one timer samples every job, or a process of its own (ownProcess, at the
+// end of this file: Agent.Start, StartJob and Stop, for tests and tools).
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/jobsight/jobsight/agent/collector"
+	"github.com/jobsight/jobsight/agent/monitor"
+	"github.com/jobsight/jobsight/internal/jobmodel"
+	"github.com/jobsight/jobsight/internal/slurm"
+)
+
+// A watchHost is what a job watch runs in; what it does is the one thing
+// that differs between a job watched by the node agent and one watched by
+// a process of its own.
+type watchHost interface {
+	// drive samples mon until ctx ends or the job is gone, and says why
+	// it stopped; what mon produced has been delivered or spooled.
+	drive(ctx context.Context, mon *monitor.Monitor) monitor.StopReason
+	// watching and finalizing mark where the watch is: set up, about to
+	// sample; about to write final documents.
+	watching()
+	finalizing()
+	// finished follows a job's final documents.
+	finished(ctx context.Context, ck *Checkpoint, agentState string)
+}
+
+// jobWatch is one job's life cycle on this node: its files (lock,
+// checkpoint, markers), its sampling and its documents.
+type jobWatch struct {
+	a     *Agent
+	host  watchHost
+	jobID uint64
+	f     files
+}
+
+func newJobWatch(a *Agent, host watchHost, jobID uint64) *jobWatch {
+	return &jobWatch{a: a, host: host, jobID: jobID, f: a.jobFiles(jobID)}
+}
+
+// start watches the job until it ends (ctx is cancelled by the job's
+// stop, or the job's cgroup vanishes), then finalizes it. If another
+// watch of the job runs already, start returns at once. A checkpoint of
+// the same job (an earlier agent died while watching it) is resumed: its
+// samples are kept and the time without any is recorded as a gap.
+func (w *jobWatch) start(ctx context.Context, req Request) error {
+	a := w.a
+	release, ok, err := w.f.tryLock()
+	if err != nil {
+		return err
+	}
+	if !ok {
+		a.Log.Info("another agent already watches this job", "job_id", w.jobID)
+		return nil
+	}
+	defer release()
+	started := a.now()
+	// ctx ends the watch (the job's stop); looking the job up and
+	// writing its documents must not end with it.
+	lctx := context.WithoutCancel(ctx)
+
+	job := w.lookup(lctx, req.UID)
+	if w.f.isDone(timeOf(job.SubmitTime)) {
+		a.Log.Info("job already finalized on this node", "job_id", w.jobID)
+		return nil
+	}
+	ck := w.leftBehind(lctx, job)
+	if ck != nil && ck.State.Count > 0 {
+		if terminal(job.State) || ctx.Err() != nil || w.f.stopAsked(timeOf(job.StartTime)) {
+			a.Log.Warn("the job ended while no agent watched it; finalizing from its checkpoint", "job_id", w.jobID, "samples", ck.State.Count)
+			return w.finalize(context.Background(), ck, jobmodel.AgentLost)
+		}
+		ck.State.NoteGap(started)
+		a.Log.Warn("resuming a job after an agent restart", "job_id", w.jobID, "samples", ck.State.Count,
+			"gap_seconds", started.Sub(ck.State.LastSample).Seconds())
+	} else {
+		ck = w.newCheckpoint(lctx, job, started, true)
+		ck.GPUs, ck.GPUsGiven = req.GPUs, req.GPUsGiven
+	}
+	w.host.watching()
+	_ = w.f.saveCheckpoint(ck)
+
+	if w.f.stopAsked(timeOf(ck.Job.StartTime)) {
+		a.Log.Info("job ended before the agent started; finalizing", "job_id", w.jobID)
+	} else {
+		w.watch(ctx, cmp.Or(uidOf(ck.Job), req.UID), ck)
+	}
+	return w.finalize(context.Background(), ck, jobmodel.AgentFinished)
+}
+
+// stop finalizes the job when no watch of it runs here (its agent crashed
+// or was killed, or none ever started), from its last checkpoint, marking
+// this node's data as lost after that point. While a watch runs, the stop
+// marker it leaves tells that watch, and stop returns an error.
+func (w *jobWatch) stop(ctx context.Context) error {
+	a := w.a
+	if err := ensureStateDirs(a.Config.StateDir); err != nil {
+		return err
+	}
+	w.f.recordStop()
+	release, ok, err := w.f.tryLock()
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("job %d is being watched here; its watch ends on its own stop", w.jobID)
+	}
+	defer release()
+	// Which job Slurm means now: a checkpoint here may be an earlier
+	// job's with this id (Slurm reuses ids, and slurmd skips the prolog of
+	// a reused id it still remembers, so no agent ever started for this
+	// one). One controller call, on this no-agent path only.
+	job := w.lookup(ctx, 0)
+	ck := w.leftBehind(ctx, job)
+	if ck == nil {
+		if w.f.isDone(timeOf(job.SubmitTime)) {
+			// Finalized already (its agent ended by itself): the marker
+			// must not outlive this stop, or a later job reusing the id
+			// would be taken as ended before it began.
+			_ = os.Remove(w.f.stopped())
+			return nil
+		}
+		ck = w.newCheckpoint(ctx, job, a.now(), false)
+	}
+	a.Log.Warn("no running agent for the job; finalizing from its checkpoint", "job_id", w.jobID, "samples", ck.State.Count)
+	return w.finalize(ctx, ck, jobmodel.AgentLost)
+}
+
+// lookup asks Slurm about the job, retrying briefly; without an answer the
+// job document carries only what the agent knows and names slurm_metadata
+// as missing.
+func (w *jobWatch) lookup(ctx context.Context, uid uint32) jobmodel.Job {
+	a := w.a
+	var err error
+	for try := 0; try < 3; try++ {
+		var job jobmodel.Job
+		if job, err = a.Slurm.Lookup(ctx, a.Config.Cluster, w.jobID, uid); err == nil {
+			job.Source = jobmodel.SourceSlurm
+			if job.State == "" || !terminal(job.State) {
+				job.State = jobmodel.StateRunning
+			}
+			return job
+		}
+		select {
+		case <-ctx.Done():
+			try = 3
+		case <-time.After(time.Second):
+		}
+	}
+	a.Log.Warn("no job metadata from Slurm", "job_id", w.jobID, "err", err)
+	id := jobmodel.Identity{Cluster: a.Config.Cluster, JobID: w.jobID}
+	job := jobmodel.Job{
+		DocID: id.DocID(), SchemaVersion: jobmodel.SchemaVersion, Source: jobmodel.SourceSlurm,
+		Cluster: id.Cluster, JobID: id.Key(), SlurmJobID: w.jobID, State: jobmodel.StateRunning,
+		Nodes: []string{a.Config.Node}, NodeCount: 1, AgentVersion: Version,
+		MissingMetrics: []string{"slurm_metadata"},
+	}
+	if uid != 0 {
+		job.UID = jobmodel.Ptr(uid)
+	}
+	return job
+}
+
+// leftBehind returns this job's checkpoint, left by an earlier agent that
+// died while watching it, or nil. Slurm reuses ids: a checkpoint of an
+// older job with this id (another submit time), whose agent died and
+// whose stop never came, is finalized as that job's, lost — its documents
+// get what its agent sampled and no longer say RUNNING — and nothing of it
+// is this job's. An unreadable checkpoint is removed.
+func (w *jobWatch) leftBehind(ctx context.Context, job jobmodel.Job) *Checkpoint {
+	ck, err := w.f.loadCheckpoint()
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			w.a.Log.Warn("unreadable checkpoint of an earlier agent; removing it", "err", err)
+			_ = os.Remove(w.f.checkpoint())
+		}
+		return nil
+	}
+	if sameSubmit(ck.Job, job) {
+		return ck // this job's own (a restarted agent), or unknowable
+	}
+	w.a.Log.Warn("an earlier job with this id left a checkpoint and no final documents; finalizing it as lost",
+		"job_id", job.SlurmJobID, "earlier_submit", timeOf(ck.Job.SubmitTime), "submit", timeOf(job.SubmitTime), "earlier_doc_id", ck.Job.DocID)
+	if ck.Job.EndTime == nil && !ck.State.LastSample.IsZero() {
+		// Slurm no longer knows it: it ended, at the latest, when its
+		// agent last saw it.
+		ck.Job.EndTime = jobmodel.At(ck.State.LastSample)
+	}
+	w.finalDocs(ctx, ck, jobmodel.AgentLost)
+	return nil
+}
+
+// newCheckpoint begins the checkpoint of a job this node has none of, at
+// at. The outputs decide the id its documents go under (a reused Slurm id
+// gets a new one); with writeRunning, the job's first node also writes its
+// running job document.
+func (w *jobWatch) newCheckpoint(ctx context.Context, job jobmodel.Job, at time.Time, writeRunning bool) *Checkpoint {
+	a := w.a
+	leader := isLeader(job, a.Config.Node)
+	running := job
+	running.UpdatedAt = jobmodel.At(at)
+	id, err := a.Outputs.ClaimDocID(ctx, running, at, writeRunning && leader)
+	if err != nil {
+		a.Log.Warn("writing running job document; spooled", "err", err)
+	}
+	job.DocID = id
+	return &Checkpoint{Job: job, Node: nodeTemplate(job, a.Config.Node), Leader: leader,
+		State: monitor.NewNodeState(at, a.Config.Interval, a.Config.ActiveThresholdCores)}
+}
+
+// watch samples the job until ctx ends or the job is gone.
+func (w *jobWatch) watch(ctx context.Context, uid uint32, ck *Checkpoint) {
+	a := w.a
+	target := collector.Target{JobID: w.jobID, UID: uid, Host: a.Config.Node}
+	if a.Energy != nil {
+		ck.State.EnableEnergy() // even without a cgroup: energy is then named missing
+	}
+	src, err := a.Sources(ctx, target)
+	if err != nil {
+		a.addGPU(nil, target, ck.State, ck.GPUs, ck.GPUsGiven) // a job holding GPUs says they are missing
+		if ctx.Err() == nil {
+			a.Log.Warn("no cgroup for the job; its usage will be missing", "job_id", w.jobID, "err", err)
+			w.waitForEnd(ctx, ck.Job)
+		}
+		return
+	}
+	if set, ok := src.(collector.Set); ok {
+		src = a.addGPU(set, target, ck.State, ck.GPUs, ck.GPUsGiven)
+	}
+	src = a.addEnergy(src, ck.State)
+	defer src.Close()
+	opts := monitor.Options{
+		Interval:        a.Config.Interval,
+		FlushInterval:   a.Config.FlushInterval,
+		PushInterval:    a.Config.Prometheus.PushInterval,
+		ActiveThreshold: a.Config.ActiveThresholdCores,
+		Labels:          Labels(ck.Job.Cluster, ck.Job.JobID, a.Config.Node),
+		GoneAfter:       max(3*a.Config.Interval, 10*time.Second),
+		Checkpoint: func(s *monitor.NodeState, _ jobmodel.Node) error {
+			return w.f.saveCheckpoint(ck)
+		},
+		Now: a.Now,
+	}
+	mon := monitor.New(opts, src, a.Outputs, a.Health, ck.Node, ck.State, a.Log)
+	reason := w.host.drive(ctx, mon)
+	a.Log.Info("stopped sampling", "job_id", w.jobID, "reason", string(reason), "samples", ck.State.Count)
+}
+
+// DefaultEndPoll is how often an agent with nothing to sample asks Slurm
+// whether its job has ended.
+const DefaultEndPoll = 30 * time.Second
+
+// waitForEnd waits, without sampling, until ctx ends (the epilog's stop) or
+// Slurm says the job has ended or no longer knows it: processes started
+// from a SPANK hook outlive the job, so the agent must end by itself when
+// no epilog comes.
+func (w *jobWatch) waitForEnd(ctx context.Context, job jobmodel.Job) {
+	a := w.a
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(cmp.Or(a.EndPoll, DefaultEndPoll)):
+		}
+		got, err := a.Slurm.Lookup(ctx, job.Cluster, job.SlurmJobID, uidOf(job))
+		if (err != nil && errors.Is(err, slurm.ErrJobNotFound)) || (err == nil && terminal(got.State)) {
+			a.Log.Info("job ended without an epilog stop; finishing", "job_id", job.SlurmJobID)
+			return
+		}
+	}
+}
+
+// finalize writes the job's final documents and hands over to the host.
+func (w *jobWatch) finalize(ctx context.Context, ck *Checkpoint, agentState string) error {
+	w.finalDocs(ctx, ck, agentState)
+	w.host.finished(ctx, ck, agentState)
+	return nil
+}
+
+// finalDocs writes the final node document and, on the leader node, the
+// final job document assembled from all node documents, and marks the job
+// done on this node.
+func (w *jobWatch) finalDocs(ctx context.Context, ck *Checkpoint, agentState string) {
+	a := w.a
+	w.host.finalizing()
+	end := a.now()
+	if agentState == jobmodel.AgentLost && !ck.State.LastSample.IsZero() {
+		end = ck.State.LastSample
+	}
+	node := ck.Node
+	ck.State.Fill(&node, end)
+	a.applyEmissions(ctx, &node.Usage)
+	node.AgentState = agentState
+	node.Final = true
+	node.UpdatedAt = jobmodel.At(a.now())
+	if err := a.Outputs.PutNode(ctx, node); err != nil {
+		a.Log.Warn("writing final node document; spooled", "err", err)
+	}
+	if ck.Leader {
+		job := w.finalJob(ctx, ck.Job)
+		nodes := w.nodeDocs(ctx, job, node)
+		jobmodel.Assemble(&job, nodes)
+		jobmodel.PeakAtLimitIfOOM(&job, nodes)
+		job.Final = true
+		job.UpdatedAt = jobmodel.At(a.now())
+		a.writeFinal(ctx, &job)
+		a.Log.Info("job finalized", "doc_id", job.DocID, "state", job.State, "missing", job.MissingMetrics)
+	}
+	a.Outputs.Replay(ctx)
+	w.f.markDone(timeOf(ck.Job.SubmitTime))
+}
+
+// finalJob waits (up to slurm.final_state_wait) for Slurm to report the
+// job's final state, keeping the start-time metadata where the final lookup
+// has less. It asks again after 1, 2, 4 … 30 s: a job is usually final by
+// the first or second call, and a large job's many ends must not hammer
+// slurmctld.
+func (w *jobWatch) finalJob(ctx context.Context, job jobmodel.Job) jobmodel.Job {
+	a := w.a
+	deadline := a.now().Add(a.Config.Slurm.FinalStateWait)
+	wait := cmp.Or(a.FinalPoll, time.Second)
+	for {
+		got, err := a.Slurm.Lookup(ctx, job.Cluster, job.SlurmJobID, uidOf(job))
+		if err == nil && !sameSubmit(got, job) {
+			// Slurm's job of this id is another (a reused id): this
+			// one it no longer knows.
+			err = fmt.Errorf("job %d now names a job submitted at %s: %w", job.SlurmJobID, timeOf(got.SubmitTime), slurm.ErrJobNotFound)
+		}
+		if err == nil && terminal(got.State) {
+			got.DocID, got.Source = job.DocID, job.Source
+			got.MissingMetrics = job.MissingMetrics
+			return got
+		}
+		hopeless := errors.Is(err, slurm.ErrAmbiguous) || errors.Is(err, slurm.ErrJobNotFound)
+		if hopeless || a.now().After(deadline) || ctx.Err() != nil {
+			if err != nil {
+				a.Log.Warn("no final state from Slurm", "err", err)
+			}
+			job.State = jobmodel.StateUnknown
+			if job.EndTime == nil {
+				job.EndTime = jobmodel.At(a.now())
+			}
+			return job
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 30*time.Second)
+	}
+}
+
+// nodeDocs gathers the final node documents of every node of the job,
+// waiting up to slurm.final_state_wait for the other nodes' agents. This
+// node's own document is taken from memory (the store may be down).
+func (w *jobWatch) nodeDocs(ctx context.Context, job jobmodel.Job, own jobmodel.Node) []jobmodel.Node {
+	a := w.a
+	if len(job.Nodes) <= 1 {
+		return []jobmodel.Node{own}
+	}
+	deadline := a.now().Add(a.Config.Slurm.FinalStateWait)
+	for {
+		stored, err := a.Outputs.NodeDocs(ctx, job.DocID)
+		byNode := map[string]jobmodel.Node{}
+		for _, n := range stored {
+			byNode[n.Node] = n
+		}
+		byNode[own.Node] = own
+		complete := true
+		for _, name := range job.Nodes {
+			if n, ok := byNode[name]; !ok || !n.Final {
+				complete = false
+			}
+		}
+		if complete || err != nil || a.now().After(deadline) || ctx.Err() != nil {
+			out := make([]jobmodel.Node, 0, len(byNode))
+			for _, n := range byNode {
+				out = append(out, n)
+			}
+			return out
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+// sameSubmit reports whether two views of a job id are the same job: their
+// submit times agree, or one is unknown. Slurm reuses ids: a checkpoint
+// left on this node, or Slurm's answer for the id, may be another job's.
+func sameSubmit(a, b jobmodel.Job) bool {
+	x, y := timeOf(a.SubmitTime), timeOf(b.SubmitTime)
+	return x.IsZero() || y.IsZero() || x.Equal(y)
+}
+
+// isLeader: the first node of the job assembles the job document.
+func isLeader(job jobmodel.Job, node string) bool {
+	return len(job.Nodes) == 0 || job.Nodes[0] == node
+}
+
+func terminal(state string) bool {
+	switch state {
+	case "", jobmodel.StateRunning, "PENDING", "CONFIGURING", "COMPLETING", "SUSPENDED", "REQUEUED", "RESIZING", "SIGNALING", "STAGE_OUT":
+		return false
+	}
+	return true
+}
+
+// A job watched by a process of its own, without a node agent (tests and
+// tools; every `jobsight-agent start|stop` goes through Launch).
+
+// Start watches job jobID on this node in this process until it ends (ctx
+// is cancelled by the job's stop, or the job's cgroup vanishes), then
+// finalizes it. If another watch of the job runs already, Start returns
+// at once.
+func (a *Agent) Start(ctx context.Context, jobID uint64, uid uint32) error {
+	return a.StartJob(ctx, Request{Op: "start", JobID: jobID, UID: uid, GPUs: a.GPU.JobList, GPUsGiven: a.GPU.JobListGiven})
+}
+
+// StartJob is Start for a launch's request. A checkpoint of the same job
+// (an earlier agent died while watching it) is resumed: its samples are
+// kept and the time without any is recorded as a gap.
+func (a *Agent) StartJob(ctx context.Context, req Request) error {
+	return newJobWatch(a, &ownProcess{a: a}, req.JobID).start(ctx, req)
+}
+
+// Stop ends the watch of jobID: a running watch is told by the stop marker
+// (and ends on its own stop), and when none runs (it crashed or was
+// killed) the job is finalized from the last checkpoint, this node's data
+// marked as lost after that point.
+func (a *Agent) Stop(ctx context.Context, jobID uint64) error {
+	started := a.now()
+	p := &ownProcess{a: a}
+	defer func() { p.logUsage(a.now().Sub(started), 0) }()
+	return newJobWatch(a, p, jobID).stop(ctx)
+}
+
+// ownProcess hosts one job watch in a process of its own: the watch
+// samples on its own ticker and sends through its own sender, the process
+// keeps delivering the spool after the job's final documents (linger),
+// and its cost is the job's, split by phase in its resource-use log line.
+type ownProcess struct {
+	a                         *Agent
+	cpuAtWatch, cpuAtFinalize time.Duration
+}
+
+func (p *ownProcess) drive(ctx context.Context, mon *monitor.Monitor) monitor.StopReason {
+	return mon.Run(ctx)
+}
+
+func (p *ownProcess) watching()   { p.cpuAtWatch = ReadSelfUsage().CPU }
+func (p *ownProcess) finalizing() { p.cpuAtFinalize = ReadSelfUsage().CPU }
+
+func (p *ownProcess) finished(ctx context.Context, ck *Checkpoint, agentState string) {
+	p.linger(ctx)
+	if agentState != jobmodel.AgentLost { // stop logs its own use
+		p.logUsage(p.a.now().Sub(ck.State.Started), ck.State.Count)
+	}
+}
+
+func (p *ownProcess) logUsage(wall time.Duration, samples int64) {
+	p.a.logUsage(wall, samples, p.cpuAtWatch, p.cpuAtFinalize)
+}
+
+// linger keeps delivering what waits in the spool for up to spool.linger
+// after the job's final documents (retrying after 5, 10, 20, 30, 30 … s),
+// so they arrive when a store comes back even if no other job ever
+// starts on this node; what is still there after that waits for the next
+// agent.
+func (p *ownProcess) linger(ctx context.Context) {
+	a := p.a
+	if a.Config.Spool.Linger <= 0 || a.Outputs.Pending() == 0 {
+		return
+	}
+	deadline := a.now().Add(a.Config.Spool.Linger)
+	wait := cmp.Or(a.LingerPoll, 5*time.Second)
+	a.Log.Info("delivering what waits in the spool before exiting", "items", a.Outputs.Pending(), "for_at_most", a.Config.Spool.Linger)
+	for a.Outputs.Pending() > 0 && a.now().Before(deadline) && ctx.Err() == nil {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		a.Outputs.Replay(ctx)
+		wait = min(2*wait, 30*time.Second)
+	}
+	if n := a.Outputs.Pending(); n > 0 {
+		a.Log.Warn("exiting with items still in the spool; the next agent on the node delivers them", "items", n)
+	}
+}
