@@ -190,7 +190,7 @@ func (d *Datasource) queryAllocation(qc *queryCtx) (data.Frames, error) {
 		limit, prorata := make([]float64, n), make([]float64, n)
 		for b, t := range times {
 			limit[b] = a.Hours
-			prorata[b] = a.Hours * clamp01(float64(t.Sub(ps))/float64(period))
+			prorata[b] = a.Hours * jobmodel.Clamp01(float64(t.Sub(ps))/float64(period))
 		}
 		scope := a.Cluster
 		if a.Account != "" {

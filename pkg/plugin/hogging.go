@@ -285,7 +285,7 @@ func (d *Datasource) partitionContention(j *jobmodel.Job, res string, haveState 
 		}
 		if total := byState["total"]; total > 0 {
 			w := byState["allocated"] / total
-			return contention{weight: clamp01(w), signal: SignalClusterState,
+			return contention{weight: jobmodel.Clamp01(w), signal: SignalClusterState,
 				detail: fmt.Sprintf("%.0f%% of %g %s allocated, none pending", 100*w, total, res)}
 		}
 	}
@@ -301,15 +301,11 @@ func (d *Datasource) partitionContention(j *jobmodel.Job, res string, haveState 
 		}
 		if capacity > 0 {
 			w := alloc[res] / capacity
-			return contention{weight: clamp01(w), signal: SignalCapacity,
+			return contention{weight: jobmodel.Clamp01(w), signal: SignalCapacity,
 				detail: fmt.Sprintf("running jobs hold %g of %g %s", alloc[res], capacity, res)}
 		}
 	}
 	return contention{weight: 1, signal: SignalNone, detail: "no contention signal"}
-}
-
-func clamp01(v float64) float64 {
-	return math.Max(0, math.Min(1, v))
 }
 
 // hoggingFrame is the long table: string labels and one number.
