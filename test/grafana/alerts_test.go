@@ -26,8 +26,9 @@ const (
 )
 
 // testRules loads the shipped hogging rules with the test's windows,
-// failing when a rule no longer has the window the test shortens.
-func testRules(t *testing.T) []alerting.Rule {
+// failing when a rule no longer has the window the test shortens or
+// queries no datasource of uid (the provisioned one).
+func testRules(t *testing.T, uid string) []alerting.Rule {
 	rules, err := alerting.LoadRules(filepath.Join(repoRoot, "provisioning", "alerting", "hogging.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +39,7 @@ func testRules(t *testing.T) []alerting.Rule {
 	for i, r := range rules {
 		found := false
 		for j, q := range r.Data {
-			if q.DatasourceUID != e2eDatasourceUID {
+			if q.DatasourceUID != uid {
 				continue
 			}
 			if _, ok := q.Model["windowSeconds"]; !ok || q.RelativeTimeRange.From == 0 {
@@ -55,16 +56,12 @@ func testRules(t *testing.T) []alerting.Rule {
 			found = true
 		}
 		if !found {
-			t.Fatalf("rule %s queries no datasource %q", r.UID, e2eDatasourceUID)
+			t.Fatalf("rule %s queries no datasource %q", r.UID, uid)
 		}
 		rules[i].For = testFor
 	}
 	return rules
 }
-
-// e2eDatasourceUID is the uid the shipped rules name: the provisioned
-// datasource's.
-const e2eDatasourceUID = "jobsight"
 
 // evaluate asks the rule's datasource queries as Grafana's alert engine
 // asks them (no user, FromAlert, the rule's relative range, interval and
@@ -115,7 +112,7 @@ func (e *env) evaluate(t *testing.T, rule alerting.Rule, c pluginhost.Caller) al
 // rules as the alert engine would every testInterval: the hogging job must
 // fire both (after their pending period), the others never.
 func (e *env) hoggingAlert(t, parent *testing.T) {
-	rules := testRules(t)
+	rules := testRules(t, e.ds.UID)
 	loop := "nice -n 19 sh -c 'while :; do :; done'"
 	hog := e.submit(t, "-p", "debug", "--gres=gpu:4", "--cpus-per-task=1", "--mem=100M", "-J", "hogging", "--wrap", "sleep 900")
 	efficient := e.submit(t, "-p", "debug", "--gres=gpu:1", "--cpus-per-task=1", "--mem=50M", "-J", "efficient", "--wrap", loop)

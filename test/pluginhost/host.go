@@ -88,7 +88,9 @@ type Host struct {
 	diag    pluginv2.DiagnosticsClient
 	res     pluginv2.ResourceClient
 	version string
-	log     *syncBuffer
+	// pluginVersion is GF_PLUGIN_VERSION and the plugin context's version.
+	pluginVersion string
+	log           *syncBuffer
 }
 
 // Start starts the executable as Grafana does and returns once the
@@ -98,14 +100,14 @@ func Start(ctx context.Context, executable string, opts Options) (*Host, error) 
 	if version == "" {
 		version = DefaultGrafanaVersion
 	}
+	h := &Host{version: version, pluginVersion: pluginVersion(), log: &syncBuffer{}}
 	cmd := exec.Command(executable)
 	cmd.Dir = filepath.Dir(executable)
 	cmd.Env = append([]string{
 		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
 		"GF_VERSION=" + version, "GF_EDITION=oss",
-		"GF_PLUGIN_VERSION=" + pluginVersion,
+		"GF_PLUGIN_VERSION=" + h.pluginVersion,
 	}, opts.Env...)
-	h := &Host{version: version, log: &syncBuffer{}}
 	h.client = goplugin.NewClient(&goplugin.ClientConfig{
 		HandshakeConfig: goplugin.HandshakeConfig{
 			ProtocolVersion:  grpcplugin.ProtocolVersion,
@@ -164,7 +166,7 @@ func Start(ctx context.Context, executable string, opts Options) (*Host, error) 
 
 // pluginVersion is GF_PLUGIN_VERSION: the version npm's package.json gives
 // the build (plugin.json carries a placeholder until the frontend build).
-var pluginVersion = func() string {
+func pluginVersion() string {
 	root, err := stack.RepoRoot()
 	if err != nil {
 		return "dev"
@@ -180,7 +182,7 @@ var pluginVersion = func() string {
 		return "dev"
 	}
 	return p.Version
-}()
+}
 
 // Close stops the plugin process.
 func (h *Host) Close() { h.client.Kill() }
@@ -255,7 +257,7 @@ func (h *Host) pluginContext(ds Datasource, c Caller) backend.PluginContext {
 	return backend.PluginContext{
 		OrgID:         org,
 		PluginID:      models.PluginID,
-		PluginVersion: pluginVersion,
+		PluginVersion: h.pluginVersion,
 		User:          c.User,
 		GrafanaConfig: backend.NewGrafanaCfg(cfg),
 		UserAgent:     ua,
