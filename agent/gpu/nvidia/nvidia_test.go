@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
@@ -28,6 +29,7 @@ const (
 type values struct {
 	utilPercent   uint32
 	memUsed       uint64
+	memReserved   uint64 // the driver's own: v1's Used includes it, v2's does not
 	memTotal      uint64
 	powerMW       uint32
 	energyMJ      uint64
@@ -42,6 +44,7 @@ func valuesFor(i int) values {
 	return values{
 		utilPercent: uint32(10*i + 5),
 		memUsed:     uint64(1000+i) * mib,
+		memReserved: 615 * mib,
 		memTotal:    40960 * mib,
 		powerMW:     uint32(61000 + 1000*i),
 		energyMJ:    uint64(123456789 + i),
@@ -63,7 +66,10 @@ func install(d *mock.Device, v values) {
 		return nvml.Utilization{Gpu: v.utilPercent, Memory: v.utilPercent / 2}, nvml.SUCCESS
 	}
 	d.GetMemoryInfoFunc = func() (nvml.Memory, nvml.Return) {
-		return nvml.Memory{Total: v.memTotal, Used: v.memUsed, Free: v.memTotal - v.memUsed}, nvml.SUCCESS
+		return nvml.Memory{Total: v.memTotal, Used: v.memUsed + v.memReserved, Free: v.memTotal - v.memUsed - v.memReserved}, nvml.SUCCESS
+	}
+	d.GetMemoryInfo_v2Func = func() (nvml.Memory_v2, nvml.Return) {
+		return nvml.Memory_v2{Total: v.memTotal, Reserved: v.memReserved, Used: v.memUsed, Free: v.memTotal - v.memUsed - v.memReserved}, nvml.SUCCESS
 	}
 	d.GetPowerUsageFunc = func() (uint32, nvml.Return) { return v.powerMW, nvml.SUCCESS }
 	d.GetTotalEnergyConsumptionFunc = func() (uint64, nvml.Return) { return v.energyMJ, nvml.SUCCESS }
@@ -267,9 +273,11 @@ func TestReadDGXA100AllFields(t *testing.T) {
 	}
 }
 
+// near says whether x and y agree to a relative 1e-12.
+func near(x, y float64) bool { return math.Abs(x-y) <= 1e-12*math.Max(math.Abs(x), math.Abs(y)) }
+
 // readingsClose compares readings, floats to a relative 1e-12.
 func readingsClose(a, b gpu.Reading) bool {
-	near := func(x, y float64) bool { return math.Abs(x-y) <= 1e-12*math.Max(math.Abs(x), math.Abs(y)) }
 	return near(a.UtilizationRatio, b.UtilizationRatio) && a.MemoryUsedBytes == b.MemoryUsedBytes &&
 		a.MemoryTotalBytes == b.MemoryTotalBytes && near(a.PowerWatts, b.PowerWatts) &&
 		near(a.EnergyJoules, b.EnergyJoules) && near(a.TemperatureCelsius, b.TemperatureCelsius) &&
@@ -330,6 +338,9 @@ func migDevice(t *testing.T, parent *dgxa100.Device, profileID int, profile, uui
 		procs: procs,
 	}
 	install(m, v)
+	// The MIG handle answers only the v1 memory call: the backend falls
+	// back to it.
+	m.GetMemoryInfo_v2Func = func() (nvml.Memory_v2, nvml.Return) { return nvml.Memory_v2{}, nvml.ERROR_FUNCTION_NOT_FOUND }
 	// MIG devices do not report utilisation, nor (in practice) power.
 	m.GetUtilizationRatesFunc = func() (nvml.Utilization, nvml.Return) { return nvml.Utilization{}, nvml.ERROR_NOT_SUPPORTED }
 	m.GetPowerUsageFunc = func() (uint32, nvml.Return) { return 0, nvml.ERROR_NOT_SUPPORTED }
@@ -402,6 +413,11 @@ func TestMIG(t *testing.T) {
 	}
 	if len(migA.GetMemoryInfoCalls()) != 2 { // at open and in Read
 		t.Errorf("GetMemoryInfo called %d times on the MIG handle, want 2", len(migA.GetMemoryInfoCalls()))
+	}
+	// v2 is asked once; after FUNCTION_NOT_FOUND the handle stays on v1.
+	read(t, b, 8)
+	if n, n1 := len(migA.GetMemoryInfo_v2Calls()), len(migA.GetMemoryInfoCalls()); n != 1 || n1 != 3 {
+		t.Errorf("after two reads: %d GetMemoryInfo_v2 and %d GetMemoryInfo calls, want 1 and 3", n, n1)
 	}
 	// The parent GPU still reads as a whole GPU.
 	if r := read(t, b, 2); r.Missing != 0 || r.UtilizationRatio != 0.25 {
@@ -688,4 +704,49 @@ func BenchmarkRead8GPUs(b *testing.B) {
 	b.StopTimer()
 	calls := mockCalls(allMocks(s)...) - before
 	b.ReportMetric(float64(calls)/float64(b.N), "nvml-calls/sample")
+}
+
+// TestEnergyBetweenCounterReads: the costly energy counter is read once per
+// 10 s per device; in between, the energy grows by the power read in each
+// pass, never goes down while the counter does not, and a counter that went
+// back (driver reload) is taken as it is.
+func TestEnergyBetweenCounterReads(t *testing.T) {
+	t.Parallel()
+	s, mocks := newDGX(t)
+	b := open(t, s)
+	d := mocks[0]
+	counterMJ := uint64(1_000_000) // 1 kJ
+	d.GetTotalEnergyConsumptionFunc = func() (uint64, nvml.Return) { return counterMJ, nvml.SUCCESS }
+	d.GetPowerUsageFunc = func() (uint32, nvml.Return) { return 100_000, nvml.SUCCESS } // 100 W
+	clock := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	b.SetClock(func() time.Time { return clock })
+	want := []float64{1000, 1100, 1200, 1300, 1400, 1500, 1600, 1700, 1800, 1900}
+	for i, w := range want {
+		if r := read(t, b, 0); !near(r.EnergyJoules, w) {
+			t.Errorf("pass %d: energy %v J, want %v", i, r.EnergyJoules, w)
+		}
+		clock = clock.Add(time.Second)
+	}
+	if n := len(d.GetTotalEnergyConsumptionCalls()); n != 1 {
+		t.Errorf("%d counter reads in 9 s, want 1", n)
+	}
+	// 10 s on: the counter is read again. It says less than the estimate
+	// (the GPU drew less than its power samples said): the value holds.
+	counterMJ = 1_850_000
+	if r := read(t, b, 0); !near(r.EnergyJoules, 1900) {
+		t.Errorf("counter below the estimate: energy %v J, want 1900 held", r.EnergyJoules)
+	}
+	clock = clock.Add(time.Second)
+	if r := read(t, b, 0); !near(r.EnergyJoules, 1950) { // 1850 + 100
+		t.Errorf("after the second counter read: energy %v J, want 1950", r.EnergyJoules)
+	}
+	// The counter went back (driver reload): taken as it is at the next read.
+	clock = clock.Add(10 * time.Second)
+	counterMJ = 5_000
+	if r := read(t, b, 0); !near(r.EnergyJoules, 5) {
+		t.Errorf("after a reset: energy %v J, want 5", r.EnergyJoules)
+	}
+	if n := len(d.GetTotalEnergyConsumptionCalls()); n != 3 {
+		t.Errorf("%d counter reads, want 3", n)
+	}
 }

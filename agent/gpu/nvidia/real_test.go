@@ -78,3 +78,43 @@ func TestRealNVML(t *testing.T) {
 		t.Log("every GPU is in MIG mode: utilisation not checked")
 	}
 }
+
+// BenchmarkRealNVMLSample samples every device of the host's NVML (Read and
+// Processes each) per op: the cost of the real driver, which the mocked
+// benchmarks cannot show. "agent" skips PCIe throughput as the agent does
+// by default; "all" reads it too. It skips where there is no NVML.
+func BenchmarkRealNVMLSample(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		skip gpu.Field
+	}{{"agent", gpu.FieldPCIe}, {"all", 0}} {
+		b.Run(bc.name, func(b *testing.B) {
+			be, err := nvidia.OpenSystem()
+			if errors.Is(err, gpu.ErrUnavailable) {
+				b.Skipf("no NVML here: %v", err)
+			}
+			if err != nil {
+				b.Fatalf("OpenSystem: %v", err)
+			}
+			defer be.Close()
+			be.Skip(bc.skip)
+			devs := be.Devices()
+			procs := make([]gpu.Process, 0, 64)
+			var r gpu.Reading
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				for _, d := range devs {
+					r.Reset()
+					if err := be.Read(d.Index, &r); err != nil {
+						b.Fatal(err)
+					}
+					if procs, err = be.Processes(d.Index, procs[:0]); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ReportMetric(float64(len(devs)), "devices")
+		})
+	}
+}
