@@ -165,9 +165,15 @@ func nodeTemplate(job jobmodel.Job, node string) jobmodel.Node {
 	}
 }
 
-// Labels are the labels of a job's series: cluster, job_id, node.
-func Labels(cluster, jobKey, node string) []monitor.Label {
-	return []monitor.Label{{Name: "cluster", Value: cluster}, {Name: "job_id", Value: jobKey}, {Name: "node", Value: node}}
+// Labels are the labels of a job's series: cluster, job_id, node, and run
+// (jobmodel.RunOf: the submit time, so that a reused job id's series stay
+// apart) when the submit time is known.
+func Labels(cluster, jobKey, node string, submit *jobmodel.Time) []monitor.Label {
+	ls := []monitor.Label{{Name: "cluster", Value: cluster}, {Name: "job_id", Value: jobKey}, {Name: "node", Value: node}}
+	if run := jobmodel.RunOf(submit); run != "" {
+		ls = append(ls, monitor.Label{Name: jobmodel.RunLabel, Value: run})
+	}
+	return ls
 }
 
 func uidOf(job jobmodel.Job) uint32 {

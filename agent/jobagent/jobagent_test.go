@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"reflect"
 	"slices"
 	"sync"
 	"testing"
@@ -342,5 +343,20 @@ func TestStopOfAFinalizedJobLeavesNoMarker(t *testing.T) {
 	}
 	if _, err := os.Stat(f.stopped()); !os.IsNotExist(err) {
 		t.Errorf("stop left its marker: %v", err)
+	}
+}
+
+// TestLabelsCarryTheRun: the series of two jobs that held one id differ by
+// their run label; a job whose submit time is unknown has none.
+func TestLabelsCarryTheRun(t *testing.T) {
+	t.Parallel()
+	submit := &jobmodel.Time{Time: time.Unix(1764072000, 0)}
+	got := Labels("c", "7", "n1", submit)
+	want := []monitor.Label{{Name: "cluster", Value: "c"}, {Name: "job_id", Value: "7"}, {Name: "node", Value: "n1"}, {Name: "run", Value: "1764072000"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Labels = %v, want %v", got, want)
+	}
+	if got := Labels("c", "7", "n1", nil); len(got) != 3 {
+		t.Errorf("without a submit time: %v", got)
 	}
 }

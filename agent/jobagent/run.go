@@ -156,7 +156,7 @@ func (r *standaloneRun) watch(ctx context.Context, pid int) (stop func()) {
 	mon := monitor.New(monitor.Options{
 		Interval: a.Config.Interval, FlushInterval: a.Config.FlushInterval,
 		PushInterval: a.Config.Prometheus.PushInterval, ActiveThreshold: a.Config.ActiveThresholdCores,
-		Labels: Labels(r.cluster, r.job.JobID, r.host), Now: a.Now,
+		Labels: Labels(r.cluster, r.job.JobID, r.host, r.job.SubmitTime), Now: a.Now,
 	}, src, a.Outputs, a.Health, r.node, r.state, a.Log)
 	watched := make(chan struct{})
 	go func() { mon.Run(watchCtx); close(watched) }()

@@ -250,7 +250,7 @@ func (w *jobWatch) watch(ctx context.Context, uid uint32, ck *Checkpoint) {
 		FlushInterval:   a.Config.FlushInterval,
 		PushInterval:    a.Config.Prometheus.PushInterval,
 		ActiveThreshold: a.Config.ActiveThresholdCores,
-		Labels:          Labels(ck.Job.Cluster, ck.Job.JobID, a.Config.Node),
+		Labels:          Labels(ck.Job.Cluster, ck.Job.JobID, a.Config.Node, ck.Job.SubmitTime),
 		GoneAfter:       max(3*a.Config.Interval, 10*time.Second),
 		Checkpoint: func(s *monitor.NodeState, _ jobmodel.Node) error {
 			return w.f.saveCheckpoint(ck)

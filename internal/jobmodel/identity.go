@@ -74,6 +74,22 @@ func ReuseDocID(base string, submit time.Time) string {
 	return base + ReuseSeparator + submit.UTC().Format("20060102T150405Z")
 }
 
+// RunLabel is the label that tells apart, in the job series, two jobs that
+// held the same Slurm job id (DESIGN.md: series carry {cluster, job_id,
+// node}; ids are reused after a wrap-around or a controller reset): its
+// value is RunOf the job, one value per job, so it adds no series.
+const RunLabel = "run"
+
+// RunOf is a job's run identity in its series: its submit time in Unix
+// seconds, or "" when the submit time is unknown (the series then carry no
+// run label). Agent and datasource both derive it from the document.
+func RunOf(submit *Time) string {
+	if submit == nil || submit.IsZero() {
+		return ""
+	}
+	return strconv.FormatInt(submit.Unix(), 10)
+}
+
 // NodeDocID is the id of the per-node document of a job on one node:
 // "<job document id>/<node>".
 func NodeDocID(jobDocID, node string) string { return jobDocID + "/" + node }

@@ -87,3 +87,21 @@ func FuzzParseDocID(f *testing.F) {
 		}
 	})
 }
+
+// TestRunOf: a job's run identity is its submit time in Unix seconds, the
+// same for every document of the job, and differs between two jobs that
+// held the same id; unknown submit time gives no run.
+func TestRunOf(t *testing.T) {
+	t.Parallel()
+	a := &Time{Time: time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)}
+	b := &Time{Time: time.Date(2026, 11, 25, 12, 0, 1, 0, time.FixedZone("x", 3600))}
+	if got := RunOf(a); got != "1795608000" {
+		t.Errorf("RunOf(%v) = %q", a, got)
+	}
+	if RunOf(a) == RunOf(b) {
+		t.Error("two submit times, one run")
+	}
+	if RunOf(nil) != "" || RunOf(&Time{}) != "" {
+		t.Error("unknown submit time gave a run")
+	}
+}
