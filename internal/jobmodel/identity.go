@@ -90,6 +90,18 @@ func RunOf(submit *Time) string {
 	return strconv.FormatInt(submit.Unix(), 10)
 }
 
+// RunMatcher is the PromQL label matcher, with a leading comma, that keeps
+// the series of the job submitted at submit: its run, or no run label at
+// all (series written by agents before runs were labelled); "" when the
+// submit time is unknown. Run values are digits: nothing to escape.
+func RunMatcher(submit *Time) string {
+	run := RunOf(submit)
+	if run == "" {
+		return ""
+	}
+	return "," + RunLabel + `=~"` + run + `|"`
+}
+
 // NodeDocID is the id of the per-node document of a job on one node:
 // "<job document id>/<node>".
 func NodeDocID(jobDocID, node string) string { return jobDocID + "/" + node }

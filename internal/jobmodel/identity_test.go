@@ -105,3 +105,14 @@ func TestRunOf(t *testing.T) {
 		t.Error("unknown submit time gave a run")
 	}
 }
+
+func TestRunMatcher(t *testing.T) {
+	t.Parallel()
+	a := &Time{Time: time.Unix(1795608000, 0)}
+	if got := RunMatcher(a); got != `,run=~"1795608000|"` {
+		t.Errorf("RunMatcher = %s", got)
+	}
+	if RunMatcher(nil) != "" {
+		t.Error("a matcher without a submit time")
+	}
+}

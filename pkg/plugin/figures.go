@@ -134,23 +134,21 @@ func (d *Datasource) liveFigures(qc *queryCtx, jobs []jobmodel.Job, figs []figur
 	}
 	w := promDuration(win)
 	expr := strings.Join([]string{
-		labeled("cpu_s", "sum by (cluster, job_id) (max_over_time("+selector("jobsight_job_cpu_usage_seconds_total", clusters, ids)+"[5m]))"),
-		labeled("gpu", "avg by (cluster, job_id) (avg_over_time("+selector("jobsight_job_gpu_utilization_ratio", clusters, ids)+"["+w+"]))"),
-		labeled("mem", "sum by (cluster, job_id) (avg_over_time("+selector("jobsight_job_memory_used_bytes", clusters, ids)+"["+w+"]))"),
+		labeled("cpu_s", "sum by ("+jobBy+") (max_over_time("+selector("jobsight_job_cpu_usage_seconds_total", clusters, ids)+"[5m]))"),
+		labeled("gpu", "avg by ("+jobBy+") (avg_over_time("+selector("jobsight_job_gpu_utilization_ratio", clusters, ids)+"["+w+"]))"),
+		labeled("mem", "sum by ("+jobBy+") (avg_over_time("+selector("jobsight_job_memory_used_bytes", clusters, ids)+"["+w+"]))"),
 	}, " or ")
 	vec, err := d.promInstant(qc.ctx, qc.st, expr, qc.now)
 	if err != nil {
 		return err
 	}
-	idx := map[string]int{}
-	for i, j := range jobs {
-		if !j.Final {
-			idx[j.Cluster+":"+j.JobID] = i
+	live := byJob(vec)
+	for i := range jobs {
+		if jobs[i].Final {
+			continue
 		}
-	}
-	for k, vals := range byJob(vec) {
-		i, ok := idx[k]
-		if !ok {
+		vals := live.of(&jobs[i])
+		if vals == nil {
 			continue
 		}
 		f := &figs[i]

@@ -139,15 +139,15 @@ func signalHelp(used []string) string {
 func (d *Datasource) hogRows(qc *queryCtx, jobs []jobmodel.Job, resources []string, window time.Duration, thr float64) ([]hogRow, map[string]map[string]contention, error) {
 	clusters, ids, interval := jobMatchers(jobs, func(*jobmodel.Job) bool { return true })
 	w := promDuration(window)
-	by := "by (cluster, job_id)"
+	by := "by (" + jobBy + ")"
 	parts := []string{
 		// GPUs whose utilisation never reached the threshold, and GPUs seen.
 		labeled("gpu_idle", "count "+by+" (max_over_time("+selector("jobsight_job_gpu_utilization_ratio", clusters, ids)+"["+w+"]) < "+fmt.Sprint(thr)+")"),
 		labeled("gpu_seen", "count "+by+" (max_over_time("+selector("jobsight_job_gpu_utilization_ratio", clusters, ids)+"["+w+"]))"),
 		// Peak cores over 1-minute rates within the window.
-		labeled("cpu_peak", "max "+by+" (max_over_time((sum by (cluster, job_id) (rate("+selector("jobsight_job_cpu_usage_seconds_total", clusters, ids)+"["+rateWindow(30*time.Second, interval)+"])))["+w+":1m]))"),
+		labeled("cpu_peak", "max "+by+" (max_over_time((sum "+by+" (rate("+selector("jobsight_job_cpu_usage_seconds_total", clusters, ids)+"["+rateWindow(30*time.Second, interval)+"])))["+w+":1m]))"),
 		labeled("cpu_alloc", "sum "+by+" (max_over_time("+selector("jobsight_job_allocated_cpus", clusters, ids)+"["+w+"]))"),
-		labeled("mem_peak", "max "+by+" (max_over_time((sum by (cluster, job_id) ("+selector("jobsight_job_memory_used_bytes", clusters, ids)+"))["+w+":1m]))"),
+		labeled("mem_peak", "max "+by+" (max_over_time((sum "+by+" ("+selector("jobsight_job_memory_used_bytes", clusters, ids)+"))["+w+":1m]))"),
 		labeled("mem_limit", "sum "+by+" (max_over_time("+selector("jobsight_job_memory_limit_bytes", clusters, ids)+"["+w+"]))"),
 		// The cluster-state collector's partition series, where they exist.
 		labeled("p_cpus", selector("jobsight_partition_cpus", clusters, nil)),
@@ -222,7 +222,7 @@ func (d *Datasource) hogRows(qc *queryCtx, jobs []jobmodel.Job, resources []stri
 	var rows []hogRow
 	for i := range jobs {
 		j := &jobs[i]
-		u := uses[j.Cluster+":"+j.JobID]
+		u := uses.of(j)
 		for _, res := range resources {
 			var held, idle float64
 			switch res {

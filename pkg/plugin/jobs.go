@@ -70,16 +70,16 @@ func (d *Datasource) queryJobs(qc *queryCtx) (data.Frames, error) {
 	return data.Frames{frame}, nil
 }
 
-func (d *Datasource) liveUsage(qc *queryCtx, jobs []jobmodel.Job) (map[string]jobValues, error) {
+func (d *Datasource) liveUsage(qc *queryCtx, jobs []jobmodel.Job) (seriesByJob, error) {
 	clusters, ids, interval := jobMatchers(jobs, func(j *jobmodel.Job) bool { return !j.Final })
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	by := "sum by (cluster, job_id) "
+	by := "sum by (" + jobBy + ") "
 	expr := strings.Join([]string{
 		labeled("cores", by+"(rate("+selector("jobsight_job_cpu_usage_seconds_total", clusters, ids)+"["+rateWindow(20*time.Second, interval)+"]))"),
 		labeled("mem", by+"("+selector("jobsight_job_memory_used_bytes", clusters, ids)+")"),
-		labeled("gpu", "avg by (cluster, job_id) ("+selector("jobsight_job_gpu_utilization_ratio", clusters, ids)+")"),
+		labeled("gpu", "avg by ("+jobBy+") ("+selector("jobsight_job_gpu_utilization_ratio", clusters, ids)+")"),
 	}, " or ")
 	vec, err := d.promInstant(qc.ctx, qc.st, expr, qc.now)
 	if err != nil {
@@ -89,7 +89,7 @@ func (d *Datasource) liveUsage(qc *queryCtx, jobs []jobmodel.Job) (map[string]jo
 }
 
 // jobsFrame builds the Jobs table.
-func (d *Datasource) jobsFrame(qc *queryCtx, jobs []jobmodel.Job, live map[string]jobValues) *data.Frame {
+func (d *Datasource) jobsFrame(qc *queryCtx, jobs []jobmodel.Job, live seriesByJob) *data.Frame {
 	n := len(jobs)
 	str := func() []*string { return make([]*string, n) }
 	num := func() []*float64 { return make([]*float64, n) }
@@ -151,7 +151,7 @@ func (d *Datasource) jobsFrame(qc *queryCtx, jobs []jobmodel.Job, live map[strin
 			gpuUtil[i], gpuEff[i] = j.GPU.UtilizationAvg, j.GPU.EffectiveRatio
 		}
 		if !j.Final {
-			if lv := live[j.Cluster+":"+j.JobID]; lv != nil {
+			if lv := live.of(j); lv != nil {
 				isLive[i] = true
 				cpuCores[i], memUsed[i], gpuUtil[i] = lv["cores"], lv["mem"], lv["gpu"]
 				if lv["cores"] != nil && f.cpus != nil && *f.cpus > 0 {

@@ -159,11 +159,33 @@ func rateWindow(step time.Duration, intervalSeconds float64) string {
 // jobValues are the values of one job in a tagged answer, by tag.
 type jobValues map[string]*float64
 
+// jobBy is how job series are grouped: the job id and its run, so that two
+// jobs that held one Slurm job id (series labelled with their own run,
+// jobmodel.RunOf) are never summed together.
+const jobBy = "cluster, job_id, " + jobmodel.RunLabel
+
+// seriesByJob is a tagged answer split by job series (cluster, job id, run).
+type seriesByJob map[string]jobValues
+
+func seriesKey(cluster, jobID, run string) string { return cluster + ":" + jobID + "\x00" + run }
+
+// of returns job j's values: those of the series labelled with its run,
+// else those of series without a run label (written by agents before runs
+// were labelled). Another run's series are never j's.
+func (s seriesByJob) of(j *jobmodel.Job) jobValues {
+	if run := jobmodel.RunOf(j.SubmitTime); run != "" {
+		if v := s[seriesKey(j.Cluster, j.JobID, run)]; v != nil {
+			return v
+		}
+	}
+	return s[seriesKey(j.Cluster, j.JobID, "")]
+}
+
 // byJob splits a tagged instant answer (sub-queries joined with "or",
-// see labeled) by job ("<cluster>:<job_id>") and tag. Samples without a
-// job_id label are left out.
-func byJob(vec model.Vector) map[string]jobValues {
-	out := map[string]jobValues{}
+// see labeled) by job series and tag. Samples without a job_id label are
+// left out.
+func byJob(vec model.Vector) seriesByJob {
+	out := seriesByJob{}
 	for _, s := range vec {
 		if s.Metric["job_id"] == "" {
 			continue
@@ -178,9 +200,9 @@ func byJob(vec model.Vector) map[string]jobValues {
 	return out
 }
 
-// sampleKey is the "<cluster>:<job_id>" of a Prometheus sample.
+// sampleKey is the job series key (cluster, job id, run) of a sample.
 func sampleKey(m model.Metric) string {
-	return string(m["cluster"]) + ":" + string(m["job_id"])
+	return seriesKey(string(m["cluster"]), string(m["job_id"]), string(m[jobmodel.RunLabel]))
 }
 
 // jobMatchers collects, for one batched selector, the clusters and job ids

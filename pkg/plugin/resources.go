@@ -168,7 +168,7 @@ func (d *Datasource) jobSeries(qc *queryCtx, j *jobmodel.Job) (*report.Series, e
 	if !end.After(start) {
 		return nil, nil
 	}
-	sel := "{cluster=" + promQuote(j.Cluster) + ",job_id=" + promQuote(j.JobID) + "}"
+	sel := "{cluster=" + promQuote(j.Cluster) + ",job_id=" + promQuote(j.JobID) + jobmodel.RunMatcher(j.SubmitTime) + "}"
 	expr := labeled("gpu", "max by (node, gpu) (jobsight_job_gpu_utilization_ratio"+sel+")") + " or " +
 		labeled("mem", "sum by (node) (jobsight_job_memory_used_bytes"+sel+")")
 	step := promStep(start, end, 200)

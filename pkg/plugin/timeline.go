@@ -45,10 +45,10 @@ var timelineMetrics = []timelineMetric{
 		return "sum by (" + by + ") (rate(jobsight_job_io_written_bytes_total" + sel + "[" + win + "]))"
 	}},
 	{tag: "gpu_util", display: "GPU utilisation", unit: "percentunit", perGPU: true, expr: func(sel, _, _ string) string {
-		return "max by (cluster, job_id, node, gpu) (jobsight_job_gpu_utilization_ratio" + sel + ")"
+		return "max by (" + jobBy + ", node, gpu) (jobsight_job_gpu_utilization_ratio" + sel + ")"
 	}},
 	{tag: "gpu_memory", display: "GPU memory", unit: "bytes", perGPU: true, expr: func(sel, _, _ string) string {
-		return "max by (cluster, job_id, node, gpu) (jobsight_job_gpu_memory_used_bytes" + sel + ")"
+		return "max by (" + jobBy + ", node, gpu) (jobsight_job_gpu_memory_used_bytes" + sel + ")"
 	}},
 }
 
@@ -73,8 +73,8 @@ func (d *Datasource) queryTimeline(qc *queryCtx) (data.Frames, error) {
 	}
 	step := promStep(start, end, qc.maxPoints)
 	win := rateWindow(step, j.Sampling.IntervalSeconds)
-	sel := "{cluster=" + promQuote(j.Cluster) + ",job_id=" + promQuote(j.JobID) + "}"
-	by := "cluster, job_id"
+	sel := "{cluster=" + promQuote(j.Cluster) + ",job_id=" + promQuote(j.JobID) + jobmodel.RunMatcher(j.SubmitTime) + "}"
+	by := jobBy
 	if qc.q.PerNode {
 		by += ", node"
 	}

@@ -513,7 +513,11 @@ func (e *Env) buildGens() {
 		}
 		for _, node := range j.Nodes {
 			lab := func(extra ...promremote.Label) []promremote.Label {
-				return append([]promremote.Label{{Name: "cluster", Value: j.Cluster}, {Name: "job_id", Value: j.JobID}, {Name: "node", Value: node}}, extra...)
+				ls := []promremote.Label{{Name: "cluster", Value: j.Cluster}, {Name: "job_id", Value: j.JobID}, {Name: "node", Value: node}}
+				if run := jobmodel.RunOf(j.SubmitTime); run != "" {
+					ls = append(ls, promremote.Label{Name: jobmodel.RunLabel, Value: run})
+				}
+				return append(ls, extra...)
 			}
 			key := j.JobID + node
 			cores := eff * perNodeCPUs

@@ -66,7 +66,7 @@ func (s *Series) Job(ctx context.Context, job jobmodel.Job) (*report.Series, err
 	r := promv1.Range{Start: job.StartTime.Time, End: job.EndTime.Time}
 	r.Step = max(15*time.Second, r.End.Sub(r.Start)/200).Truncate(time.Second)
 	// Label values are quoted as PromQL strings (Go's escaping rules).
-	sel := fmt.Sprintf("{cluster=%s,job_id=%s}", strconv.Quote(job.Cluster), strconv.Quote(job.JobID))
+	sel := fmt.Sprintf("{cluster=%s,job_id=%s%s}", strconv.Quote(job.Cluster), strconv.Quote(job.JobID), jobmodel.RunMatcher(job.SubmitTime))
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	var out report.Series
