@@ -146,6 +146,14 @@ func TestReusedIDAfterNodeCrashAndControllerReset(t *testing.T) {
 		t.Errorf("earlier job: state %s, missing %v, %d samples; want UNKNOWN, lost on rnode, its own samples",
 			old.State, old.MissingMetrics, old.Sampling.Count)
 	}
+	// The earlier job's series carry its run (its submit time), which is
+	// what keeps them apart from any later job given the same id.
+	if run := jobmodel.RunOf(old.SubmitTime); run == "" {
+		t.Errorf("earlier job: no submit time, so no run label")
+	} else if v, ok, err := stack.PromQuery(ctx, st.Prometheus.URL,
+		fmt.Sprintf(`count(jobsight_job_cpu_usage_seconds_total{cluster=%q,job_id=%q,%s=%q})`, name, earlier, jobmodel.RunLabel, run)); err != nil || !ok || v < 1 {
+		t.Errorf("earlier job: no CPU series labelled %s=%q (%v, %v, %v)", jobmodel.RunLabel, run, v, ok, err)
+	}
 	var newer jobmodel.Job
 	for id, j := range got {
 		if strings.HasPrefix(id, name+":"+later+"@") {
