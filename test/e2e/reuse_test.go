@@ -146,13 +146,19 @@ func TestReusedIDAfterNodeCrashAndControllerReset(t *testing.T) {
 		t.Errorf("earlier job: state %s, missing %v, %d samples; want UNKNOWN, lost on rnode, its own samples",
 			old.State, old.MissingMetrics, old.Sampling.Count)
 	}
-	// The earlier job's series carry its run (its submit time), which is
-	// what keeps them apart from any later job given the same id.
+	// Every series of this job id is the earlier job's (the later one was
+	// never sampled) and carries its run (its submit time), which is what
+	// keeps them apart from any later job given the same id.
 	if run := jobmodel.RunOf(old.SubmitTime); run == "" {
 		t.Errorf("earlier job: no submit time, so no run label")
-	} else if v, ok, err := stack.PromQuery(ctx, st.Prometheus.URL,
-		fmt.Sprintf(`count(jobsight_job_cpu_usage_seconds_total{cluster=%q,job_id=%q,%s=%q})`, name, earlier, jobmodel.RunLabel, run)); err != nil || !ok || v < 1 {
-		t.Errorf("earlier job: no CPU series labelled %s=%q (%v, %v, %v)", jobmodel.RunLabel, run, v, ok, err)
+	} else {
+		sel := fmt.Sprintf(`{cluster=%q,job_id=%q,%s%%s%q}[15m]`, name, earlier, jobmodel.RunLabel, run)
+		mine, _, _ := stack.PromQuery(ctx, st.Prometheus.URL, "count(last_over_time(jobsight_job_cpu_usage_seconds_total"+fmt.Sprintf(sel, "=")+"))")
+		other, ok, err := stack.PromQuery(ctx, st.Prometheus.URL, "count(last_over_time(jobsight_job_cpu_usage_seconds_total"+fmt.Sprintf(sel, "!=")+"))")
+		if err != nil || (ok && other > 0) {
+			t.Errorf("earlier job: %v CPU series without its run %s=%q (%v)", other, jobmodel.RunLabel, run, err)
+		}
+		t.Logf("earlier job: %v CPU series labelled with its run (0 when the agent was killed before its first push)", mine)
 	}
 	var newer jobmodel.Job
 	for id, j := range got {
