@@ -199,6 +199,9 @@ export const FILTERS: Array<{ key: FilterKey; label: string; tooltip: string }> 
 /** How a Grafana user is mapped to a Slurm user (models.UserMapping* in Go). */
 export type UserMapping = 'login' | 'email' | 'emailLocalPart';
 
+/** Where a restricted viewer's identity comes from (models.Identity* in Go). */
+export type IdentitySource = 'idToken' | 'unverifiedLogin';
+
 /** The user-mapping choices. */
 export const USER_MAPPINGS: Array<Choice<UserMapping>> = [
   { value: 'login', label: 'Login', description: 'The Grafana login is the Slurm user name' },
@@ -252,6 +255,20 @@ export interface JobsightOptions extends DataSourceJsonData {
   accountPIs?: Record<string, string[]>;
   /** Grafana roles that see every job (default Admin, Editor). */
   fullAccessRoles?: GrafanaRole[];
+  /**
+   * Where a restricted viewer's identity comes from: Grafana's signed ID
+   * token (default), or the login Grafana passes, which built-in accounts
+   * can change (unsafe unless every account comes from an identity provider).
+   */
+  identitySource?: IdentitySource;
+  /** The ID token's authenticatedBy values whose login is trusted (default ldap, auth.saml, authproxy, jwt, oauth_*). */
+  trustedAuthMethods?: string[];
+  /** Grafana user id ("user:<uid>" or the uid) → Slurm user: safe for built-in accounts too. */
+  userIdMap?: Record<string, string>;
+  /** Grafana's base URL for its signing keys, when its root_url is not reachable from the server. */
+  grafanaUrl?: string;
+  /** Grafana's own switch (10.3–11.x) to forward the ID token to this datasource. */
+  forwardGrafanaIdToken?: boolean;
 
   /** Caps (default 10000 jobs, 20000 series). */
   maxJobs?: number;
@@ -280,6 +297,8 @@ export const DEFAULTS = {
   timeoutSeconds: 30,
   userMapping: 'login' as UserMapping,
   fullAccessRoles: ['Admin', 'Editor'] as GrafanaRole[],
+  identitySource: 'idToken' as IdentitySource,
+  trustedAuthMethods: ['ldap', 'auth.saml', 'authproxy', 'jwt', 'oauth_*'],
   maxJobs: 10000,
   maxSeries: 20000,
   periodDays: 365,
