@@ -209,6 +209,20 @@ export const USER_MAPPINGS: Array<Choice<UserMapping>> = [
   { value: 'emailLocalPart', label: 'Email local part', description: 'The part of the email before the @' },
 ];
 
+/** The identity-source choices. */
+export const IDENTITY_SOURCES: Array<Choice<IdentitySource>> = [
+  {
+    value: 'idToken',
+    label: "Grafana's signed ID token",
+    description: 'Safe: logins only of accounts from an identity provider; any account by its user id',
+  },
+  {
+    value: 'unverifiedLogin',
+    label: 'Unverified login (unsafe)',
+    description: 'The login Grafana passes: built-in accounts can rename themselves to anyone',
+  },
+];
+
 /** A Grafana organisation role. */
 export type GrafanaRole = 'Admin' | 'Editor' | 'Viewer';
 
