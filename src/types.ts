@@ -281,7 +281,7 @@ export interface JobsightOptions extends DataSourceJsonData {
   userIdMap?: Record<string, string>;
   /** Grafana's base URL for its signing keys, when its root_url is not reachable from the server. */
   grafanaUrl?: string;
-  /** Grafana's own switch (10.3–11.x) to forward the ID token to this datasource. */
+  /** Grafana's own switch (its first ID-forwarding releases, 10.3) to forward the ID token to this datasource. */
   forwardGrafanaIdToken?: boolean;
 
   /** Caps (default 10000 jobs, 20000 series). */

@@ -116,9 +116,10 @@ type Settings struct {
 	// Grafana passes it (GF_APP_URL); set it when that address is not
 	// reachable from the Grafana server itself.
 	GrafanaURL string `json:"grafanaUrl,omitempty"`
-	// ForwardGrafanaIDToken is Grafana's own switch (10.3 to 11.x) that
-	// makes it forward the ID token to this datasource; later releases
-	// forward it always. Accepted here so that strict decoding does not
+	// ForwardGrafanaIDToken is Grafana's own switch: the first releases
+	// with ID forwarding (late 2023, Grafana 10.2/10.3) forwarded the ID
+	// token only to datasources that set it; since early 2024 Grafana
+	// forwards it always (grafana/grafana#81041). Accepted here so that strict decoding does not
 	// refuse it.
 	ForwardGrafanaIDToken bool `json:"forwardGrafanaIdToken,omitempty"`
 

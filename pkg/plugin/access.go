@@ -135,7 +135,7 @@ func slurmUser(ctx context.Context, s *models.Settings, ids *idVerifier, r reque
 	}
 	if r.idToken == "" {
 		return "", fmt.Errorf("Grafana sent no ID token for %q, so Jobsight cannot tell which Slurm user you are: "+
-			"Grafana must forward it (Grafana 10.3 or later with the idForwarding feature, and forwardGrafanaIdToken in this datasource before 12.0)", u.Login)
+			"Grafana must forward it (Grafana 10.3 or later with the idForwarding feature on; its first releases also need forwardGrafanaIdToken in this datasource)", u.Login)
 	}
 	claims, err := ids.verify(ctx, r.idToken, r.appURL, s.GrafanaURL, r.orgID)
 	if err != nil {

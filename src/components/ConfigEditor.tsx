@@ -338,7 +338,7 @@ export function ConfigEditor(props: ConfigEditorProps) {
           label="Forward ID token"
           labelWidth={LABEL_WIDTH}
           htmlFor="forward-id-token"
-          tooltip="Grafana 10.3 to 11.x forward the ID token only to datasources with this set; later releases always do"
+          tooltip="The first Grafana releases with ID forwarding (10.3) forward the ID token only to datasources with this set; later releases always do"
         >
           <InlineSwitch
             id="forward-id-token"
