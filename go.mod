@@ -8,6 +8,7 @@ require (
 	github.com/emersion/go-sasl v0.0.0-20241020182733-b788ff22d5a6
 	github.com/emersion/go-smtp v0.25.1
 	github.com/goccy/go-json v0.11.2
+	github.com/golang-jwt/jwt/v5 v5.3.1
 	github.com/grafana/dataplane/sdata v0.0.9
 	github.com/grafana/grafana-foundation-sdk/go v0.0.22
 	github.com/grafana/grafana-plugin-sdk-go v0.298.0

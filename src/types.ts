@@ -199,11 +199,28 @@ export const FILTERS: Array<{ key: FilterKey; label: string; tooltip: string }> 
 /** How a Grafana user is mapped to a Slurm user (models.UserMapping* in Go). */
 export type UserMapping = 'login' | 'email' | 'emailLocalPart';
 
+/** Where a restricted viewer's identity comes from (models.Identity* in Go). */
+export type IdentitySource = 'idToken' | 'unverifiedLogin';
+
 /** The user-mapping choices. */
 export const USER_MAPPINGS: Array<Choice<UserMapping>> = [
   { value: 'login', label: 'Login', description: 'The Grafana login is the Slurm user name' },
   { value: 'email', label: 'Email', description: 'The whole email address is the Slurm user name' },
   { value: 'emailLocalPart', label: 'Email local part', description: 'The part of the email before the @' },
+];
+
+/** The identity-source choices. */
+export const IDENTITY_SOURCES: Array<Choice<IdentitySource>> = [
+  {
+    value: 'idToken',
+    label: "Grafana's signed ID token",
+    description: 'Safe: logins only of accounts from an identity provider; any account by its user id',
+  },
+  {
+    value: 'unverifiedLogin',
+    label: 'Unverified login (unsafe)',
+    description: 'The login Grafana passes: built-in accounts can rename themselves to anyone',
+  },
 ];
 
 /** A Grafana organisation role. */
@@ -252,6 +269,20 @@ export interface JobsightOptions extends DataSourceJsonData {
   accountPIs?: Record<string, string[]>;
   /** Grafana roles that see every job (default Admin, Editor). */
   fullAccessRoles?: GrafanaRole[];
+  /**
+   * Where a restricted viewer's identity comes from: Grafana's signed ID
+   * token (default), or the login Grafana passes, which built-in accounts
+   * can change (unsafe unless every account comes from an identity provider).
+   */
+  identitySource?: IdentitySource;
+  /** The ID token's authenticatedBy values whose login is trusted (default ldap, auth.saml, authproxy, jwt, oauth_*). */
+  trustedAuthMethods?: string[];
+  /** Grafana user id ("user:<uid>" or the uid) → Slurm user: safe for built-in accounts too. */
+  userIdMap?: Record<string, string>;
+  /** Grafana's base URL for its signing keys, when its root_url is not reachable from the server. */
+  grafanaUrl?: string;
+  /** Grafana's own switch (its first ID-forwarding releases, 10.3) to forward the ID token to this datasource. */
+  forwardGrafanaIdToken?: boolean;
 
   /** Caps (default 10000 jobs, 20000 series). */
   maxJobs?: number;
@@ -280,6 +311,8 @@ export const DEFAULTS = {
   timeoutSeconds: 30,
   userMapping: 'login' as UserMapping,
   fullAccessRoles: ['Admin', 'Editor'] as GrafanaRole[],
+  identitySource: 'idToken' as IdentitySource,
+  trustedAuthMethods: ['ldap', 'auth.saml', 'authproxy', 'jwt', 'oauth_*'],
   maxJobs: 10000,
   maxSeries: 20000,
   periodDays: 365,

@@ -94,6 +94,34 @@ type Settings struct {
 	// FullAccessRoles are the Grafana org roles that see every job.
 	// Default ["Admin", "Editor"]; ["Admin"] keeps Editors to their own.
 	FullAccessRoles []string `json:"fullAccessRoles,omitempty"`
+	// IdentitySource says what a restricted viewer's identity is taken
+	// from. "idToken" (default): the ID token Grafana signs and forwards
+	// (X-Grafana-Id), verified against Grafana's published keys; the login
+	// and email in it are trusted only for accounts an identity provider
+	// vouches for (TrustedAuthMethods), any account can be mapped by its
+	// Grafana user id (UserIDMap). "unverifiedLogin": the login and email
+	// as Grafana passes them, which the owner of a built-in account can
+	// change to anyone's (docs/datasource.md says when that is acceptable).
+	IdentitySource string `json:"identitySource,omitempty"`
+	// TrustedAuthMethods are the ID token's authenticatedBy values whose
+	// login and email are mapped (a trailing * matches a prefix). Default
+	// the external ones: ldap, auth.saml, authproxy, jwt, oauth_*.
+	TrustedAuthMethods []string `json:"trustedAuthMethods,omitempty"`
+	// UserIDMap maps a Grafana user, by the id in its ID token ("user:<uid>",
+	// or the uid alone), to a Slurm user. Users cannot change their id, so
+	// this is safe for built-in accounts too.
+	UserIDMap map[string]string `json:"userIdMap,omitempty"`
+	// GrafanaURL is where the plugin fetches Grafana's signing keys
+	// (<grafanaUrl>/api/signing-keys/keys). Default Grafana's root_url, as
+	// Grafana passes it (GF_APP_URL); set it when that address is not
+	// reachable from the Grafana server itself.
+	GrafanaURL string `json:"grafanaUrl,omitempty"`
+	// ForwardGrafanaIDToken is Grafana's own switch: the first releases
+	// with ID forwarding (late 2023, Grafana 10.2/10.3) forwarded the ID
+	// token only to datasources that set it; since early 2024 Grafana
+	// forwards it always (grafana/grafana#81041). Accepted here so that strict decoding does not
+	// refuse it.
+	ForwardGrafanaIDToken bool `json:"forwardGrafanaIdToken,omitempty"`
 
 	// MaxJobs caps the jobs one panel reads from the job index (Jobs rows,
 	// the jobs Reservation, Usage history and Allocation sum). Over it the
@@ -250,6 +278,13 @@ func (s *Settings) applyDefaults() {
 	if s.FullAccessRoles == nil {
 		s.FullAccessRoles = []string{"Admin", "Editor"}
 	}
+	if s.IdentitySource == "" {
+		s.IdentitySource = IdentityIDToken
+	}
+	if s.TrustedAuthMethods == nil {
+		s.TrustedAuthMethods = append([]string(nil), DefaultTrustedAuthMethods...)
+	}
+	s.GrafanaURL = strings.TrimSpace(s.GrafanaURL)
 	if s.MaxJobs == 0 {
 		s.MaxJobs = DefaultMaxJobs
 	}
@@ -269,6 +304,20 @@ const (
 	UserMappingEmail          = "email"
 	UserMappingEmailLocalPart = "emailLocalPart"
 )
+
+// Identity sources (Settings.IdentitySource).
+const (
+	IdentityIDToken         = "idToken"
+	IdentityUnverifiedLogin = "unverifiedLogin"
+)
+
+// DefaultTrustedAuthMethods are the authenticatedBy values of Grafana's ID
+// token for accounts that come from an identity provider: Grafana refuses
+// to let their owners edit login or email (only built-in accounts, with no
+// external auth record, may). Built-in accounts sign in with "password"
+// or a session with no module (""), API keys and service accounts with
+// "apikey"; none of those is here.
+var DefaultTrustedAuthMethods = []string{"ldap", "auth.saml", "authproxy", "jwt", "oauth_*"}
 
 // Validate checks every setting and returns all problems found, joined.
 func (s *Settings) Validate() error {
@@ -306,6 +355,31 @@ func (s *Settings) Validate() error {
 	case UserMappingLogin, UserMappingEmail, UserMappingEmailLocalPart:
 	default:
 		add("userMapping", fmt.Sprintf("must be login, email or emailLocalPart, got %q", s.UserMapping))
+	}
+	switch s.IdentitySource {
+	case IdentityIDToken, IdentityUnverifiedLogin:
+	default:
+		add("identitySource", fmt.Sprintf("must be idToken or unverifiedLogin, got %q", s.IdentitySource))
+	}
+	for _, m := range s.TrustedAuthMethods {
+		switch base := strings.TrimSuffix(m, "*"); {
+		case strings.TrimSpace(m) == "" || base == "":
+			add("trustedAuthMethods", fmt.Sprintf("must list Grafana authentication methods (ldap, auth.saml, oauth_*, ...), got %q", m))
+		case strings.Contains(base, "*"):
+			add("trustedAuthMethods", fmt.Sprintf("%q: * is allowed only at the end", m))
+		case base == "password" || base == "apikey" || base == "render" || base == "basic":
+			add("trustedAuthMethods", fmt.Sprintf("%q is Grafana's own sign-in, whose accounts can rename themselves: map them with userIdMap instead", m))
+		}
+	}
+	for id, u := range s.UserIDMap {
+		if strings.TrimSpace(strings.TrimPrefix(id, "user:")) == "" || u == "" {
+			add("userIdMap", fmt.Sprintf("entries must map a Grafana user id (\"user:<uid>\" or the uid) to a Slurm user, got %q: %q", id, u))
+		}
+	}
+	if s.GrafanaURL != "" {
+		if u, err := url.Parse(s.GrafanaURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" {
+			add("grafanaUrl", "must be Grafana's base URL, http:// or https:// without credentials (e.g. http://localhost:3000)")
+		}
 	}
 	for _, r := range s.FullAccessRoles {
 		if r != "Admin" && r != "Editor" && r != "Viewer" {

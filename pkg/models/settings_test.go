@@ -195,6 +195,13 @@ func TestAccessAndAllocationSettingsNameTheProblem(t *testing.T) {
 		`"allocationsUrl":"http://u:p@x/constants"`:                                        "setting allocationsUrl: must be an http:// or https:// URL without credentials",
 		`"tlsCaCert":"not a cert"`:                                                         "setting tlsCaCert: must be a PEM certificate bundle",
 		`"jobPageUrl":"javascript:alert(1)"`:                                               "setting jobPageUrl: must be a path",
+		`"identitySource":"login"`:                                                         "setting identitySource: must be idToken or unverifiedLogin",
+		`"trustedAuthMethods":["password"]`:                                                `setting trustedAuthMethods: "password" is Grafana's own sign-in`,
+		`"trustedAuthMethods":["*"]`:                                                       "setting trustedAuthMethods: must list Grafana authentication methods",
+		`"trustedAuthMethods":["o*auth"]`:                                                  "* is allowed only at the end",
+		`"userIdMap":{"user:":"bob"}`:                                                      "setting userIdMap: entries must map a Grafana user id",
+		`"grafanaUrl":"grafana:3000"`:                                                      "setting grafanaUrl: must be Grafana's base URL",
+		`"forwardGrafanaIdToken":true`:                                                     "",
 	}
 	for extra, want := range cases {
 		in := strings.TrimSuffix(minimal, "}") + "," + extra + "}"

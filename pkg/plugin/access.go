@@ -1,8 +1,7 @@
 package plugin
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
+	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -15,13 +14,13 @@ import (
 
 // Viewer is who a request acts for, as far as Jobsight's access rules go.
 //
-//   - Full: the Grafana role is in fullAccessRoles (default Admin and
-//     Editor), or the request comes from Grafana's alert engine: every job
-//     is visible and aggregates name users.
-//   - Otherwise the Grafana user is mapped to a Slurm user (userMapping,
-//     userMap) and sees that user's jobs, plus every job of the accounts
-//     it is PI of (accountPIs). Aggregates name only the viewer; other
-//     users are pseudonyms.
+//   - Full: the request comes from Grafana's alert engine (whatever the
+//     role settings), or the Grafana role is in fullAccessRoles (default
+//     Admin and Editor): every job is visible.
+//   - Otherwise the Grafana user is mapped to a Slurm user (identitySource,
+//     userIdMap, userMap, userMapping) and sees that user's jobs, plus
+//     every job of the accounts it is PI of (accountPIs), with the users'
+//     real names: a restricted viewer never meets a job it may not see.
 type Viewer struct {
 	Full bool
 	// Alert is true for a query from Grafana's alert engine.
@@ -38,15 +37,62 @@ type Viewer struct {
 // engine is refused.
 var errNoUser = errors.New("the request carries no Grafana user: Jobsight answers only signed-in users and Grafana's alert engine")
 
-// viewerFor resolves the Viewer of a request. headers are the request's
-// headers (QueryData's Headers; CallResource's, flattened).
-func viewerFor(s *models.Settings, u *backend.User, headers map[string]string) (Viewer, error) {
+// schedulerLogin is the login of the identity Grafana's alert scheduler
+// queries datasources as (ngalert's SchedulerUserFor: a service identity
+// with org role Admin, no email, no ID token).
+const schedulerLogin = "grafana_scheduler"
+
+// request is what Grafana tells a datasource about who asks: the
+// plugin context's user and org, its root URL (GF_APP_URL) and the
+// request's headers.
+type request struct {
+	user  *backend.User
+	orgID int64
+	// appURL is Grafana's root_url, the issuer of its ID tokens.
+	appURL string
+	// fromAlert: the FromAlert header is "true". Grafana's alert engine
+	// sets it, but Grafana also copies it from a user's own HTTP request
+	// (the rule editor's preview sends it), so it alone proves nothing.
+	fromAlert bool
+	// idToken is the forwarded X-Grafana-Id header.
+	idToken string
+}
+
+// requestOf reads a request's identity from its plugin context and
+// headers. get returns a header by name (QueryData's forwarded HTTP
+// headers, or CallResource's).
+func requestOf(pc backend.PluginContext, fromAlert string, get func(string) string) request {
+	r := request{user: pc.User, orgID: pc.OrgID, fromAlert: strings.EqualFold(fromAlert, "true"),
+		idToken: strings.TrimSpace(get(backend.GrafanaUserSignInTokenHeaderName))}
+	if pc.GrafanaConfig != nil {
+		r.appURL, _ = pc.GrafanaConfig.AppURL()
+	}
+	return r
+}
+
+// isAlertEngine says whether a request is the alert scheduler's own. Its
+// FromAlert header can be imitated (Grafana forwards a user's), so the
+// identity must be the scheduler's too: no user at all, or the
+// scheduler's service identity (login grafana_scheduler, role Admin, no
+// email) — a user renamed grafana_scheduler keeps their own role — and no
+// forwarded ID token, which Grafana signs for every signed-in user when
+// ID forwarding is on and never for the scheduler.
+func (r request) isAlertEngine() bool {
+	if !r.fromAlert || r.idToken != "" {
+		return false
+	}
+	u := r.user
+	return u == nil || (u.Login == schedulerLogin && u.Role == "Admin" && u.Email == "")
+}
+
+// viewerFor resolves the Viewer of a request. ids verifies ID tokens
+// (identitySource idToken).
+func viewerFor(ctx context.Context, s *models.Settings, ids *idVerifier, r request) (Viewer, error) {
+	if r.isAlertEngine() {
+		return Viewer{Full: true, Alert: true, Login: "alert engine"}, nil
+	}
+	u := r.user
 	if u == nil {
-		// Grafana's alert engine marks its queries; a browser's request
-		// always carries its signed-in user, so it never gets here.
-		if strings.EqualFold(headers[backend.FromAlertHeaderName], "true") {
-			return Viewer{Full: true, Alert: true, Login: "alert engine"}, nil
-		}
 		return Viewer{}, errNoUser
 	}
 	if u.Login == "" && u.Email == "" {
@@ -54,17 +100,19 @@ func viewerFor(s *models.Settings, u *backend.User, headers map[string]string) (
 		// the alert engine, whatever headers it sends.
 		return Viewer{}, errors.New("the request's Grafana user has no login: Jobsight answers signed-in users only")
 	}
-	v := Viewer{Login: u.Login, Alert: strings.EqualFold(headers[backend.FromAlertHeaderName], "true")}
-	for _, r := range s.FullAccessRoles {
-		if strings.EqualFold(r, u.Role) {
+	// The org role is Grafana's to give: a user cannot choose it.
+	v := Viewer{Login: u.Login}
+	for _, role := range s.FullAccessRoles {
+		if strings.EqualFold(role, u.Role) {
 			v.Full = true
 			return v, nil
 		}
 	}
-	v.User = slurmUser(s, u)
-	if v.User == "" {
-		return Viewer{}, fmt.Errorf("your Grafana user %q has no Slurm user (userMapping %s): ask an admin to map it", u.Login, s.UserMapping)
+	user, err := slurmUser(ctx, s, ids, r)
+	if err != nil {
+		return Viewer{}, err
 	}
+	v.User = user
 	for account, pis := range s.AccountPIs {
 		for _, pi := range pis {
 			if pi == v.User {
@@ -76,22 +124,94 @@ func viewerFor(s *models.Settings, u *backend.User, headers map[string]string) (
 	return v, nil
 }
 
-// slurmUser maps a Grafana user to a Slurm user name ("" when none).
-func slurmUser(s *models.Settings, u *backend.User) string {
-	if m, ok := s.UserMap[u.Login]; ok {
+// slurmUser maps a restricted viewer to a Slurm user, or says why not.
+func slurmUser(ctx context.Context, s *models.Settings, ids *idVerifier, r request) (string, error) {
+	u := r.user
+	if s.IdentitySource == models.IdentityUnverifiedLogin {
+		if m := byName(s, u.Login, u.Email); m != "" {
+			return m, nil
+		}
+		return "", fmt.Errorf("your Grafana user %q has no Slurm user (userMapping %s): ask an admin to map it", u.Login, s.UserMapping)
+	}
+	if r.idToken == "" {
+		return "", fmt.Errorf("Grafana sent no ID token for %q, so Jobsight cannot tell which Slurm user you are: "+
+			"Grafana must forward it (Grafana 10.3 or later with the idForwarding feature on; its first releases also need forwardGrafanaIdToken in this datasource)", u.Login)
+	}
+	claims, err := ids.verify(ctx, r.idToken, r.appURL, s.GrafanaURL, r.orgID)
+	if err != nil {
+		return "", err
+	}
+	id := claims.userID()
+	if id == "" {
+		return "", fmt.Errorf("Grafana's ID token is for %q, not a user: Jobsight maps users only", claims.Subject)
+	}
+	// The token is Grafana's word about this request's user: its login
+	// must be the one the plugin context names.
+	login, email := claims.login(), claims.Email
+	if login != "" && login != u.Login {
+		return "", fmt.Errorf("Grafana's ID token is for %q, but the request is %q's", login, u.Login)
+	}
+	if login == "" {
+		login = u.Login
+	}
+	if email == "" {
+		email = u.Email
+	}
+	for _, key := range []string{claims.Subject, id, claims.Identifier} {
+		if m, ok := s.UserIDMap[key]; ok && key != "" {
+			return m, nil
+		}
+	}
+	if !trustedMethod(s.TrustedAuthMethods, claims.AuthenticatedBy) {
+		how := claims.AuthenticatedBy
+		if how == "" {
+			how = "Grafana's own login"
+		}
+		return "", fmt.Errorf("your Grafana account %q (%s) signed in with %s, whose login and email its owner can change, so Jobsight does not map it by name: "+
+			"ask an admin to add it to userIdMap, or sign in through the site's identity provider (trustedAuthMethods: %s)",
+			u.Login, claims.Subject, how, strings.Join(s.TrustedAuthMethods, ", "))
+	}
+	if m := byName(s, login, email); m != "" {
+		return m, nil
+	}
+	return "", fmt.Errorf("your Grafana user %q has no Slurm user (userMapping %s): ask an admin to map it", login, s.UserMapping)
+}
+
+// trustedMethod says whether authenticatedBy is in methods (a trailing *
+// matches a prefix). An empty authenticatedBy is never trusted.
+func trustedMethod(methods []string, authenticatedBy string) bool {
+	if authenticatedBy == "" {
+		return false
+	}
+	for _, m := range methods {
+		if p, ok := strings.CutSuffix(m, "*"); ok {
+			if p != "" && strings.HasPrefix(authenticatedBy, p) {
+				return true
+			}
+		} else if m == authenticatedBy {
+			return true
+		}
+	}
+	return false
+}
+
+// byName maps a login and email to a Slurm user by userMap and
+// userMapping ("" when none).
+func byName(s *models.Settings, login, email string) string {
+	if m, ok := s.UserMap[login]; ok {
 		return m
 	}
 	switch s.UserMapping {
 	case models.UserMappingEmail:
-		return u.Email
+		return email
 	case models.UserMappingEmailLocalPart:
-		local, _, ok := strings.Cut(u.Email, "@")
+		local, _, ok := strings.Cut(email, "@")
 		if !ok {
 			return ""
 		}
 		return local
 	default:
-		return u.Login
+		return login
 	}
 }
 
@@ -122,15 +242,4 @@ func (v Viewer) canSee(user, account string) bool {
 		}
 	}
 	return false
-}
-
-// shownUser is how a user is named to this viewer in aggregates: as is
-// for Full viewers and for the viewer themself, otherwise as a stable
-// pseudonym ("user-3f2a9c") that does not reveal the name.
-func (v Viewer) shownUser(user string) string {
-	if v.Full || user == v.User || user == "" {
-		return user
-	}
-	h := sha256.Sum256([]byte("jobsight-user\x00" + v.User + "\x00" + user))
-	return "user-" + hex.EncodeToString(h[:3])
 }

@@ -53,8 +53,10 @@ type Datasource struct {
 	promErr  error
 
 	allocCache allocationCache
-	queries    backend.QueryDataHandler // the query-type mux, see newQueryMux
-	resources  backend.CallResourceHandler
+	// ids verifies Grafana's ID tokens (identitySource idToken).
+	ids       *idVerifier
+	queries   backend.QueryDataHandler // the query-type mux, see newQueryMux
+	resources backend.CallResourceHandler
 	// now is the clock (tests fix it).
 	now func() time.Time
 }
@@ -112,6 +114,8 @@ func NewDatasource(_ context.Context, inst backend.DataSourceInstanceSettings) (
 		ds.prom.CloseIdleConnections()
 		return nil, fmt.Errorf("creating the allocations HTTP client: %w", err)
 	}
+	// Grafana's signing keys are fetched with the TLS settings only.
+	ds.ids = newIDVerifier(ds.plain, time.Now)
 	return ds, nil
 }
 
@@ -139,7 +143,10 @@ func (d *Datasource) QueryData(ctx context.Context, req *backend.QueryDataReques
 		return answerAll(req, backend.ErrDataResponseWithSource(backend.StatusBadRequest, backend.ErrorSourceDownstream,
 			"the Jobsight datasource settings are invalid: "+oneLine(d.settingsErr))), nil
 	}
-	v, err := viewerFor(d.settings, req.PluginContext.User, req.Headers)
+	// ngalert sets FromAlert as a plain request header; the ID token
+	// is a forwarded HTTP header.
+	r := requestOf(req.PluginContext, req.Headers[backend.FromAlertHeaderName], req.GetHTTPHeader)
+	v, err := viewerFor(ctx, d.settings, d.ids, r)
 	if err != nil {
 		return answerAll(req, backend.ErrDataResponse(backend.StatusForbidden, err.Error())), nil
 	}

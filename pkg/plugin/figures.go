@@ -165,11 +165,11 @@ func (d *Datasource) liveFigures(qc *queryCtx, jobs []jobmodel.Job, figs []figur
 	return nil
 }
 
-// groupKey is the value a job is grouped by, as the viewer may see it.
-func groupKey(v Viewer, by string, j *jobmodel.Job) string {
+// groupKey is the value a job is grouped by.
+func groupKey(by string, j *jobmodel.Job) string {
 	switch by {
 	case models.GroupUser:
-		return v.shownUser(j.User)
+		return j.User
 	case models.GroupAccount:
 		return j.Account
 	case models.GroupPartition:

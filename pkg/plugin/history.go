@@ -85,7 +85,7 @@ func (d *Datasource) historySeries(qc *queryCtx, jobs []jobmodel.Job, figs []fig
 		}
 		k := "all"
 		if qc.q.GroupBy != models.GroupNone {
-			k = groupKey(qc.v, qc.q.GroupBy, &jobs[i])
+			k = groupKey(qc.q.GroupBy, &jobs[i])
 		}
 		a := groups[k]
 		if a == nil {

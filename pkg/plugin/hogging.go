@@ -87,7 +87,7 @@ func (d *Datasource) queryHogging(qc *queryCtx) (data.Frames, error) {
 		}
 		rows = kept
 	}
-	frame, details := hoggingFrame(qc.v, rows)
+	frame, details := hoggingFrame(rows)
 	signals := map[string]int{}
 	partitions := map[string]any{}
 	for key, byRes := range contentions {
@@ -309,13 +309,13 @@ func (d *Datasource) partitionContention(j *jobmodel.Job, res string, haveState 
 }
 
 // hoggingFrame is the long table: string labels and one number.
-func hoggingFrame(v Viewer, rows []hogRow) (*data.Frame, []map[string]any) {
+func hoggingFrame(rows []hogRow) (*data.Frame, []map[string]any) {
 	n := len(rows)
 	cluster, job, user, account, partition, resource := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	value := make([]float64, n)
 	details := make([]map[string]any, n)
 	for i, r := range rows {
-		cluster[i], job[i], user[i] = r.job.Cluster, r.job.JobID, v.shownUser(r.job.User)
+		cluster[i], job[i], user[i] = r.job.Cluster, r.job.JobID, r.job.User
 		account[i], partition[i], resource[i] = r.job.Account, r.job.Partition, r.resource
 		value[i] = r.idle * r.cont.weight
 		details[i] = map[string]any{"job": r.job.DocID, "resource": r.resource, "held": r.held, "unused": r.idle,

@@ -72,7 +72,7 @@ func (d *Datasource) queryReservation(qc *queryCtx) (data.Frames, error) {
 	rows := map[string]*usageRow{}
 	var order []string
 	for i := range jobs {
-		k := groupKey(qc.v, by, &jobs[i])
+		k := groupKey(by, &jobs[i])
 		r := rows[k]
 		if r == nil {
 			r = &usageRow{key: k}

@@ -47,14 +47,8 @@ func (d *Datasource) resourceQC(r *http.Request) (*queryCtx, error) {
 	if d.settingsErr != nil {
 		return nil, fmt.Errorf("the Jobsight datasource settings are invalid: %s", oneLine(d.settingsErr))
 	}
-	headers := map[string]string{}
-	for k, v := range r.Header {
-		if len(v) > 0 {
-			headers[k] = v[0]
-		}
-	}
 	pc := httpadapter.PluginConfigFromContext(r.Context())
-	v, err := viewerFor(d.settings, pc.User, headers)
+	v, err := viewerFor(r.Context(), d.settings, d.ids, requestOf(pc, r.Header.Get(backend.FromAlertHeaderName), r.Header.Get))
 	if err != nil {
 		return nil, err
 	}

@@ -19,8 +19,9 @@ var optionField = map[string]string{
 }
 
 // options lists the values of a kind among the jobs the viewer may see in
-// the scope (one terms aggregation). Users other than the viewer are
-// pseudonymised for restricted viewers.
+// the scope (one terms aggregation). Users are named as they are: the
+// scope holds only jobs the viewer may see (docs/datasource.md, "Who sees
+// what").
 func (d *Datasource) options(qc *queryCtx, kind string) ([]string, error) {
 	field, ok := optionField[kind]
 	if !ok {
@@ -39,11 +40,6 @@ func (d *Datasource) options(qc *queryCtx, kind string) ([]string, error) {
 	vals, err := terms(ans, "v")
 	if err != nil {
 		return nil, err
-	}
-	if kind == models.VariableUsers && !qc.v.Full {
-		for i, u := range vals {
-			vals[i] = qc.v.shownUser(u)
-		}
 	}
 	sort.Strings(vals)
 	return vals, nil

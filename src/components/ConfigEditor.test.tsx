@@ -118,6 +118,12 @@ describe('ConfigEditor settings', () => {
     expect(screen.getByLabelText('Partition 1')).toHaveValue('alpha/gpu');
     expect(screen.getByLabelText('Partition 1 GPUs')).toHaveValue(32);
     expect(screen.getByLabelText('Job page URL')).toHaveValue(jsonDataExample.jobPageUrl);
+    expect(screen.getByText("Grafana's signed ID token")).toBeInTheDocument();
+    expect(screen.getByText('oauth_*')).toBeInTheDocument();
+    expect(screen.getByLabelText('userIdMap key 1')).toHaveValue('user:ae3fk2n1lz9xcb');
+    expect(screen.getByLabelText('userIdMap value 1')).toHaveValue('bob');
+    expect(screen.getByLabelText('Grafana URL')).toHaveValue('http://localhost:3000');
+    expect(screen.getByLabelText('Forward ID token')).toBeChecked();
   });
 
   it('sets text and number settings, and removes emptied ones', async () => {
@@ -150,6 +156,17 @@ describe('ConfigEditor settings', () => {
     });
     await user.click(screen.getByLabelText('Remove userMap row 1'));
     expect(last().jsonData).toEqual({ accountPIs: { physics: ['alice', 'bob'] } });
+  });
+
+  it('sets the identity source and maps a user id', async () => {
+    const { last } = setup(settings());
+    await user.click(screen.getByLabelText('Identity source'));
+    await user.click(screen.getByText('Unverified login (unsafe)'));
+    expect(last().jsonData.identitySource).toBe('unverifiedLogin');
+    await user.click(screen.getByRole('button', { name: 'Add user id' }));
+    await user.type(screen.getByLabelText('userIdMap key 1'), 'user:abc');
+    await user.type(screen.getByLabelText('userIdMap value 1'), 'carol');
+    expect(last().jsonData.userIdMap).toEqual({ 'user:abc': 'carol' });
   });
 
   it('narrows the full-access roles to Admin', async () => {

@@ -5,12 +5,14 @@ import {
   SelectableValue,
   updateDatasourcePluginResetOption,
 } from '@grafana/data';
-import { FieldSet, InlineField, Input, MultiSelect, SecretInput, Select, TextArea } from '@grafana/ui';
+import { FieldSet, InlineField, InlineSwitch, Input, MultiSelect, SecretInput, Select, TextArea } from '@grafana/ui';
 
 import {
   DEFAULTS,
   GRAFANA_ROLES,
   GrafanaRole,
+  IDENTITY_SOURCES,
+  IdentitySource,
   JobsightOptions,
   JobsightSecureJsonData,
   toOptions,
@@ -64,6 +66,7 @@ export function ConfigEditor(props: ConfigEditorProps) {
         | 'clusterFilter'
         | 'allocationsUrl'
         | 'jobPageUrl'
+        | 'grafanaUrl'
     ) =>
     (e: ChangeEvent<HTMLInputElement>) =>
       setJson(key, e.currentTarget.value);
@@ -269,6 +272,83 @@ export function ConfigEditor(props: ConfigEditorProps) {
 
       <FieldSet label="Access control">
         <InlineField
+          label="Identity source"
+          labelWidth={LABEL_WIDTH}
+          htmlFor="identity-source"
+          tooltip="What a restricted viewer's identity is taken from: Grafana's signed ID token (safe), or the login Grafana passes, which a built-in account can change"
+        >
+          <Select<IdentitySource>
+            inputId="identity-source"
+            width={INPUT_WIDTH}
+            options={toOptions(IDENTITY_SOURCES)}
+            value={jsonData.identitySource ?? DEFAULTS.identitySource}
+            onChange={(v: SelectableValue<IdentitySource>) => setJson('identitySource', v.value)}
+          />
+        </InlineField>
+        <InlineField
+          label="Trusted sign-in methods"
+          labelWidth={LABEL_WIDTH}
+          htmlFor="trusted-auth-methods"
+          tooltip="The ID token's authenticatedBy values whose login and email are mapped (a trailing * matches a prefix)"
+        >
+          <MultiSelect<string>
+            inputId="trusted-auth-methods"
+            width={INPUT_WIDTH}
+            allowCustomValue
+            options={DEFAULTS.trustedAuthMethods.map((m) => ({ label: m, value: m }))}
+            value={jsonData.trustedAuthMethods ?? [...DEFAULTS.trustedAuthMethods]}
+            onChange={(items: Array<SelectableValue<string>>) =>
+              setJson(
+                'trustedAuthMethods',
+                items.map((i) => i.value).filter((v): v is string => v !== undefined)
+              )
+            }
+          />
+        </InlineField>
+        <InlineField
+          label="User id map"
+          labelWidth={LABEL_WIDTH}
+          tooltip="Grafana user id (user:<uid>, as in the admin's user page) → Slurm user: also for built-in accounts, which cannot change their id"
+        >
+          <MapEditor<string>
+            id="userIdMap"
+            value={jsonData.userIdMap}
+            keyPlaceholder="user:<uid>"
+            valuePlaceholder="Slurm user"
+            addLabel="Add user id"
+            {...textValue}
+            onChange={(v) => setJson('userIdMap', v)}
+          />
+        </InlineField>
+        <InlineField
+          label="Grafana URL"
+          labelWidth={LABEL_WIDTH}
+          htmlFor="grafana-url"
+          tooltip="Where the plugin fetches Grafana's signing keys; empty: Grafana's root_url"
+        >
+          <Input
+            id="grafana-url"
+            width={INPUT_WIDTH}
+            value={jsonData.grafanaUrl ?? ''}
+            placeholder="http://localhost:3000"
+            onChange={onText('grafanaUrl')}
+          />
+        </InlineField>
+        <InlineField
+          label="Forward ID token"
+          labelWidth={LABEL_WIDTH}
+          htmlFor="forward-id-token"
+          tooltip="The first Grafana releases with ID forwarding (10.3) forward the ID token only to datasources with this set; later releases always do"
+        >
+          <InlineSwitch
+            id="forward-id-token"
+            value={jsonData.forwardGrafanaIdToken ?? false}
+            onChange={(e: React.FormEvent<HTMLInputElement>) =>
+              setJson('forwardGrafanaIdToken', e.currentTarget.checked || undefined)
+            }
+          />
+        </InlineField>
+        <InlineField
           label="User mapping"
           labelWidth={LABEL_WIDTH}
           htmlFor="user-mapping"
@@ -285,7 +365,7 @@ export function ConfigEditor(props: ConfigEditorProps) {
         <InlineField
           label="User map"
           labelWidth={LABEL_WIDTH}
-          tooltip="Grafana login → Slurm user, for users the mapping above gets wrong"
+          tooltip="Grafana login → Slurm user, for users the mapping above gets wrong (with the ID token: only for accounts from a trusted sign-in method)"
         >
           <MapEditor<string>
             id="userMap"

@@ -31,6 +31,12 @@ func (e *env) dsSettings(t *testing.T, extra map[string]any) backend.DataSourceI
 		"elasticsearchUrl": e.st.Elasticsearch.URL,
 		"prometheusUrl":    e.st.Prometheus.URL,
 		"timeoutSeconds":   20,
+		// The Viewer here is mapped by the login the plugin context
+		// names, without Grafana's signed ID token: how a restricted
+		// viewer's identity is verified is tested through the plugin
+		// host (test/pluginhost, TestWhoSeesWhat), what they then see
+		// here.
+		"identitySource": "unverifiedLogin",
 	}
 	sec := map[string]string{}
 	if e.st.Elasticsearch.User != "" {

@@ -20,14 +20,29 @@ import (
 )
 
 // Who asks, as Grafana's plugin context names them. The Viewer's login is
-// the Slurm user nobody (the default mapping: login = Slurm user).
+// the Slurm user nobody (the default mapping: login = Slurm user), an
+// account from the site's LDAP: start gives it the ID token Grafana
+// forwards (signed by pluginhost.IDTokens, Grafana's root URL).
 var (
 	admin  = pluginhost.Caller{User: &backend.User{Login: "admin", Name: "Site Admin", Email: "admin@example.org", Role: "Admin"}}
 	editor = pluginhost.Caller{User: &backend.User{Login: "ed", Name: "Ed Itor", Email: "ed@example.org", Role: "Editor"}}
 	viewer = pluginhost.Caller{User: &backend.User{Login: "nobody", Name: "No Body", Email: "nobody@example.org", Role: "Viewer"}}
-	// alertEngine is how Grafana's alert engine asks: no user, FromAlert.
-	alertEngine = pluginhost.Caller{FromAlert: true}
+	// alertEngine is how Grafana's alert scheduler asks: its service
+	// identity (login grafana_scheduler, role Admin, no ID token) and
+	// FromAlert.
+	alertEngine = pluginhost.Caller{User: &backend.User{Login: "grafana_scheduler", Role: "Admin"}, FromAlert: true}
 )
+
+// signViewer makes the Viewer's calls carry a fresh ID token from ids, as
+// Grafana with ID forwarding does for a user signed in through LDAP.
+func signViewer(ids *pluginhost.IDTokens) {
+	cfg := pluginhost.DefaultConfig()
+	cfg["GF_APP_URL"] = ids.URL()
+	viewer.Config = cfg
+	viewer.IDTokenFunc = func() string {
+		return ids.Token(pluginhost.Identity{UID: "nobody-uid", Login: viewer.User.Login, Email: viewer.User.Email, AuthenticatedBy: "ldap"})
+	}
+}
 
 // The Prometheus datasource of the dashboards is Grafana's own, not
 // Jobsight's: its panels' expressions run on the real Prometheus directly.

@@ -146,6 +146,14 @@ func start(ctx context.Context, dir string) (*env, func(), error) {
 		return nil, nil, err
 	}
 	stops = append(stops, host.Close)
+	// Grafana's ID-token keys, for the Viewer's tokens.
+	ids, err := pluginhost.NewIDTokens()
+	if err != nil {
+		stop()
+		return nil, nil, err
+	}
+	stops = append(stops, ids.Close)
+	signViewer(ids)
 	provEnv := map[string]string{"JOBSIGHT_ALLOCATIONS_URL": allocURL}
 	for _, kv := range st.GrafanaEnv() {
 		k, v, _ := strings.Cut(kv, "=")

@@ -220,6 +220,10 @@ type Caller struct {
 	// tokens (Authorization, X-Id-Token) when the datasource forwards
 	// them; Cookies the Cookie header of the datasource's keepCookies.
 	IDToken, OAuthToken, OAuthIDToken, Cookies string
+	// IDTokenFunc, when IDToken is empty, gives the ID token of each
+	// call (Grafana's tokens live 10 minutes: a long test signs a fresh
+	// one per call, e.g. with IDTokens.Token).
+	IDTokenFunc func() string
 	// Headers are any more forwarded HTTP headers.
 	Headers map[string]string
 	// Config is Grafana's configuration as it sends it (GF_APP_URL,
@@ -279,7 +283,11 @@ func (c Caller) headers() map[string]string {
 			h[k] = v
 		}
 	}
-	set(backend.GrafanaUserSignInTokenHeaderName, c.IDToken)
+	if c.IDToken != "" {
+		set(backend.GrafanaUserSignInTokenHeaderName, c.IDToken)
+	} else if c.IDTokenFunc != nil {
+		set(backend.GrafanaUserSignInTokenHeaderName, c.IDTokenFunc())
+	}
 	set(backend.OAuthIdentityTokenHeaderName, c.OAuthToken)
 	set(backend.OAuthIdentityIDTokenHeaderName, c.OAuthIDToken)
 	set(backend.CookiesHeaderName, c.Cookies)
