@@ -44,8 +44,9 @@ type hogRow struct {
 // queryHogging answers running jobs that hold GPUs, cores or memory they
 // have not used for the window: one row per job and resource with a single
 // numeric value (the unused amount × the partition's contention weight) and
-// string labels (cluster, job_id, user, account, partition, resource), the
-// shape Grafana's alert engine turns into one alert instance per row.
+// string labels (cluster, job_id, doc_id, user, account, partition,
+// resource), the shape Grafana's alert engine turns into one alert instance
+// per row.
 // One Elasticsearch and one Prometheus request.
 func (d *Datasource) queryHogging(qc *queryCtx) (data.Frames, error) {
 	q := qc.q
@@ -377,11 +378,11 @@ func (d *Datasource) partitionDemand(j *jobmodel.Job, res string, st *partState,
 // hoggingFrame is the long table: string labels and one number.
 func hoggingFrame(v Viewer, rows []hogRow) (*data.Frame, []map[string]any) {
 	n := len(rows)
-	cluster, job, user, account, partition, resource := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	cluster, job, doc, user, account, partition, resource := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	value := make([]float64, n)
 	details := make([]map[string]any, n)
 	for i, r := range rows {
-		cluster[i], job[i], user[i] = r.job.Cluster, r.job.JobID, v.shownUser(r.job.User)
+		cluster[i], job[i], doc[i], user[i] = r.job.Cluster, r.job.JobID, r.job.DocID, v.shownUser(r.job.User)
 		account[i], partition[i], resource[i] = r.job.Account, r.job.Partition, r.resource
 		value[i] = r.idle * r.cont.weight
 		details[i] = map[string]any{"job": r.job.DocID, "resource": r.resource, "held": r.held, "unused": r.idle,
@@ -393,6 +394,9 @@ func hoggingFrame(v Viewer, rows []hogRow) (*data.Frame, []map[string]any) {
 	f := data.NewFrame("hogging",
 		data.NewField("cluster", nil, cluster),
 		data.NewField("job_id", nil, job),
+		// The exact document (a reused Slurm id has several): for links,
+		// and a label that names the job alone.
+		data.NewField("doc_id", nil, doc),
 		data.NewField("user", nil, user),
 		data.NewField("account", nil, account),
 		data.NewField("partition", nil, partition),

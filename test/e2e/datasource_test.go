@@ -539,7 +539,7 @@ func TestDatasourceOnRealJobs(t *testing.T) {
 		alert := map[string]string{backend.FromAlertHeaderName: "true"}
 		fs := mustFrames(t, "hogging", dsQuery(t, ds, inst, nil, alert, map[string]any{"queryType": "hogging", "windowSeconds": 60}))
 		f := fs[0]
-		if n := len(f.Fields); n != 7 {
+		if n := len(f.Fields); n != 8 {
 			t.Fatalf("hogging frame has %d fields", n)
 		}
 		numeric := 0
