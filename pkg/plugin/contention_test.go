@@ -1,6 +1,10 @@
 package plugin
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/jobsight/jobsight/pkg/models"
+)
 
 // The contention weight is what other jobs want of the partition: pending
 // demand weighs 1; otherwise the share of the partition other running jobs
@@ -26,5 +30,17 @@ func TestContentionWeighsOthersDemand(t *testing.T) {
 		if got.weight != c.want || got.signal != c.sig {
 			t.Errorf("%s: weight %g (%s, %q), want %g (%s)", c.name, got.weight, got.signal, got.detail, c.want, c.sig)
 		}
+	}
+}
+
+// Every series the model accepts has an expression, and no other.
+func TestClusterSeriesCatalogueIsTheModelsList(t *testing.T) {
+	for _, n := range models.ClusterSeriesNames {
+		if _, ok := clusterSeriesCatalogue[n]; !ok {
+			t.Errorf("series %s has no expression", n)
+		}
+	}
+	if len(models.ClusterSeriesNames) != len(clusterSeriesCatalogue) {
+		t.Errorf("%d expressions for %d names", len(clusterSeriesCatalogue), len(models.ClusterSeriesNames))
 	}
 }
