@@ -4,7 +4,15 @@
 import { DataQuery, DataSourceJsonData, SelectableValue } from '@grafana/data';
 
 /** What a panel query asks for; the same strings as models.QueryType in Go. */
-export type QueryType = 'jobs' | 'jobTimeline' | 'reservation' | 'allocation' | 'hogging' | 'usageHistory' | 'variable';
+export type QueryType =
+  | 'jobs'
+  | 'jobTimeline'
+  | 'reservation'
+  | 'allocation'
+  | 'hogging'
+  | 'usageHistory'
+  | 'variable'
+  | 'clusterSeries';
 
 /** One choice of a select: a value with its label and description. */
 export interface Choice<T> {
@@ -41,8 +49,36 @@ export const QUERY_TYPES: Array<Choice<QueryType> & { description: string }> = [
     label: 'Usage history',
     description: 'Utilisation over time by user, account or partition, or by hour of week',
   },
-  { value: 'variable', label: 'Variable values', description: 'Clusters, users, accounts, partitions or jobs' },
+  { value: 'variable', label: 'Variable values', description: 'Clusters, users, accounts, partitions, jobs or nodes' },
+  {
+    value: 'clusterSeries',
+    label: 'Cluster series',
+    description: "Agent and cluster-state collector health (full access only), or partitions' contention",
+  },
 ];
+
+/** The series of the clusterSeries query (models.ClusterSeriesNames in Go). */
+export const CLUSTER_SERIES = [
+  'agent_samples',
+  'agent_sample_seconds',
+  'agent_collector_errors',
+  'agent_collectors_failing',
+  'agent_sink_failures',
+  'agent_sink_refused',
+  'agent_spool_bytes',
+  'agent_spool_dropped',
+  'agent_jobs_watched',
+  'agent_wake_ms',
+  'agent_send_queue',
+  'clusterstate_poll_seconds',
+  'clusterstate_poll_errors',
+  'partition_pending_cpus',
+  'partition_pending_gpus',
+  'partition_allocated_ratio',
+] as const;
+
+/** One series of the clusterSeries query. */
+export type ClusterSeriesName = (typeof CLUSTER_SERIES)[number];
 
 /** The query types a panel's query editor offers (variable is for the variable editor). */
 export const PANEL_QUERY_TYPES = QUERY_TYPES.filter((t) => t.value !== 'variable');
@@ -71,7 +107,7 @@ export const RESOURCES: Array<Choice<Resource>> = [
 ];
 
 /** Variable kinds (queryType variable). */
-export type VariableKind = 'clusters' | 'users' | 'accounts' | 'partitions' | 'jobs';
+export type VariableKind = 'clusters' | 'users' | 'accounts' | 'partitions' | 'jobs' | 'nodes';
 
 /** The variable kinds with their labels. */
 export const VARIABLE_KINDS: Array<Choice<VariableKind>> = [
@@ -79,7 +115,8 @@ export const VARIABLE_KINDS: Array<Choice<VariableKind>> = [
   { value: 'users', label: 'Users' },
   { value: 'accounts', label: 'Accounts' },
   { value: 'partitions', label: 'Partitions' },
-  { value: 'jobs', label: 'Jobs', description: 'Cluster-qualified job ids in the time range' },
+  { value: 'jobs', label: 'Jobs', description: 'Document ids of the jobs in the time range' },
+  { value: 'nodes', label: 'Nodes', description: 'Nodes whose agents report (full access only)' },
 ];
 
 /** Sort keys of the Jobs query (models.JobSortKeys in Go). */
@@ -148,7 +185,7 @@ export interface JobsightQuery extends DataQuery {
   /** Jobs whose name contains this (case-sensitive). */
   name?: string;
 
-  /** One job: "<cluster>:<jobid>", or a Slurm id ("1234", "1234_7", "1234+1") with cluster. */
+  /** One job: its document id ("<cluster>:<jobid>", "<cluster>:<jobid>@<submit>"), or a Slurm id ("1234", "1234_7", "1234+1") with cluster. */
   jobId?: string;
 
   /** Jobs: sorting and paging. */
@@ -175,6 +212,10 @@ export interface JobsightQuery extends DataQuery {
 
   /** Variable: which values. */
   variable?: VariableKind;
+
+  /** Cluster series: which series, and the nodes of the agent series (empty: all). */
+  series?: ClusterSeriesName;
+  node?: string[];
 }
 
 /** The query a new panel starts with. */

@@ -6,7 +6,7 @@ import { TemplateSrv } from '@grafana/runtime';
 import { FilterKey, JobsightQuery } from './types';
 
 /** The list fields of a query whose elements may hold multi-value variables. */
-const LIST_KEYS: Array<FilterKey | 'resources'> = [
+const LIST_KEYS: Array<FilterKey | 'resources' | 'node'> = [
   'cluster',
   'user',
   'account',
@@ -14,10 +14,11 @@ const LIST_KEYS: Array<FilterKey | 'resources'> = [
   'state',
   'class',
   'resources',
+  'node',
 ];
 
 /** The single-string fields of a query that are interpolated as plain text. */
-const STRING_KEYS = ['name', 'jobId', 'sortBy', 'groupBy', 'variable'] as const;
+const STRING_KEYS = ['name', 'jobId', 'sortBy', 'groupBy', 'variable', 'series'] as const;
 
 // Marks where a variable's values were put into an element. Filter values
 // cannot contain NUL (the backend rejects control characters), and

@@ -23,12 +23,29 @@ const (
 	QueryTypeHogging      QueryType = "hogging"      // running jobs holding unused resources
 	QueryTypeUsageHistory QueryType = "usageHistory" // utilisation over time, or hour × weekday
 	QueryTypeVariable     QueryType = "variable"     // values for a template variable
+	// QueryTypeClusterSeries: one named series of the agents' and the
+	// cluster-state collector's health, or of the partitions' contention
+	// (ClusterSeriesNames), under the datasource's access rules.
+	QueryTypeClusterSeries QueryType = "clusterSeries"
 )
 
 // KnownQueryTypes returns every QueryType the frontend may send.
 func KnownQueryTypes() []QueryType {
 	return []QueryType{QueryTypeJobs, QueryTypeJobTimeline, QueryTypeReservation,
-		QueryTypeAllocation, QueryTypeHogging, QueryTypeUsageHistory, QueryTypeVariable}
+		QueryTypeAllocation, QueryTypeHogging, QueryTypeUsageHistory, QueryTypeVariable, QueryTypeClusterSeries}
+}
+
+// ClusterSeriesNames are the series the clusterSeries query serves (the
+// same list as CLUSTER_SERIES in src/types.ts). The agent_* and
+// clusterstate_* series describe nodes and the Jobsight processes on them:
+// full-access viewers only. The partition_* series are per-partition
+// numbers that name no user or job: every viewer.
+var ClusterSeriesNames = []string{
+	"agent_samples", "agent_sample_seconds", "agent_collector_errors", "agent_collectors_failing",
+	"agent_sink_failures", "agent_sink_refused", "agent_spool_bytes", "agent_spool_dropped",
+	"agent_jobs_watched", "agent_wake_ms", "agent_send_queue",
+	"clusterstate_poll_seconds", "clusterstate_poll_errors",
+	"partition_pending_cpus", "partition_pending_gpus", "partition_allocated_ratio",
 }
 
 // GroupBy values (Reservation, UsageHistory).
@@ -57,6 +74,9 @@ const (
 	VariableAccounts   = "accounts"
 	VariablePartitions = "partitions"
 	VariableJobs       = "jobs"
+	// VariableNodes: the nodes whose agents report health (full-access
+	// viewers only).
+	VariableNodes = "nodes"
 )
 
 // Sort keys of the Jobs query.
@@ -130,8 +150,14 @@ type Query struct {
 	IdleThreshold *float64 `json:"idleThreshold,omitempty"`
 	MinContention *float64 `json:"minContention,omitempty"`
 
-	// Variable: which values (clusters, users, accounts, partitions, jobs).
+	// Variable: which values (clusters, users, accounts, partitions, jobs,
+	// nodes).
 	Variable string `json:"variable,omitempty"`
+
+	// ClusterSeries: which series (one of ClusterSeriesNames), and the
+	// nodes it is limited to (agent series; empty: all).
+	Series string   `json:"series,omitempty"`
+	Node   []string `json:"node,omitempty"`
 }
 
 // Validation patterns for the values that name things.
@@ -174,8 +200,8 @@ func (q *Query) Validate() error {
 		add("queryType %q is unknown (one of %s)", string(q.QueryType), knownTypeList())
 	}
 	lists := map[string][]string{"cluster": q.Cluster, "user": q.User, "account": q.Account,
-		"partition": q.Partition, "state": q.State, "class": q.Class}
-	for _, name := range []string{"cluster", "user", "account", "partition", "state", "class"} {
+		"partition": q.Partition, "state": q.State, "class": q.Class, "node": q.Node}
+	for _, name := range []string{"cluster", "user", "account", "partition", "state", "class", "node"} {
 		vals := lists[name]
 		if len(vals) > MaxFilterValues {
 			add("%s has %d values; at most %d", name, len(vals), MaxFilterValues)
@@ -237,11 +263,19 @@ func (q *Query) Validate() error {
 	}
 	if q.QueryType == QueryTypeVariable {
 		switch q.Variable {
-		case VariableClusters, VariableUsers, VariableAccounts, VariablePartitions, VariableJobs:
+		case VariableClusters, VariableUsers, VariableAccounts, VariablePartitions, VariableJobs, VariableNodes:
 		case "":
-			add("variable is required (one of clusters, users, accounts, partitions, jobs)")
+			add("variable is required (one of clusters, users, accounts, partitions, jobs, nodes)")
 		default:
-			add("variable %q is unknown (one of clusters, users, accounts, partitions, jobs)", clip(q.Variable))
+			add("variable %q is unknown (one of clusters, users, accounts, partitions, jobs, nodes)", clip(q.Variable))
+		}
+	}
+	if q.QueryType == QueryTypeClusterSeries {
+		switch {
+		case q.Series == "":
+			add("series is required for cluster series (one of %s)", strings.Join(ClusterSeriesNames, ", "))
+		case !contains(ClusterSeriesNames, q.Series):
+			add("series %q is unknown (one of %s)", clip(q.Series), strings.Join(ClusterSeriesNames, ", "))
 		}
 	}
 	return errors.Join(errs...)

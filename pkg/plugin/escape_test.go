@@ -206,3 +206,21 @@ func TestDecodeJobsSkipsBadDocuments(t *testing.T) {
 		t.Error("a truncated answer must be an error")
 	}
 }
+
+// Every cluster series' PromQL parses with hostile filter values, and the
+// values reach the matchers literally.
+func TestClusterSeriesExpressionsParse(t *testing.T) {
+	hostile := []string{`a"b`, `x\y`, "}) or vector(1) #", ".*"}
+	for name, cs := range clusterSeriesCatalogue {
+		sel := func(metric string) string {
+			return metric + "{cluster=~" + promAnyOf(hostile) + ",node=~" + promAnyOf(hostile) + "}"
+		}
+		expr := cs.expr(sel, "1m")
+		if _, err := parser.ParseExpr(expr); err != nil {
+			t.Errorf("%s: %s does not parse: %v", name, expr, err)
+		}
+		if strings.Contains(expr, "jobsight_job_") {
+			t.Errorf("%s reads job series: %s", name, expr)
+		}
+	}
+}

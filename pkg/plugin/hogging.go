@@ -44,8 +44,9 @@ type hogRow struct {
 // queryHogging answers running jobs that hold GPUs, cores or memory they
 // have not used for the window: one row per job and resource with a single
 // numeric value (the unused amount × the partition's contention weight) and
-// string labels (cluster, job_id, user, account, partition, resource), the
-// shape Grafana's alert engine turns into one alert instance per row.
+// string labels (cluster, job_id, doc_id, user, account, partition,
+// resource), the shape Grafana's alert engine turns into one alert instance
+// per row.
 // One Elasticsearch and one Prometheus request.
 func (d *Datasource) queryHogging(qc *queryCtx) (data.Frames, error) {
 	q := qc.q
@@ -124,9 +125,9 @@ func signalHelp(used []string) string {
 	for _, s := range used {
 		switch s {
 		case SignalClusterState:
-			parts = append(parts, "cluster_state: pending demand or allocated fraction from the cluster-state collector")
+			parts = append(parts, "cluster_state: pending demand, else the share other jobs hold, from the cluster-state collector")
 		case SignalCapacity:
-			parts = append(parts, "running_jobs: running jobs' allocations over the configured partitionCapacity")
+			parts = append(parts, "running_jobs: other running jobs' allocations over the configured partitionCapacity")
 		case SignalNone:
 			parts = append(parts, "none: no cluster-state series and no partitionCapacity, so unweighted")
 		}
@@ -160,11 +161,7 @@ func (d *Datasource) hogRows(qc *queryCtx, jobs []jobmodel.Job, resources []stri
 		return nil, nil, err
 	}
 	uses := byJob(vec)
-	type pstate struct {
-		cpus, gpus       map[string]float64
-		pendCPU, pendGPU *float64
-	}
-	parts2 := map[string]*pstate{}
+	parts2 := map[string]*partState{}
 	pkey := func(cluster, partition string) string { return cluster + "/" + partition }
 	for _, s := range vec {
 		v := float64(s.Value)
@@ -173,7 +170,7 @@ func (d *Datasource) hogRows(qc *queryCtx, jobs []jobmodel.Job, resources []stri
 			k := pkey(string(s.Metric["cluster"]), string(s.Metric["partition"]))
 			p := parts2[k]
 			if p == nil {
-				p = &pstate{cpus: map[string]float64{}, gpus: map[string]float64{}}
+				p = &partState{cpus: map[string]float64{}, gpus: map[string]float64{}}
 				parts2[k] = p
 			}
 			switch tag {
@@ -199,30 +196,36 @@ func (d *Datasource) hogRows(qc *queryCtx, jobs []jobmodel.Job, resources []stri
 			return nil, nil, err
 		}
 	}
-	conts := map[string]map[string]contention{}
-	contFor := func(j *jobmodel.Job, res string) contention {
+	demands := map[string]map[string]demand{}
+	demandOf := func(j *jobmodel.Job, res string) demand {
 		k := pkey(j.Cluster, j.Partition)
-		if conts[k] == nil {
-			conts[k] = map[string]contention{}
+		if demands[k] == nil {
+			demands[k] = map[string]demand{}
 		}
-		if c, ok := conts[k][res]; ok {
-			return c
+		if dm, ok := demands[k][res]; ok {
+			return dm
 		}
-		c := d.partitionContention(j, res, parts2[k] != nil, func() (map[string]float64, *float64) {
-			p := parts2[k]
-			if res == models.ResourceGPU {
-				return p.gpus, p.pendGPU
-			}
-			return p.cpus, p.pendCPU
-		}, allocByPart[k])
-		conts[k][res] = c
-		return c
+		dm := d.partitionDemand(j, res, parts2[k], allocByPart[k])
+		demands[k][res] = dm
+		return dm
 	}
 
 	var rows []hogRow
 	for i := range jobs {
 		j := &jobs[i]
 		u := uses.of(j)
+		// What the job itself holds of the partition's CPUs and GPUs: left
+		// out of its partition's contention, which is others' demand.
+		var ownCPUs, ownGPUs float64
+		switch {
+		case u["cpu_alloc"] != nil:
+			ownCPUs = *u["cpu_alloc"]
+		case j.Requested.CPUs != nil:
+			ownCPUs = float64(*j.Requested.CPUs)
+		}
+		if j.Requested.GPUs != nil {
+			ownGPUs = float64(*j.Requested.GPUs)
+		}
 		for _, res := range resources {
 			var held, idle float64
 			switch res {
@@ -238,12 +241,7 @@ func (d *Datasource) hogRows(qc *queryCtx, jobs []jobmodel.Job, resources []stri
 					idle = *u["gpu_idle"]
 				}
 			case models.ResourceCPU:
-				switch {
-				case u["cpu_alloc"] != nil:
-					held = *u["cpu_alloc"]
-				case j.Requested.CPUs != nil:
-					held = float64(*j.Requested.CPUs)
-				}
+				held = ownCPUs
 				if held == 0 || u["cpu_peak"] == nil {
 					continue
 				}
@@ -264,29 +262,100 @@ func (d *Datasource) hogRows(qc *queryCtx, jobs []jobmodel.Job, resources []stri
 					idle = held - *u["mem_peak"]
 				}
 			}
-			cres := res
-			if res == models.ResourceMemory {
+			cres, own := res, ownCPUs
+			switch res {
+			case models.ResourceMemory:
 				cres = models.ResourceCPU // memory follows the nodes' CPU contention
+			case models.ResourceGPU:
+				own = ownGPUs
 			}
-			rows = append(rows, hogRow{job: j, resource: res, held: held, idle: idle, cont: contFor(j, cres)})
+			rows = append(rows, hogRow{job: j, resource: res, held: held, idle: idle, cont: demandOf(j, cres).weigh(own)})
+		}
+	}
+	// The frame's per-partition weight is what a job holding none of the
+	// partition would see: the contention newcomers meet.
+	conts := map[string]map[string]contention{}
+	for k, byRes := range demands {
+		for res, dm := range byRes {
+			conts[k] = setCont(conts[k], res, dm.weigh(0))
 		}
 	}
 	return rows, conts, nil
 }
 
-// partitionContention weighs a partition: from the cluster-state series
-// (pending demand → 1, else allocated/total), else from the running jobs'
-// allocations over the configured capacity, else 1 (no signal).
-func (d *Datasource) partitionContention(j *jobmodel.Job, res string, haveState bool, state func() (map[string]float64, *float64), alloc map[string]float64) contention {
-	if haveState {
-		byState, pending := state()
-		if pending != nil && *pending > 0 {
-			return contention{weight: 1, signal: SignalClusterState, detail: fmt.Sprintf("%g %s pending", *pending, res)}
+func setCont(m map[string]contention, res string, c contention) map[string]contention {
+	if m == nil {
+		m = map[string]contention{}
+	}
+	m[res] = c
+	return m
+}
+
+// partState is a partition's cluster-state series: CPUs and GPUs by state
+// and the pending jobs' demand.
+type partState struct {
+	cpus, gpus       map[string]float64
+	pendCPU, pendGPU *float64
+}
+
+// demand is what a partition's jobs want of one resource, from one
+// signal: pending is the pending jobs' demand, allocated what the running
+// jobs hold of capacity.
+type demand struct {
+	res                        string
+	signal                     string
+	pending                    float64
+	allocated, capacity        float64
+	noneSignal, pendingUnknown bool
+}
+
+// weigh is the contention weight for a job that holds own of the resource
+// itself: what the others want of the partition, 0–1. Pending demand
+// weighs 1 (someone waits); without it, the share of the partition the
+// other running jobs hold. A job's own allocation never counts: an idle
+// job alone on an otherwise idle partition hogs nothing anyone wants.
+// Without any signal the weight is 1 (unweighted).
+func (dm demand) weigh(own float64) contention {
+	if dm.noneSignal {
+		return contention{weight: 1, signal: SignalNone, detail: "no contention signal"}
+	}
+	if dm.pending > 0 {
+		return contention{weight: 1, signal: dm.signal, detail: fmt.Sprintf("%g %s pending", dm.pending, dm.res)}
+	}
+	others := dm.allocated - own
+	if others < 0 {
+		others = 0 // the series were read a moment apart
+	}
+	w := 0.0
+	if dm.capacity > 0 {
+		w = jobmodel.Clamp01(others / dm.capacity)
+	}
+	detail := fmt.Sprintf("others hold %g of %g %s", others, dm.capacity, dm.res)
+	switch {
+	case dm.signal == SignalClusterState:
+		detail += ", none pending"
+	case dm.pendingUnknown:
+		detail += " (pending demand unknown)"
+	}
+	return contention{weight: w, signal: dm.signal, detail: detail}
+}
+
+// partitionDemand reads a partition's demand for a resource: from the
+// cluster-state series (pending demand, what is allocated of the total),
+// else from the running jobs' allocations over the configured capacity
+// (pending demand unknown), else no signal.
+func (d *Datasource) partitionDemand(j *jobmodel.Job, res string, st *partState, alloc map[string]float64) demand {
+	if st != nil {
+		byState, pending := st.cpus, st.pendCPU
+		if res == models.ResourceGPU {
+			byState, pending = st.gpus, st.pendGPU
 		}
-		if total := byState["total"]; total > 0 {
-			w := byState["allocated"] / total
-			return contention{weight: jobmodel.Clamp01(w), signal: SignalClusterState,
-				detail: fmt.Sprintf("%.0f%% of %g %s allocated, none pending", 100*w, total, res)}
+		if total := byState["total"]; total > 0 || (pending != nil && *pending > 0) {
+			dm := demand{res: res, signal: SignalClusterState, allocated: byState["allocated"], capacity: total}
+			if pending != nil {
+				dm.pending = *pending
+			}
+			return dm
 		}
 	}
 	capKey := j.Cluster + "/" + j.Partition
@@ -300,22 +369,20 @@ func (d *Datasource) partitionContention(j *jobmodel.Job, res string, haveState 
 			capacity = float64(c.GPUs)
 		}
 		if capacity > 0 {
-			w := alloc[res] / capacity
-			return contention{weight: jobmodel.Clamp01(w), signal: SignalCapacity,
-				detail: fmt.Sprintf("running jobs hold %g of %g %s", alloc[res], capacity, res)}
+			return demand{res: res, signal: SignalCapacity, allocated: alloc[res], capacity: capacity, pendingUnknown: true}
 		}
 	}
-	return contention{weight: 1, signal: SignalNone, detail: "no contention signal"}
+	return demand{res: res, signal: SignalNone, noneSignal: true}
 }
 
 // hoggingFrame is the long table: string labels and one number.
 func hoggingFrame(rows []hogRow) (*data.Frame, []map[string]any) {
 	n := len(rows)
-	cluster, job, user, account, partition, resource := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	cluster, job, doc, user, account, partition, resource := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	value := make([]float64, n)
 	details := make([]map[string]any, n)
 	for i, r := range rows {
-		cluster[i], job[i], user[i] = r.job.Cluster, r.job.JobID, r.job.User
+		cluster[i], job[i], doc[i], user[i] = r.job.Cluster, r.job.JobID, r.job.DocID, r.job.User
 		account[i], partition[i], resource[i] = r.job.Account, r.job.Partition, r.resource
 		value[i] = r.idle * r.cont.weight
 		details[i] = map[string]any{"job": r.job.DocID, "resource": r.resource, "held": r.held, "unused": r.idle,
@@ -327,6 +394,9 @@ func hoggingFrame(rows []hogRow) (*data.Frame, []map[string]any) {
 	f := data.NewFrame("hogging",
 		data.NewField("cluster", nil, cluster),
 		data.NewField("job_id", nil, job),
+		// The exact document (a reused Slurm id has several): for links,
+		// and a label that names the job alone.
+		data.NewField("doc_id", nil, doc),
 		data.NewField("user", nil, user),
 		data.NewField("account", nil, account),
 		data.NewField("partition", nil, partition),

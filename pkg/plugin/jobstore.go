@@ -57,17 +57,18 @@ func (d *Datasource) esQuery(sc jobScope) (map[string]any, error) {
 		f = append(f, map[string]any{"wildcard": map[string]any{"name": map[string]any{"value": "*" + wildcardLiteral(q.Name) + "*"}}})
 	}
 	if q.JobID != "" {
-		cluster, id, suffix, err := models.ParseJobRef(q.JobID)
+		cluster, id, _, err := models.ParseJobRef(q.JobID)
 		if err != nil {
 			return nil, err
 		}
 		f = append(f, esTerm("job_id", id))
 		if cluster != "" {
-			f = append(f, esTerm("cluster", cluster))
-		}
-		if suffix != "" {
-			// A reused id: exactly the document named.
-			f = append(f, esTerm("doc_id", q.JobID))
+			// A reference with its cluster is a document id: exactly that
+			// document. Slurm reuses ids, so "<cluster>:<id>" is the first
+			// job that had the id and "<cluster>:<id>@<submit>" a later
+			// one (jobmodel.ReuseDocID); matching the id alone would mix
+			// them, and the newest would win on a job page.
+			f = append(f, esTerm("cluster", cluster), esTerm("doc_id", q.JobID))
 		}
 	}
 	if !sc.noTime {
@@ -191,20 +192,19 @@ func decodeJobs(raw []byte) ([]jobmodel.Job, int64, int, error) {
 	return jobs, loose.Hits.Total.Value, skipped, nil
 }
 
-// findJob reads one job's document by reference ("<cluster>:<id>", or an id
-// with the query's cluster), as the viewer may see it. A reused id gives
-// the most recent job starting before the range's end. One request.
+// findJob reads one job's document by reference, as the viewer may see
+// it: a document id ("<cluster>:<id>", or "<cluster>:<id>@<submit>" for a
+// reused Slurm id) names exactly that document; a bare Slurm id with the
+// query's one cluster gives the most recent job with that id. One request.
 func (d *Datasource) findJob(qc *queryCtx, ref string, fields []string) (*jobmodel.Job, error) {
-	cluster, id, suffix, err := models.ParseJobRef(ref)
+	cluster, id, _, err := models.ParseJobRef(ref)
 	if err != nil {
 		return nil, err
 	}
 	q := models.Query{JobID: id}
-	if suffix != "" {
-		q.JobID = ref // the document id itself
-	}
 	switch {
 	case cluster != "":
+		q.JobID = ref // the document id itself
 		q.Cluster = []string{cluster}
 	case len(qc.q.Cluster) == 1:
 		q.Cluster = qc.q.Cluster

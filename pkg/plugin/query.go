@@ -28,6 +28,8 @@ var queryHandlers = map[models.QueryType]queryHandler{
 	models.QueryTypeHogging:      (*Datasource).queryHogging,
 	models.QueryTypeUsageHistory: (*Datasource).queryUsageHistory,
 	models.QueryTypeVariable:     (*Datasource).queryVariable,
+	// clusterseries.go
+	models.QueryTypeClusterSeries: (*Datasource).queryClusterSeries,
 }
 
 // newQueryMux routes queries by backend.DataQuery.QueryType, which Grafana
@@ -122,6 +124,9 @@ func (d *Datasource) answer(ctx context.Context, v Viewer, pc backend.PluginCont
 		}
 		if errors.Is(err, errNotFound) {
 			return backend.ErrDataResponse(backend.StatusNotFound, fmt.Sprintf("query %s: %v", dq.RefID, err))
+		}
+		if errors.Is(err, errFullAccessOnly) {
+			return backend.ErrDataResponse(backend.StatusForbidden, fmt.Sprintf("query %s: %v", dq.RefID, err))
 		}
 		return backend.ErrDataResponse(backend.StatusBadRequest, fmt.Sprintf("query %s: %v", dq.RefID, err))
 	}

@@ -74,7 +74,7 @@ func TestQueryDataRoutesEveryType(t *testing.T) {
 	req := &backend.QueryDataRequest{PluginContext: backend.PluginContext{User: &backend.User{Login: "admin", Role: "Admin"}}}
 	for _, qt := range models.KnownQueryTypes() {
 		req.Queries = append(req.Queries, backend.DataQuery{RefID: string(qt), QueryType: string(qt),
-			JSON: []byte(`{"jobId":"c:1","variable":"clusters"}`)})
+			JSON: []byte(`{"jobId":"c:1","variable":"clusters","series":"agent_samples"}`)})
 	}
 	resp, err := ds.QueryData(ctx, req)
 	if err != nil {

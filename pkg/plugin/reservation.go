@@ -20,7 +20,7 @@ type usageRow struct {
 	// unused is computed over these only, never over a job whose use
 	// could not be read (that would count all its reservation as waste).
 	cpuResKnown, gpuResKnown, memResKnown *float64
-	cluster, jobID, user, state           string
+	cluster, jobID, docID, user, state    string
 }
 
 func addTo(dst **float64, v *float64) {
@@ -77,7 +77,7 @@ func (d *Datasource) queryReservation(qc *queryCtx) (data.Frames, error) {
 		if r == nil {
 			r = &usageRow{key: k}
 			if by == models.GroupNone {
-				r.cluster, r.jobID, r.user, r.state = jobs[i].Cluster, jobs[i].JobID, jobs[i].User, jobs[i].State
+				r.cluster, r.jobID, r.docID, r.user, r.state = jobs[i].Cluster, jobs[i].JobID, jobs[i].DocID, jobs[i].User, jobs[i].State
 			}
 			rows[k] = r
 			order = append(order, k)
@@ -160,6 +160,8 @@ func reservationFrame(by string, rows map[string]*usageRow, order []string) *dat
 		fields = append(fields,
 			data.NewField("cluster", nil, strs(func(r *usageRow) string { return r.cluster })),
 			data.NewField("job_id", nil, strs(func(r *usageRow) string { return r.jobID })),
+			// The exact document, for links: a reused Slurm id has several.
+			data.NewField("doc_id", nil, strs(func(r *usageRow) string { return r.docID })),
 			data.NewField("user", nil, strs(func(r *usageRow) string { return r.user })),
 			data.NewField("state", nil, strs(func(r *usageRow) string { return r.state })))
 	} else {

@@ -30,7 +30,7 @@ func (d *Datasource) CallResource(ctx context.Context, req *backend.CallResource
 //
 //	GET options?kind=<clusters|users|accounts|partitions|states|classes>[&cluster=c]
 //	    {"values": [...]}: option lists for the query editors.
-//	GET job?cluster=<c>&job=<id>   (or job=<c>:<id>)
+//	GET job?job=<document id>   (or job=<id>&cluster=<c>: the newest with the id)
 //	    The job's page: plain HTML with inline SVG, no JavaScript.
 //
 // Both apply the same access rules as queries.
@@ -112,7 +112,7 @@ func (d *Datasource) handleJobPage(w http.ResponseWriter, r *http.Request) {
 	}
 	ref := r.URL.Query().Get("job")
 	if ref == "" {
-		writePage(w, http.StatusBadRequest, "No job", "Give the job as ?cluster=<cluster>&job=<id> or ?job=<cluster>:<id>.")
+		writePage(w, http.StatusBadRequest, "No job", "Give the job as ?job=<cluster>:<id> (its document id) or ?cluster=<cluster>&job=<id>.")
 		return
 	}
 	if err := (&models.Query{QueryType: models.QueryTypeJobTimeline, JobID: ref, Cluster: qc.q.Cluster}).Validate(); err != nil {

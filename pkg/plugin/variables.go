@@ -64,6 +64,12 @@ func (d *Datasource) queryVariable(qc *queryCtx) (data.Frames, error) {
 			text = append(text, label)
 			value = append(value, j.DocID)
 		}
+	} else if qc.q.Variable == models.VariableNodes {
+		vals, err := d.agentNodes(qc)
+		if err != nil {
+			return nil, err
+		}
+		text, value = vals, vals
 	} else {
 		vals, err := d.options(qc, qc.q.Variable)
 		if err != nil {

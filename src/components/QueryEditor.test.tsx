@@ -69,6 +69,7 @@ const FIELD_LABELS = [
   'Window (s)',
   'Idle below',
   'Min contention',
+  'Series',
 ];
 
 const SHOWN: Record<QueryType, string[]> = {
@@ -92,6 +93,7 @@ const SHOWN: Record<QueryType, string[]> = {
   hogging: ['Cluster', 'User', 'Account', 'Partition', 'Resources', 'Window (s)', 'Idle below', 'Min contention'],
   usageHistory: ['Cluster', 'User', 'Account', 'Partition', 'State', 'Efficiency', 'Name', 'Group by', 'Resource'],
   variable: ['Values', 'Cluster'],
+  clusterSeries: ['Series', 'Cluster', 'Partition'],
 };
 
 describe('QueryEditor', () => {

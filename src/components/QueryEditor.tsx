@@ -4,6 +4,8 @@ import { InlineField, InlineFieldRow, InlineSwitch, Input, MultiSelect, Select }
 
 import { DataSource } from '../datasource';
 import {
+  CLUSTER_SERIES,
+  ClusterSeriesName,
   FILTER_OPTION_KINDS,
   FILTERS,
   FilterKey,
@@ -41,6 +43,8 @@ interface TypeFields {
   resources?: { multi: boolean; choices: Resource[] };
   hogging?: boolean;
   variable?: boolean;
+  /** Cluster series: the series, and nodes for the agent series. */
+  series?: boolean;
 }
 
 const ALL_FILTERS: FilterKey[] = ['cluster', 'user', 'account', 'partition', 'state', 'class'];
@@ -64,6 +68,7 @@ export const TYPE_FIELDS: Record<QueryType, TypeFields> = {
     resources: { multi: false, choices: ['cpu', 'gpu', 'memory'] },
   },
   variable: { filters: ['cluster'], variable: true },
+  clusterSeries: { filters: ['cluster', 'partition'], series: true },
 };
 
 const LABEL_WIDTH = 14;
@@ -85,6 +90,7 @@ function usedKeys(f: TypeFields): Set<keyof JobsightQuery> {
   add(f.resources, 'resources');
   add(f.hogging, 'windowSeconds', 'idleThreshold', 'minContention');
   add(f.variable, 'variable');
+  add(f.series, 'series', 'node');
   return keys;
 }
 
@@ -110,6 +116,8 @@ const MODEL_KEYS: Record<Exclude<keyof JobsightQuery, keyof DataQuery>, true> = 
   idleThreshold: true,
   minContention: true,
   variable: true,
+  series: true,
+  node: true,
 };
 
 /**
@@ -208,6 +216,25 @@ export function QueryEditor({ query, datasource, onChange, onRunQuery }: Jobsigh
               options={toOptions(VARIABLE_KINDS)}
               value={query.variable ?? null}
               onChange={(v: SelectableValue<VariableKind>) => set('variable', v.value)}
+            />
+          </InlineField>
+        </InlineFieldRow>
+      )}
+
+      {fields?.series && (
+        <InlineFieldRow>
+          <InlineField
+            label="Series"
+            labelWidth={LABEL_WIDTH}
+            htmlFor="jobsight-series"
+            tooltip="agent_* and clusterstate_*: full-access roles only; partition_*: every viewer"
+          >
+            <Select<ClusterSeriesName>
+              inputId="jobsight-series"
+              width={WIDTH}
+              options={CLUSTER_SERIES.map((s) => ({ label: s, value: s }))}
+              value={query.series ?? null}
+              onChange={(v: SelectableValue<ClusterSeriesName>) => set('series', v.value)}
             />
           </InlineField>
         </InlineFieldRow>

@@ -323,6 +323,13 @@ func PanelHasData(t testing.TB, p Panel, fs data.Frames) (bool, string) {
 	return false, fmt.Sprintf("fields %v", seen)
 }
 
+// FullAccessOnly are the dashboards whose panels the datasource answers
+// for full-access roles only (the clusterSeries agent_* and clusterstate_*
+// series, the nodes variable), with why: a Viewer's query gets 403.
+var FullAccessOnly = map[string]string{
+	"agent-health.json": "node and agent internals",
+}
+
 // MayBeEmpty lists the panels that rightly have no rows on the test's
 // short jobs, and why.
 var MayBeEmpty = map[string]string{

@@ -189,6 +189,14 @@ test.describe('QueryEditor', () => {
     await editors.choose(editors.field(q, 'Values'), 'Accounts');
     expect(await model(editors)).toEqual({ queryType: 'variable', cluster: ['alpha'], variable: 'accounts' });
     await editors.checkpoint('query', 'account values as a panel query');
+
+    // Cluster series: one named series, here a partition's contention.
+    await editors.choose(type, 'Cluster series');
+    expect(await model(editors)).toEqual({ queryType: 'clusterSeries', cluster: ['alpha'] });
+    await editors.checkpoint('query', 'cluster series without a series', 'series is required');
+    await editors.choose(editors.field(q, 'Series'), 'partition_pending_gpus');
+    expect(await model(editors)).toEqual({ queryType: 'clusterSeries', cluster: ['alpha'], series: 'partition_pending_gpus' });
+    await editors.checkpoint('query', 'pending GPUs per partition');
   });
 
   test('typed and hostile values reach the query exactly as typed', async ({ editors, page }) => {

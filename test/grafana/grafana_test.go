@@ -156,6 +156,19 @@ func TestGrafanaSide(t *testing.T) {
 			return fs
 		}
 		for file, d := range dashtest.Load(t, dashboardsDir) {
+			if why := dashtest.FullAccessOnly[file]; why != "" {
+				// Refused to a Viewer as a whole (403), never answered
+				// with another user's data.
+				t.Run(file, func(t *testing.T) {
+					for ref, r := range e.answer(t, viewer, map[string]any{"queryType": "clusterSeries", "series": "agent_samples"},
+						map[string]any{"queryType": "variable", "variable": "nodes"}) {
+						if r.Status != backend.StatusForbidden {
+							t.Errorf("%s (%s) as the Viewer: query %s status %d, error %v; want 403", file, why, ref, r.Status, r.Error)
+						}
+					}
+				})
+				continue
+			}
 			t.Run(file, func(t *testing.T) { r.Run(t, file, d) })
 		}
 		if !sawOwn {

@@ -251,7 +251,7 @@ func dsVarName(uid string) string {
 // its kind, for validating targets with the variables expanded.
 var sampleValues = map[string]string{
 	models.VariableClusters: "hpc1", models.VariableUsers: "alice", models.VariableAccounts: "physics",
-	models.VariablePartitions: "gpu", models.VariableJobs: "hpc1:1234",
+	models.VariablePartitions: "gpu", models.VariableJobs: "hpc1:1234", models.VariableNodes: "node001",
 }
 
 func (c *dashChecker) variables() {

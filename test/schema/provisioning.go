@@ -281,6 +281,9 @@ func CheckDatasources(file string, raw []byte) []error {
 				checkJobsightDatasource(ps, where, ds, empty)
 			case PrometheusType:
 				checkPrometheusDatasource(ps, where, ds, empty)
+				if ds.OrgID <= 1 && !empty {
+					ps.add(join(where, "orgId"), "a raw Prometheus datasource in the organisation of the Jobsight dashboards (orgId %d): Grafana OSS has no per-datasource permissions, so every Viewer could read every user's jobsight_job_* series through it; the dashboards read the cluster series through the Jobsight datasource (query type clusterSeries), and a raw one belongs in an organisation without Viewers (provisioning/README.md)", max(ds.OrgID, 1))
+				}
 			default:
 				ps.add(join(where, "type"), "%q: this checker has no schema for that datasource type", ds.Type)
 			}

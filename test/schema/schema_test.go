@@ -13,9 +13,11 @@ import (
 
 const root = "../.."
 
-// provisionedUIDs are the uids the provisioning gives the two datasources
-// (provisioning/README.md); the dashboards and rules must name them.
-var provisionedUIDs = map[string]string{JobsightType: "jobsight", PrometheusType: "jobsight-prometheus"}
+// provisionedUIDs are the uids the provisioning gives its datasources
+// (provisioning/README.md); the dashboards and rules must name them. Only
+// the Jobsight datasource: a raw Prometheus datasource would hand Viewers
+// every job's series (TestNoRawPrometheusForViewers).
+var provisionedUIDs = map[string]string{JobsightType: "jobsight"}
 
 func read(t *testing.T, rel string) []byte {
 	t.Helper()
@@ -50,6 +52,11 @@ func env(t *testing.T) Env {
 	for typ, want := range provisionedUIDs {
 		if uids[typ] != want {
 			t.Errorf("provisioning/datasources/jobsight.yaml: the %s datasource has uid %q, not %q", typ, uids[typ], want)
+		}
+	}
+	for typ, uid := range uids {
+		if _, ok := provisionedUIDs[typ]; !ok {
+			t.Errorf("provisioning/datasources/jobsight.yaml provisions a %s datasource (uid %q): only the Jobsight datasource is shipped", typ, uid)
 		}
 	}
 	e := Env{UIDs: uids, DashboardUIDs: map[string]bool{}, ContactPoints: map[string]bool{}}
@@ -346,13 +353,24 @@ func TestDashboardMutations(t *testing.T) {
 		{"unknown field in a Jobsight variable query", "dashboards/my-jobs.json", func(t *testing.T, d jsonDoc) {
 			variable(t, d, "account")["query"].(jsonDoc)["clusters"] = []any{"$cluster"}
 		}, []string{"variable account: query", `unexpected field "clusters"`}},
-		{"unknown field in a Prometheus target", "dashboards/agent-health.json", func(t *testing.T, d jsonDoc) {
+		{"unknown field in a cluster-series target", "dashboards/agent-health.json", func(t *testing.T, d jsonDoc) {
 			target(t, panelByTitle(t, d, "Spool size"), 0)["exemplars"] = true
-		}, []string{`panel "Spool size" (timeseries): targets[0]`, "unexpected field 'exemplars'"}},
+		}, []string{`panel "Spool size" (timeseries): targets[0]`, `unexpected field "exemplars"`}},
+		{"cluster series the backend does not serve", "dashboards/agent-health.json", func(t *testing.T, d jsonDoc) {
+			target(t, panelByTitle(t, d, "Spool size"), 0)["series"] = "jobsight_job_cpu_usage_seconds_total"
+		}, []string{`panel "Spool size" (timeseries): targets[0]`, "the backend refuses the query", `series "jobsight_job_cpu_usage_seconds_total" is unknown`}},
+		{"a raw Prometheus panel", "dashboards/agent-health.json", func(t *testing.T, d jsonDoc) {
+			p := panelByTitle(t, d, "Spool size")
+			p["datasource"] = jsonDoc{"type": "prometheus", "uid": "${datasource}"}
+			p["targets"] = []any{jsonDoc{"refId": "A", "datasource": jsonDoc{"type": "prometheus", "uid": "${datasource}"}, "expr": "jobsight_job_memory_used_bytes"}}
+		}, []string{`panel "Spool size" (timeseries): targets[0] (refId A): datasource.type`, "not a provisioned datasource type"}},
 		{"literal datasource uid", "dashboards/my-jobs.json", func(t *testing.T, d jsonDoc) {
 			target(t, panelByTitle(t, d, "My jobs"), 0)["datasource"].(jsonDoc)["uid"] = "jobsight"
 		}, []string{`panel "My jobs" (table): targets[0] (refId A): datasource.uid`, `"jobsight" is not a datasource variable`}},
 		{"datasource variable of another type", "dashboards/hogging.json", func(t *testing.T, d jsonDoc) {
+			tl := d["templating"].(jsonDoc)
+			tl["list"] = append(tl["list"].([]any), jsonDoc{"name": "prometheus", "type": "datasource", "query": "prometheus",
+				"current": jsonDoc{"selected": false, "text": "Prometheus", "value": "prometheus"}, "hide": 0, "refresh": 1, "regex": "", "options": []any{}})
 			target(t, panelByTitle(t, d, "GPUs in use by partition"), 0)["datasource"].(jsonDoc)["uid"] = "${prometheus}"
 		}, []string{`panel "GPUs in use by partition" (timeseries): targets[0] (refId A): datasource.uid`, "selects prometheus datasources"}},
 		{"undefined datasource variable", "dashboards/agent-health.json", func(t *testing.T, d jsonDoc) {
@@ -369,19 +387,18 @@ func TestDashboardMutations(t *testing.T) {
 		{"datasource variable default", "dashboards/my-jobs.json", func(t *testing.T, d jsonDoc) {
 			variable(t, d, "datasource")["current"].(jsonDoc)["value"] = "jobsight-old"
 		}, []string{"variable datasource: current.value", `"jobsight"`}},
-		{"Prometheus variable default", "dashboards/agent-health.json", func(t *testing.T, d jsonDoc) {
-			variable(t, d, "datasource")["current"].(jsonDoc)["value"] = "prometheus"
-		}, []string{"variable datasource: current.value", `"jobsight-prometheus"`}},
+		{"agent-health datasource variable default", "dashboards/agent-health.json", func(t *testing.T, d jsonDoc) {
+			variable(t, d, "datasource")["current"].(jsonDoc)["value"] = "jobsight-prometheus"
+		}, []string{"variable datasource: current.value", `"jobsight"`}},
 		{"variable query on a literal uid", "dashboards/my-jobs.json", func(t *testing.T, d jsonDoc) {
 			variable(t, d, "cluster")["datasource"].(jsonDoc)["uid"] = "jobsight"
 		}, []string{"variable cluster: datasource.uid", "is not a datasource variable"}},
 		{"undefined variable in a target", "dashboards/my-jobs.json", func(t *testing.T, d jsonDoc) {
 			target(t, panelByTitle(t, d, "My jobs"), 0)["partition"] = []any{"$partitions"}
 		}, []string{`panel "My jobs" (table): targets[0] (refId A): partition[0]`, "$partitions, which the dashboard does not define"}},
-		{"undefined variable in a PromQL expression", "dashboards/agent-health.json", func(t *testing.T, d jsonDoc) {
-			tg := target(t, panelByTitle(t, d, "Spool size"), 0)
-			tg["expr"] = strings.Replace(tg["expr"].(string), "$cluster", "${clusters:regex}", 1)
-		}, []string{`panel "Spool size" (timeseries): targets[0] (refId A): expr`, "${clusters:regex}, which the dashboard does not define"}},
+		{"undefined variable in a cluster-series target", "dashboards/agent-health.json", func(t *testing.T, d jsonDoc) {
+			target(t, panelByTitle(t, d, "Spool size"), 0)["node"] = []any{"${nodes:regex}"}
+		}, []string{`panel "Spool size" (timeseries): targets[0] (refId A): node[0]`, "${nodes:regex}, which the dashboard does not define"}},
 		{"undefined variable in a title", "dashboards/job-detail.json", func(t *testing.T, d jsonDoc) {
 			panelByTitle(t, d, "Memory per node")["title"] = "Memory per node of $jobid"
 		}, []string{`panel "Memory per node of $jobid" (timeseries): title`, "$jobid, which the dashboard does not define"}},
@@ -507,8 +524,11 @@ func TestProvisioningMutations(t *testing.T) {
 			return replaceOnce(t, s, "$__env{JOBSIGHT_ES_URL}", "$__env{ES_URL}")
 		}, []string{`datasources[0] "Jobsight": jsonData: elasticsearchUrl`, "ES_URL"}},
 		{"unknown Prometheus jsonData key", dsFile, func(t *testing.T, s string) string {
-			return replaceOnce(t, s, "      httpMethod: POST", "      method: POST")
-		}, []string{`datasources[1] "Jobsight Prometheus": jsonData.method`, "not a setting"}},
+			return s + "\n  - {name: Admin Prometheus, type: prometheus, uid: admin-prom, orgId: 2, url: \"http://p:9090\", jsonData: {method: POST}}\n"
+		}, []string{`datasources[1] "Admin Prometheus": jsonData.method`, "not a setting"}},
+		{"raw Prometheus for the dashboards' Viewers", dsFile, func(t *testing.T, s string) string {
+			return s + "\n  - {name: Jobsight Prometheus, type: prometheus, uid: jobsight-prometheus, url: \"http://p:9090\"}\n"
+		}, []string{`datasources[1] "Jobsight Prometheus": orgId`, "every Viewer could read every user's jobsight_job_* series"}},
 		{"unknown provider key", dashFile, func(t *testing.T, s string) string {
 			return replaceOnce(t, s, "    allowUiUpdates:", "    allowUIUpdates:")
 		}, []string{"field allowUIUpdates not found"}},
