@@ -144,10 +144,21 @@ func TestReusedIDSeriesStayApart(t *testing.T) {
 		}
 	}
 
-	// The timeline of bob's document (its exact id) reads bob's series
-	// only: 4 cores, not 5.
+	// Each document's timeline (by its exact id) reads its own job's
+	// series only: alice 1 core, bob 4, never 5.
+	for _, x := range []struct {
+		j     jobmodel.Job
+		cores float64
+	}{{alice, 1}, {bob, 4}} {
+		timelineCores(t, query(`{"queryType":"jobTimeline","jobId":`+strconvQuote(x.j.DocID)+`}`), x.j.User, x.cores, now)
+	}
+}
+
+// timelineCores checks that a timeline's CPU series stays at cores.
+func timelineCores(t *testing.T, frames data.Frames, who string, cores float64, now time.Time) {
+	t.Helper()
 	points := 0
-	for _, f := range query(`{"queryType":"jobTimeline","jobId":` + strconvQuote(bob.DocID) + `}`) {
+	for _, f := range frames {
 		if f.Name != "cpu" || len(f.Fields) < 2 {
 			continue
 		}
@@ -159,14 +170,14 @@ func TestReusedIDSeriesStayApart(t *testing.T) {
 			}
 			if v, ok := f.Fields[1].ConcreteAt(i); ok {
 				points++
-				if math.Abs(v.(float64)-4) > 0.5 {
-					t.Fatalf("bob's timeline shows %v cores at %v, want 4: alice's series mixed in", v, f.Fields[0].At(i))
+				if math.Abs(v.(float64)-cores) > 0.5 {
+					t.Fatalf("%s's timeline shows %v cores at %v, want %v: another job's series mixed in", who, v, f.Fields[0].At(i), cores)
 				}
 			}
 		}
 	}
 	if points == 0 {
-		t.Error("bob's timeline has no CPU points")
+		t.Errorf("%s's timeline has no CPU points", who)
 	}
 }
 
