@@ -266,9 +266,8 @@ func (o *Outputs) probeVersions(ctx context.Context) {
 		return
 	}
 	q, _ := json.Marshal(map[string]any{
-		"size": 5, "version": true,
-		"query": map[string]any{"exists": map[string]any{"field": "updated_at"}},
-		"sort":  []any{map[string]any{"updated_at": map[string]any{"order": "desc"}}},
+		"size": 5, "version": true, // newest first (documents without updated_at sort last)
+		"sort": []any{map[string]any{"updated_at": map[string]any{"order": "desc"}}},
 	})
 	raw, err := o.es.Search(ctx, o.cfg.Elasticsearch.JobIndex, q)
 	if errors.Is(err, elasticsearch.ErrUnavailable) {
