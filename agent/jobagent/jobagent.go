@@ -23,6 +23,7 @@ import (
 	"errors"
 	"log/slog"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/jobsight/jobsight/agent/collector"
@@ -126,6 +127,29 @@ type Agent struct {
 	// runtime start-up); the resource-use log line splits the agent's cost
 	// by phase from it.
 	CPUAtMain time.Duration
+
+	// unsaved are the jobs (by state file) whose final documents this
+	// process could neither store nor spool: Health.FinalUnsaved.
+	unsavedMu sync.Mutex
+	unsaved   map[string]bool
+}
+
+// noteUnsaved records whether the final documents of the job whose state
+// files are key are safe, and sets the health gauge to how many are not.
+func (a *Agent) noteUnsaved(key string, unsaved bool) {
+	a.unsavedMu.Lock()
+	defer a.unsavedMu.Unlock()
+	if a.unsaved == nil {
+		a.unsaved = map[string]bool{}
+	}
+	if unsaved {
+		a.unsaved[key] = true
+	} else {
+		delete(a.unsaved, key)
+	}
+	if a.Health != nil {
+		a.Health.FinalUnsaved.Set(float64(len(a.unsaved)))
+	}
 }
 
 func (a *Agent) now() time.Time {

@@ -329,7 +329,7 @@ func (w *jobWatch) finalDocs(ctx context.Context, ck *Checkpoint, agentState str
 	}
 	giveUp := a.now().Add(a.Config.Spool.Linger)
 	wait := cmp.Or(a.LingerPoll, 5*time.Second)
-	unsaved := false
+	unsaved := false // counted in the health series, the checkpoint kept
 	for {
 		node.UpdatedAt = jobmodel.At(a.now())
 		safe := a.saved("final node document", a.Outputs.PutNode(ctx, node))
@@ -343,9 +343,7 @@ func (w *jobWatch) finalDocs(ctx context.Context, ck *Checkpoint, agentState str
 		}
 		if !unsaved {
 			unsaved = true
-			if a.Health != nil {
-				a.Health.FinalUnsaved.Inc()
-			}
+			a.noteUnsaved(w.f.base, true)
 			ck.Finalized = &Finalized{AgentState: agentState, End: *jobmodel.At(end)}
 			if err := w.f.saveCheckpoint(ck); err != nil {
 				a.Log.Error("the job's final documents are neither stored nor spooled, and its checkpoint cannot be saved either", "job_id", w.jobID, "err", err)
@@ -362,9 +360,7 @@ func (w *jobWatch) finalDocs(ctx context.Context, ck *Checkpoint, agentState str
 		}
 		wait = min(2*wait, 30*time.Second)
 	}
-	if unsaved && a.Health != nil {
-		a.Health.FinalUnsaved.Dec()
-	}
+	a.noteUnsaved(w.f.base, false)
 	if ck.Leader {
 		a.Log.Info("job finalized", "doc_id", job.DocID, "state", job.State, "missing", job.MissingMetrics)
 	}
