@@ -53,7 +53,6 @@ func fullDisk(t *testing.T) (dir string, free func()) {
 	}
 }
 
-
 // A job's final documents that can neither be stored (Elasticsearch down)
 // nor spooled (the spool's disk is full) are not lost: the checkpoint, their
 // last copy, stays (marked finalized), the health series count the job as
