@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,18 +15,29 @@ import (
 	"time"
 
 	"github.com/jobsight/jobsight/internal/jobmodel"
+	"github.com/jobsight/jobsight/internal/spool"
 )
 
 // versioningES is a LABELLED FAKE of the Elasticsearch behaviour this
 // repository's test server (ZincSearch) lacks and no real Elasticsearch
 // runs here to show: external versions and op_type create. It keeps
 // documents by id, answers a create of a stored id with Elasticsearch's
-// 409 version_conflict_engine_exception, and serves ids queries. Every
-// other request (index creation, mappings) is acknowledged.
+// 409 version_conflict_engine_exception, and serves ids queries and, with
+// "version": true, other searches with every document and its _version (as
+// Elasticsearch answers the agent's question whether versions are
+// honoured). While down is set it answers 503, as an overloaded cluster
+// does. Every other request (index creation, mappings) is acknowledged.
+// bulks records the body of every _bulk request.
 type versioningES struct {
 	mu       sync.Mutex
 	docs     map[string]json.RawMessage
 	versions map[string]int64
+	down     bool
+	bulks    []string
+}
+
+func newVersioningES() *versioningES {
+	return &versioningES{docs: map[string]json.RawMessage{}, versions: map[string]int64{}}
 }
 
 func (f *versioningES) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -35,9 +47,13 @@ func (f *versioningES) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer f.mu.Unlock()
 	body, _ := io.ReadAll(r.Body)
 	switch {
+	case f.down && r.URL.Path != "/":
+		w.WriteHeader(http.StatusServiceUnavailable)
+		io.WriteString(w, `{"error":{"type":"unavailable_shards_exception","reason":"fake outage"},"status":503}`)
 	case r.URL.Path == "/":
 		io.WriteString(w, `{"cluster_name":"fake","version":{"number":"8.19.0"}}`)
 	case strings.HasSuffix(r.URL.Path, "/_bulk"):
+		f.bulks = append(f.bulks, string(body))
 		lines := bytes.Split(bytes.TrimSpace(body), []byte("\n"))
 		var items []string
 		for i := 0; i+1 < len(lines); i += 2 {
@@ -62,17 +78,32 @@ func (f *versioningES) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, `{"errors":false,"items":[%s]}`, strings.Join(items, ","))
 	case strings.HasSuffix(r.URL.Path, "/_search"):
 		var q struct {
-			Query struct {
-				IDs struct {
+			Version bool `json:"version"`
+			Query   struct {
+				IDs *struct {
 					Values []string `json:"values"`
 				} `json:"ids"`
 			} `json:"query"`
 		}
 		_ = json.Unmarshal(body, &q)
 		var hits []string
-		for _, id := range q.Query.IDs.Values {
-			if d, ok := f.docs[id]; ok {
+		hit := func(id string, d json.RawMessage) {
+			if q.Version {
+				hits = append(hits, fmt.Sprintf(`{"_id":%q,"_version":%d,"_source":%s}`, id, f.versions[id], d))
+			} else {
 				hits = append(hits, fmt.Sprintf(`{"_id":%q,"_source":%s}`, id, d))
+			}
+		}
+		switch {
+		case q.Query.IDs != nil:
+			for _, id := range q.Query.IDs.Values {
+				if d, ok := f.docs[id]; ok {
+					hit(id, d)
+				}
+			}
+		case q.Version:
+			for id, d := range f.docs {
+				hit(id, d)
 			}
 		}
 		fmt.Fprintf(w, `{"hits":{"hits":[%s]}}`, strings.Join(hits, ","))
@@ -89,7 +120,7 @@ func (f *versioningES) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // see yet), the server refuses the create and the new job is stored under
 // its reuse id, leaving the older document as it was.
 func TestCreateJobLetsTheServerSayTheIDIsTaken(t *testing.T) {
-	fake := &versioningES{docs: map[string]json.RawMessage{}, versions: map[string]int64{}}
+	fake := newVersioningES()
 	srv := httptest.NewServer(fake)
 	defer srv.Close()
 	cfg := testConfig(t, srv.URL, deadURL(t), t.TempDir())
@@ -145,7 +176,7 @@ func TestCreateJobLetsTheServerSayTheIDIsTaken(t *testing.T) {
 // The node agent's flush writes every job's node document in one bulk
 // request; each document keeps its own id and content.
 func TestPutNodesWritesEveryJobsDocumentInOneRequest(t *testing.T) {
-	fake := &versioningES{docs: map[string]json.RawMessage{}, versions: map[string]int64{}}
+	fake := newVersioningES()
 	var bulks int
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, "/_bulk") {
@@ -178,6 +209,127 @@ func TestPutNodesWritesEveryJobsDocumentInOneRequest(t *testing.T) {
 		var got jobmodel.Node
 		if err := json.Unmarshal(fake.docs[n.DocID], &got); err != nil || got.JobDocID != n.JobDocID {
 			t.Errorf("node document %s: %+v (%v)", n.DocID, got.JobDocID, err)
+		}
+	}
+}
+
+// firstAction is the action of a _bulk body's first item ("index",
+// "create"), and whether it carries an external version.
+func firstAction(t *testing.T, bulk string) (action string, versioned bool) {
+	t.Helper()
+	line, _, _ := strings.Cut(bulk, "\n")
+	var meta map[string]map[string]any
+	if err := json.Unmarshal([]byte(line), &meta); err != nil {
+		t.Fatalf("bulk action line %q: %v", line, err)
+	}
+	for op, a := range meta {
+		return op, a["version_type"] == "external"
+	}
+	return "", false
+}
+
+// A fresh agent (an exclusive node's: one job per process) asks the server
+// at start whether it honours versions, so its job's very first write is
+// already a create that the server refuses for an id another job holds —
+// not a plain index that learns the answer too late.
+func TestFreshAgentsFirstJobWriteIsACreate(t *testing.T) {
+	fake := newVersioningES()
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	cfg := testConfig(t, srv.URL, deadURL(t), t.TempDir())
+	ctx := context.Background()
+
+	older, _ := sampleJob("c", 1, time.Unix(1_700_000_000, 0))
+	if err := newOutputs(t, cfg).PutJob(ctx, older); err != nil { // an earlier agent's job
+		t.Fatal(err)
+	}
+	fake.mu.Lock()
+	fake.bulks = nil
+	fake.mu.Unlock()
+
+	fresh := newOutputs(t, cfg) // a new process: has written nothing yet
+	newer, _ := sampleJob("c", 1, time.Unix(1_700_100_000, 0))
+	newer.Final, newer.State, newer.EndTime = false, jobmodel.StateRunning, nil
+	id, err := fresh.CreateJob(ctx, newer) // as ClaimDocID does after a search that missed the older job
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake.mu.Lock()
+	bulks := append([]string(nil), fake.bulks...)
+	fake.mu.Unlock()
+	if len(bulks) == 0 {
+		t.Fatal("the fresh agent sent no bulk request")
+	}
+	if op, _ := firstAction(t, bulks[0]); op != "create" {
+		t.Errorf("the fresh agent's first write was %q, want create:\n%s", op, bulks[0])
+	}
+	if want := jobmodel.ReuseDocID(older.DocID, newer.SubmitTime.Time); id != want {
+		t.Errorf("stored under %q, want %q", id, want)
+	}
+
+	// Nothing stored yet (a new cluster): still a create.
+	empty := newVersioningES()
+	srv2 := httptest.NewServer(empty)
+	defer srv2.Close()
+	first := newOutputs(t, testConfig(t, srv2.URL, deadURL(t), t.TempDir()))
+	if _, err := first.ClaimDocID(ctx, older, older.StartTime.Time, true); err != nil {
+		t.Fatal(err)
+	}
+	empty.mu.Lock()
+	defer empty.mu.Unlock()
+	if len(empty.bulks) == 0 {
+		t.Fatal("no bulk request to an empty store")
+	}
+	if op, _ := firstAction(t, empty.bulks[0]); op != "create" {
+		t.Errorf("the first write to an empty store was %q, want create", op)
+	}
+}
+
+// A wall clock stepped back between a job's running and final documents
+// must not make the final one older: versions only go up per document, so
+// the store keeps the final document, whether written at once or replayed
+// from the spool after an outage (the spooled item keeps its version).
+func TestClockSteppedBackDoesNotSupersedeTheFinalDocument(t *testing.T) {
+	fake := newVersioningES()
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	o := newOutputs(t, testConfig(t, srv.URL, deadURL(t), t.TempDir()))
+	ctx := context.Background()
+	now := time.Unix(1_700_000_000, 0)
+	stored := func(id string) jobmodel.Job {
+		fake.mu.Lock()
+		defer fake.mu.Unlock()
+		var j jobmodel.Job
+		_ = json.Unmarshal(fake.docs[id], &j)
+		return j
+	}
+
+	for i, outage := range []bool{false, true} {
+		job, _ := sampleJob("c", uint64(10+i), now.Add(-time.Hour))
+		running := job
+		running.Final, running.State, running.UpdatedAt = false, jobmodel.StateRunning, jobmodel.At(now)
+		if err := o.PutJob(ctx, running); err != nil {
+			t.Fatal(err)
+		}
+		// The clock steps back an hour (NTP correcting a fast clock).
+		job.UpdatedAt = jobmodel.At(now.Add(-time.Hour))
+		fake.mu.Lock()
+		fake.down = outage
+		fake.mu.Unlock()
+		err := o.PutJob(ctx, job)
+		if outage {
+			if !errors.Is(err, spool.ErrSpooled) {
+				t.Fatalf("during the outage: %v, want the document spooled", err)
+			}
+			fake.mu.Lock()
+			fake.down = false
+			fake.mu.Unlock()
+			o.Replay(ctx)
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if got := stored(job.DocID); !got.Final {
+			t.Errorf("outage %v: the store kept the running document (state %s): the final one was taken as superseded", outage, got.State)
 		}
 	}
 }

@@ -48,9 +48,19 @@ type Outputs struct {
 	// node a replay and a new push could otherwise overlap.
 	order sync.Mutex
 
-	mu          sync.Mutex
-	lastReplay  time.Time
-	written     map[string]time.Time // document id -> updated_at of what this process stored
+	mu         sync.Mutex
+	lastReplay time.Time
+	// sent is the last external version this process gave each document
+	// (by index and id): versions only go up, even when the clock steps
+	// back (see nextVersion). written is the version of what this process
+	// stored, by document id.
+	sent, written map[string]int64
+	// probed: the server was asked whether it honours external versions
+	// (see probeVersions).
+	probed bool
+	// waitReason is why each store's items wait in the spool, from its
+	// last try (see waitReason); empty when its last try went through.
+	waitReason  map[string]string
 	indicesOK   bool
 	resolved    map[string]string // job document id as Slurm gives it -> id in the store (latest)
 	byIdentity  map[string]string // the same by id and submit time
@@ -65,7 +75,8 @@ type Outputs struct {
 // their files here; errors name the option, never the secret.
 func New(ctx context.Context, cfg config.Config, health *monitor.Health, log *slog.Logger) (*Outputs, error) {
 	o := &Outputs{cfg: cfg, health: health, log: log.With("component", "deliver"),
-		resolved: map[string]string{}, byIdentity: map[string]string{}, lastDropped: map[store.DocKind]uint64{}, written: map[string]time.Time{}}
+		resolved: map[string]string{}, byIdentity: map[string]string{}, lastDropped: map[store.DocKind]uint64{},
+		sent: map[string]int64{}, written: map[string]int64{}, waitReason: map[string]string{}}
 	if len(cfg.Elasticsearch.URLs) > 0 {
 		var err error
 		if o.es, err = elasticsearch.FromConfig(cfg.Elasticsearch.Elasticsearch, o.log); err != nil {
@@ -141,11 +152,12 @@ func (o *Outputs) PushSeries(ctx context.Context, series []monitor.Series) error
 		return err // Prometheus refused these samples for good (e.g. out of order)
 	}
 	o.noteRefusal("prometheus", err)
+	o.noteWaiting(targetProm, err)
 	if serr := o.spool.EnqueueSamples(targetProm, payload); serr != nil {
 		return errors.Join(err, serr)
 	}
 	o.updateSpoolMetrics()
-	return err
+	return fmt.Errorf("%w; %w", err, spool.ErrSpooled)
 }
 
 // PutNode writes a node document.
@@ -157,11 +169,13 @@ func (o *Outputs) PutNode(ctx context.Context, doc jobmodel.Node) error {
 	if err != nil {
 		return err
 	}
-	return o.write(ctx, store.Doc{Kind: store.KindNodeDoc, Index: o.cfg.Elasticsearch.NodeIndex, ID: doc.DocID, Body: body})
+	return o.write(ctx, store.Doc{Kind: store.KindNodeDoc, Index: o.cfg.Elasticsearch.NodeIndex, ID: doc.DocID, Body: body,
+		Version: o.nextVersion(o.cfg.Elasticsearch.NodeIndex, doc.DocID, doc.UpdatedAt)})
 }
 
 // PutJob writes the job document: to Elasticsearch, or without one to a
-// file in output_dir.
+// file in output_dir. A failed write returns an error; one that wraps
+// spool.ErrSpooled says the document is safe in the spool.
 func (o *Outputs) PutJob(ctx context.Context, job jobmodel.Job) error {
 	body, err := json.MarshalIndent(job, "", "  ")
 	if err != nil {
@@ -171,13 +185,49 @@ func (o *Outputs) PutJob(ctx context.Context, job jobmodel.Job) error {
 		if !job.Final {
 			return nil
 		}
-		path := o.file(job.DocID)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return writePrivate(o.file(job.DocID), append(body, '\n'))
+	}
+	return o.write(ctx, store.Doc{Kind: store.KindJobDoc, Index: o.cfg.Elasticsearch.JobIndex, ID: job.DocID, Body: body,
+		Version: o.nextVersion(o.cfg.Elasticsearch.JobIndex, job.DocID, job.UpdatedAt)})
+}
+
+// writePrivate writes a job document file as the agent's other files are
+// written: mode 0600, and its directory, when the agent creates it, 0700
+// (job documents name users, accounts and usage). An existing directory
+// keeps its mode — a site may share output_dir on purpose — but the file
+// stays 0600 and owned by the agent's user. The file is written to a
+// temporary name and renamed, so a reader never sees half a document and
+// a symbolic link at the file's name is replaced, not followed.
+func writePrivate(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return fmt.Errorf("output_dir: %w", err)
 		}
-		return os.WriteFile(path, append(body, '\n'), 0o644)
+		// MkdirAll's mode is subject to the umask; make sure.
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return fmt.Errorf("output_dir: %w", err)
+		}
 	}
-	return o.write(ctx, store.Doc{Kind: store.KindJobDoc, Index: o.cfg.Elasticsearch.JobIndex, ID: job.DocID, Body: body})
+	tmp, err := os.CreateTemp(dir, ".jobsight-*.tmp") // 0600
+	if err != nil {
+		return fmt.Errorf("output_dir: %w", err)
+	}
+	_, werr := tmp.Write(data)
+	if werr == nil {
+		werr = tmp.Sync()
+	}
+	if cerr := tmp.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(tmp.Name(), path)
+	}
+	if werr != nil {
+		_ = os.Remove(tmp.Name())
+		return fmt.Errorf("output_dir: writing %s: %w", path, werr)
+	}
+	return nil
 }
 
 // PutResult writes a job's analysis to the results index (kept in the
@@ -191,7 +241,8 @@ func (o *Outputs) PutResult(ctx context.Context, r jobmodel.Result) error {
 	if err != nil {
 		return err
 	}
-	return o.write(ctx, store.Doc{Kind: store.KindJobDoc, Index: o.cfg.Elasticsearch.ResultIndex, ID: r.DocID, Body: body})
+	return o.write(ctx, store.Doc{Kind: store.KindJobDoc, Index: o.cfg.Elasticsearch.ResultIndex, ID: r.DocID, Body: body,
+		Version: o.nextVersion(o.cfg.Elasticsearch.ResultIndex, r.DocID, r.UpdatedAt)})
 }
 
 // Where says where a job's document went, for people.
@@ -213,7 +264,30 @@ func (o *Outputs) file(docID string) string {
 	return filepath.Join(o.cfg.OutputDir, "jobsight-"+name+".json")
 }
 
+// nextVersion is the external version of a new write of the document id
+// of index, updated at updated: its updated_at in microseconds, but always
+// above the last version this process gave the document — a wall clock
+// stepped back must not make a final document older than the running one
+// it follows (the store would keep the running one and answer "superseded").
+// 0 (no version) for a document without updated_at.
+func (o *Outputs) nextVersion(index, id string, updated *jobmodel.Time) int64 {
+	if updated == nil || updated.IsZero() {
+		return 0
+	}
+	v := updated.UnixMicro()
+	key := index + "\x00" + id
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if last := o.sent[key]; v <= last {
+		v = last + 1
+	}
+	o.sent[key] = v
+	return v
+}
+
 // write stores one document, spooling it when the store does not take it.
+// Spooled, the document keeps its version, and the error wraps
+// spool.ErrSpooled; an error without it means the document is nowhere safe.
 func (o *Outputs) write(ctx context.Context, d store.Doc) error {
 	err := o.store(ctx, d)
 	if err == nil {
@@ -221,11 +295,12 @@ func (o *Outputs) write(ctx context.Context, d store.Doc) error {
 		return nil
 	}
 	o.noteRefusal("elasticsearch", err)
+	o.noteWaiting(targetES, err)
 	if serr := o.spool.EnqueueDoc(targetES, d); serr != nil {
 		return errors.Join(err, fmt.Errorf("spooling %s: %w", d.ID, serr))
 	}
 	o.updateSpoolMetrics()
-	return err
+	return fmt.Errorf("%w; %w", err, spool.ErrSpooled)
 }
 
 // store resolves the document's id and indexes it.
@@ -245,7 +320,8 @@ func (o *Outputs) put(ctx context.Context, d store.Doc, onlyIfNewer bool) error 
 	if err := o.EnsureIndices(ctx); err != nil {
 		return err
 	}
-	d, mine, skip, err := o.prepare(ctx, d, onlyIfNewer)
+	o.probeVersions(ctx)
+	d, version, skip, err := o.prepare(ctx, d, onlyIfNewer)
 	if err != nil || skip {
 		return err
 	}
@@ -258,47 +334,53 @@ func (o *Outputs) put(ctx context.Context, d store.Doc, onlyIfNewer bool) error 
 	if len(failures) > 0 {
 		return failures[0].Err
 	}
-	o.noteWritten(d.ID, mine)
+	o.noteWritten(d.ID, version)
 	return nil
 }
 
-// prepare resolves a document's id (a reused job id) and sets its
-// version; skip is true when a spooled document is older than what the
-// store holds (dropped as superseded).
-func (o *Outputs) prepare(ctx context.Context, d store.Doc, onlyIfNewer bool) (_ store.Doc, mine time.Time, skip bool, err error) {
+// errBadDocument marks a document the agent cannot even read back (not
+// JSON): the document's own fault, like a server's document-level error.
+var errBadDocument = errors.New("the document is not valid JSON")
+
+// prepare resolves a document's id (a reused job id) and makes sure it has
+// a version: the one given when it was first written (nextVersion), else,
+// for an item spooled by an older agent, its updated_at; skip is true when
+// a spooled document is older than what the store holds (dropped as
+// superseded).
+func (o *Outputs) prepare(ctx context.Context, d store.Doc, onlyIfNewer bool) (_ store.Doc, version int64, skip bool, err error) {
 	var meta stored
 	if err := json.Unmarshal(d.Body, &meta); err != nil {
-		return d, mine, false, fmt.Errorf("document %s: %w", d.ID, err)
+		return d, 0, false, fmt.Errorf("document %s: %w: %v", d.ID, errBadDocument, err)
 	}
 	if d, err = o.resolveDoc(ctx, d, meta); err != nil {
-		return d, mine, false, err
+		return d, 0, false, err
 	}
-	mine = meta.updated()
-	if !mine.IsZero() {
-		// The server decides where it can (Elasticsearch: a version at
-		// least as new is kept, this write answered as superseded)...
+	mine := meta.updated()
+	if d.Version == 0 && !mine.IsZero() {
 		d.Version = mine.UnixMicro()
 	}
-	// ... and where it cannot (ZincSearch ignores versions), a replay is
-	// checked against the stored version first.
+	// The server decides where it can (Elasticsearch: a version at least
+	// as new is kept, this write answered as superseded); where it cannot
+	// (ZincSearch ignores versions), a replay is checked against the
+	// stored version first.
 	if onlyIfNewer && !o.es.HonoursVersions() {
-		older, err := o.olderThanStored(ctx, d, mine)
+		older, err := o.olderThanStored(ctx, d, mine, meta.Final)
 		if older {
 			o.log.Info("dropping a spooled document: the store holds a newer version", "id", d.ID)
 		}
-		return d, mine, older, err
+		return d, d.Version, older, err
 	}
-	return d, mine, false, nil
+	return d, d.Version, false, nil
 }
 
 // noteWritten records the version of a document this process stored.
-func (o *Outputs) noteWritten(id string, mine time.Time) {
-	if mine.IsZero() {
+func (o *Outputs) noteWritten(id string, version int64) {
+	if version <= 0 {
 		return
 	}
 	o.mu.Lock()
-	if mine.After(o.written[id]) {
-		o.written[id] = mine
+	if version > o.written[id] {
+		o.written[id] = version
 	}
 	o.mu.Unlock()
 }
@@ -314,45 +396,50 @@ func (o *Outputs) PutNodes(ctx context.Context, docs []jobmodel.Node) error {
 		return o.PutNode(ctx, docs[0])
 	}
 	batch := make([]store.Doc, 0, len(docs))
-	versions := make([]time.Time, 0, len(docs))
+	versions := make([]int64, 0, len(docs))
 	var errs []error
-	spool := func(d store.Doc, err error) {
+	allSpooled := true // every failed document is safe in the spool
+	spoolDoc := func(d store.Doc, err error) {
 		o.noteRefusal("elasticsearch", err)
+		o.noteWaiting(targetES, err)
 		if serr := o.spool.EnqueueDoc(targetES, d); serr != nil {
 			err = errors.Join(err, fmt.Errorf("spooling %s: %w", d.ID, serr))
+			allSpooled = false
 		}
 		errs = append(errs, err)
 	}
 	ensured := o.EnsureIndices(ctx)
+	o.probeVersions(ctx)
 	for _, doc := range docs {
 		body, err := json.Marshal(doc)
 		if err != nil {
-			errs = append(errs, err)
+			errs, allSpooled = append(errs, err), false
 			continue
 		}
-		d := store.Doc{Kind: store.KindNodeDoc, Index: o.cfg.Elasticsearch.NodeIndex, ID: doc.DocID, Body: body}
+		d := store.Doc{Kind: store.KindNodeDoc, Index: o.cfg.Elasticsearch.NodeIndex, ID: doc.DocID, Body: body,
+			Version: o.nextVersion(o.cfg.Elasticsearch.NodeIndex, doc.DocID, doc.UpdatedAt)}
 		if ensured != nil {
-			spool(d, ensured)
+			spoolDoc(d, ensured)
 			continue
 		}
-		pd, mine, _, err := o.prepare(ctx, d, false)
+		pd, version, _, err := o.prepare(ctx, d, false)
 		if err != nil {
-			spool(d, err)
+			spoolDoc(d, err)
 			continue
 		}
-		batch, versions = append(batch, pd), append(versions, mine)
+		batch, versions = append(batch, pd), append(versions, version)
 	}
 	if len(batch) > 0 {
 		failures, err := o.es.Bulk(ctx, batch)
 		failed := map[string]bool{}
 		for _, f := range failures {
 			failed[f.Doc.ID] = true
-			spool(f.Doc, f.Err)
+			spoolDoc(f.Doc, f.Err)
 		}
 		for i, d := range batch {
 			switch {
 			case err != nil:
-				spool(d, err)
+				spoolDoc(d, err)
 			case !failed[d.ID]:
 				o.noteWritten(d.ID, versions[i])
 			}
@@ -361,39 +448,10 @@ func (o *Outputs) PutNodes(ctx context.Context, docs []jobmodel.Node) error {
 	o.updateSpoolMetrics()
 	if len(errs) == 0 {
 		o.replaySoon(ctx)
+		return nil
+	}
+	if allSpooled {
+		return fmt.Errorf("%w; %w", errors.Join(errs...), spool.ErrSpooled)
 	}
 	return errors.Join(errs...)
 }
-
-// olderThanStored reports whether a version of d updated at or after mine
-// (d's updated_at) is stored: written by this process (a search would not see a
-// write of the last second), or found in the store.
-// Pending is how many items wait in the node's spool.
-// noteRefusal counts a store's refusal of the agent's credentials and says
-// so once per store and process, at error level, with what to fix: it is
-// a configuration problem, not an outage, and the data waits in the spool
-// (within spool.max_bytes) until it is fixed.
-// Replay sends what waits in the node's spool (left by this agent or by
-// earlier ones). Another agent replaying at the same time is not an error.
-// replayInterval bounds how often a running agent tries the spool.
-// replaySoon replays the spool when something waits in it, at most every
-// replayInterval, so that data spooled during an outage reaches the stores
-// while the job still runs, not only when it ends: Prometheus refuses
-// samples that come hours late.
-// replayIfWaiting replays the spool when anything waits in it.
-// updateSpoolMetrics mirrors the spool's size and drops in the health
-// metrics.
-// setSpoolMetrics sets the spool's health metrics from its stats.
-// NodeDocs returns the stored node documents of a job.
-// ResolveDocID returns the id under which the job is stored (see resolve);
-// when the store cannot be asked now it returns base, and the id is
-// resolved again when the documents are written.
-// stored is what tells one job holding an id from another.
-// updated is the document's updated_at, zero when it has none.
-// resolve decides the id of the job whose plain id is base: base, unless a
-// different, older job holds it — a stored document with another submit
-// time, or (when submit times are unknown) a final one that ended before
-// this job started — in which case it is jobmodel.ReuseDocID(base, submit).
-// holder finds a stored document (job, else node) of the job id base.
-// resolveDoc rewrites a job or node document (whose fields s holds) to its
-// new id when its job id turned out to be reused.

@@ -11,6 +11,7 @@ import (
 	"github.com/jobsight/jobsight/internal/store"
 )
 
+// NodeDocs returns the stored node documents of a job.
 func (o *Outputs) NodeDocs(ctx context.Context, jobDocID string) ([]jobmodel.Node, error) {
 	if o.es == nil {
 		return nil, nil

@@ -18,17 +18,20 @@ import (
 	"github.com/jobsight/jobsight/internal/store/elasticsearch"
 )
 
-// olderThanStored reports whether a version of d updated at or after mine
-// (d's updated_at) is stored: written by this process (a search would not
-// see a write of the last second), or found in the store.
-func (o *Outputs) olderThanStored(ctx context.Context, d store.Doc, mine time.Time) (bool, error) {
+// olderThanStored reports whether a version of d at least as new is
+// stored: a version at least d's written by this process (a search would
+// not see a write of the last second), or, found in the store, a final
+// document where d is not, else one updated at or after mine (d's
+// updated_at). A final document is never replaced by a running one and
+// always replaces one, whatever the clocks said.
+func (o *Outputs) olderThanStored(ctx context.Context, d store.Doc, mine time.Time, final bool) (bool, error) {
 	if mine.IsZero() {
 		return false, nil
 	}
 	o.mu.Lock()
 	ours := o.written[d.ID]
 	o.mu.Unlock()
-	if !ours.Before(mine) {
+	if d.Version > 0 && ours >= d.Version {
 		return true, nil
 	}
 	got, err := o.es.GetByIDs(ctx, d.Index, []string{d.ID})
@@ -40,7 +43,11 @@ func (o *Outputs) olderThanStored(ctx context.Context, d store.Doc, mine time.Ti
 	}
 	if raw := got[d.ID]; raw != nil {
 		var theirs stored
-		if json.Unmarshal(raw, &theirs) == nil && !theirs.updated().IsZero() && !theirs.updated().Before(mine) {
+		switch {
+		case json.Unmarshal(raw, &theirs) != nil:
+		case theirs.Final != final:
+			return theirs.Final, nil
+		case !theirs.updated().IsZero() && !theirs.updated().Before(mine):
 			return true, nil
 		}
 	}
@@ -237,14 +244,80 @@ func (o *Outputs) resolveDoc(ctx context.Context, d store.Doc, s stored) (store.
 	return d, err
 }
 
-// CreateJob writes a job's first document. Where the server honours
-// versions (Elasticsearch) it is a create: the server, not a search, says
-// whether a document with the id exists, and when one of another job does
-// (a reused id the lookup missed), this job is stored under its reuse id
-// instead. Elsewhere (ZincSearch) it is PutJob after ResolveDocID's check.
+// probeVersions asks the server, once per process and before the first
+// job's first write, whether it honours external versions: a search of the
+// job index for its newest documents, with their versions. A document
+// whose stored _version is at least its updated_at in microseconds kept
+// the external version an agent sent (Elasticsearch, OpenSearch); hits
+// without a _version come from a server that ignores versions (ZincSearch
+// sends none). No hits (an empty or missing index) leave it unknown, and
+// the first versioned write's answer tells. Learning it only from an
+// answer meant that an agent of one job (an exclusive node) never knew it
+// in time for its job's first write. An unreachable server is asked again
+// at the next write.
+func (o *Outputs) probeVersions(ctx context.Context) {
+	if o.es == nil {
+		return
+	}
+	o.mu.Lock()
+	probed := o.probed
+	o.mu.Unlock()
+	if _, known := o.es.VersionsKnown(); probed || known {
+		return
+	}
+	q, _ := json.Marshal(map[string]any{
+		"size": 5, "version": true, // newest first (documents without updated_at sort last)
+		"sort": []any{map[string]any{"updated_at": map[string]any{"order": "desc"}}},
+	})
+	raw, err := o.es.Search(ctx, o.cfg.Elasticsearch.JobIndex, q)
+	if errors.Is(err, elasticsearch.ErrUnavailable) {
+		return
+	}
+	o.mu.Lock()
+	o.probed = true
+	o.mu.Unlock()
+	if err != nil {
+		o.log.Debug("could not ask whether the server honours document versions", "err", err)
+		return
+	}
+	var ans struct {
+		Hits struct {
+			Hits []struct {
+				Version *int64 `json:"_version"`
+				Source  stored `json:"_source"`
+			} `json:"hits"`
+		} `json:"hits"`
+	}
+	if err := json.Unmarshal(raw, &ans); err != nil || len(ans.Hits.Hits) == 0 {
+		return
+	}
+	for _, h := range ans.Hits.Hits {
+		if h.Version == nil {
+			o.es.NoteVersions(false)
+			return
+		}
+		if up := h.Source.updated(); !up.IsZero() && *h.Version >= up.UnixMicro() {
+			o.es.NoteVersions(true)
+			return
+		}
+	}
+}
+
+// CreateJob writes a job's first document. Unless the server is known to
+// ignore versions (ZincSearch: then it is PutJob after ResolveDocID's
+// check), it is a create: the server, not a search, says whether a
+// document with the id exists, and when one of another job does (a reused
+// id the lookup missed), this job is stored under its reuse id instead.
+// Whether the server honours versions is asked first (probeVersions); when
+// that cannot be told (nothing stored yet) a create is still right: a
+// server that ignores versions takes it as an index.
 // It returns the id the job is stored under.
 func (o *Outputs) CreateJob(ctx context.Context, job jobmodel.Job) (string, error) {
-	if o.es == nil || !o.es.HonoursVersions() || strings.Contains(job.DocID, jobmodel.ReuseSeparator) {
+	if o.es == nil || strings.Contains(job.DocID, jobmodel.ReuseSeparator) {
+		return job.DocID, o.PutJob(ctx, job)
+	}
+	o.probeVersions(ctx)
+	if honoured, known := o.es.VersionsKnown(); known && !honoured {
 		return job.DocID, o.PutJob(ctx, job)
 	}
 	body, err := json.Marshal(job)

@@ -55,6 +55,18 @@ type Checkpoint struct {
 	// that a resumed watch attributes the same GPUs.
 	GPUs      string `json:"gpus,omitempty"`
 	GPUsGiven bool   `json:"gpus_given,omitempty"`
+	// Finalized is set when the job's final documents were made but not
+	// all of them are safe (neither stored nor spooled: the spool's disk
+	// full). The checkpoint, then their last copy, is kept, and whoever
+	// finds it writes them again as they were (same agent state and end)
+	// instead of resuming the job or finalizing it as lost.
+	Finalized *Finalized `json:"finalized,omitempty"`
+}
+
+// Finalized is how a job was finalized on this node.
+type Finalized struct {
+	AgentState string        `json:"agent_state"`
+	End        jobmodel.Time `json:"end"`
 }
 
 func (f files) saveCheckpoint(c *Checkpoint) error {

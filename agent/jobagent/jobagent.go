@@ -20,8 +20,10 @@ package jobagent
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/jobsight/jobsight/agent/collector"
@@ -31,6 +33,7 @@ import (
 	"github.com/jobsight/jobsight/agent/monitor"
 	"github.com/jobsight/jobsight/internal/analysis"
 	"github.com/jobsight/jobsight/internal/jobmodel"
+	"github.com/jobsight/jobsight/internal/spool"
 )
 
 // Version is the agent's version, set at build time (make agent: the git
@@ -124,6 +127,29 @@ type Agent struct {
 	// runtime start-up); the resource-use log line splits the agent's cost
 	// by phase from it.
 	CPUAtMain time.Duration
+
+	// unsaved are the jobs (by state file) whose final documents this
+	// process could neither store nor spool: Health.FinalUnsaved.
+	unsavedMu sync.Mutex
+	unsaved   map[string]bool
+}
+
+// noteUnsaved records whether the final documents of the job whose state
+// files are key are safe, and sets the health gauge to how many are not.
+func (a *Agent) noteUnsaved(key string, unsaved bool) {
+	a.unsavedMu.Lock()
+	defer a.unsavedMu.Unlock()
+	if a.unsaved == nil {
+		a.unsaved = map[string]bool{}
+	}
+	if unsaved {
+		a.unsaved[key] = true
+	} else {
+		delete(a.unsaved, key)
+	}
+	if a.Health != nil {
+		a.Health.FinalUnsaved.Set(float64(len(a.unsaved)))
+	}
 }
 
 func (a *Agent) now() time.Time {
@@ -138,21 +164,37 @@ func (a *Agent) jobFiles(jobID uint64) files {
 	return jobFiles(a.Config.StateDir, a.Config.Cluster, a.Config.Node, jobID)
 }
 
-// writeFinal runs the post-job analysis on a final job document, stores it
-// in the document, and writes the document and its results-index entry
-// (spooled when the store does not take them).
-func (a *Agent) writeFinal(ctx context.Context, job *jobmodel.Job) {
+// writeFinal runs the post-job analysis on a final job document (once: a
+// second call writes the same analysis again), stores it in the document,
+// and writes the document and its results-index entry (spooled when the
+// store does not take them). safe is false when either is neither stored
+// nor spooled.
+func (a *Agent) writeFinal(ctx context.Context, job *jobmodel.Job) (safe bool) {
 	at := a.now()
-	an := analysis.AnalyzeJob(*job, at, a.Config.Analysis)
-	job.Analysis = &an
-	a.Log.Info("job analysed", "doc_id", job.DocID, "class", an.Class, "causes", len(an.Causes),
-		"analysis_seconds", a.now().Sub(at).Seconds())
-	if err := a.Outputs.PutJob(ctx, *job); err != nil {
-		a.Log.Warn("writing final job document; spooled", "err", err)
+	if job.Analysis == nil {
+		an := analysis.AnalyzeJob(*job, at, a.Config.Analysis)
+		job.Analysis = &an
+		a.Log.Info("job analysed", "doc_id", job.DocID, "class", an.Class, "causes", len(an.Causes),
+			"analysis_seconds", a.now().Sub(at).Seconds())
 	}
-	if err := a.Outputs.PutResult(ctx, jobmodel.NewResult(*job, an, *jobmodel.At(at))); err != nil {
-		a.Log.Warn("writing analysis result; spooled", "err", err)
+	safe = a.saved("final job document", a.Outputs.PutJob(ctx, *job))
+	return a.saved("analysis result", a.Outputs.PutResult(ctx, jobmodel.NewResult(*job, *job.Analysis, *jobmodel.At(at)))) && safe
+}
+
+// saved logs a write's error and reports whether what it wrote is safe:
+// stored, or kept in the spool (the error wraps spool.ErrSpooled). Any
+// other error — the spool's disk full, the output file not written —
+// means it is nowhere yet.
+func (a *Agent) saved(what string, err error) bool {
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, spool.ErrSpooled):
+		a.Log.Warn("writing "+what+": the store did not take it; spooled", "err", err)
+		return true
 	}
+	a.Log.Error("writing "+what+": neither stored nor spooled", "err", err)
+	return false
 }
 
 // nodeTemplate is the node document's identity and metadata.

@@ -176,9 +176,7 @@ func (r *standaloneRun) finish(ctx context.Context, end time.Time, waitErr error
 	applyRusage(&node, ps)
 	a.applyEmissions(ctx, &node.Usage)
 	node.AgentState, node.Final, node.UpdatedAt = jobmodel.AgentFinished, true, jobmodel.At(end)
-	if err := a.Outputs.PutNode(ctx, node); err != nil {
-		a.Log.Warn("writing node document; spooled", "err", err)
-	}
+	a.saved("node document", a.Outputs.PutNode(ctx, node))
 
 	job.EndTime = jobmodel.At(end)
 	job.ElapsedSeconds = jobmodel.Ptr(end.Sub(r.start).Seconds())

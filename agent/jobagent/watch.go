@@ -81,6 +81,10 @@ func (w *jobWatch) start(ctx context.Context, req Request) error {
 		return nil
 	}
 	ck := w.leftBehind(lctx, job)
+	if ck != nil && ck.Finalized != nil {
+		a.Log.Warn("the job's final documents were not safe when they were made; writing them again", "job_id", w.jobID)
+		return w.finalize(context.Background(), ck, ck.Finalized.AgentState)
+	}
 	if ck != nil && ck.State.Count > 0 {
 		if terminal(job.State) || ctx.Err() != nil || w.f.stopAsked(timeOf(job.StartTime)) {
 			a.Log.Warn("the job ended while no agent watched it; finalizing from its checkpoint", "job_id", w.jobID, "samples", ck.State.Count)
@@ -295,7 +299,11 @@ func (w *jobWatch) finalize(ctx context.Context, ck *Checkpoint, agentState stri
 
 // finalDocs writes the final node document and, on the leader node, the
 // final job document assembled from all node documents, and marks the job
-// done on this node.
+// done on this node — once they are safe: stored, or kept in the spool.
+// Until then the checkpoint is their last copy: it is kept (marked
+// Finalized), the health series count the job as unsaved, and the writes
+// are tried again with back-off for up to spool.linger; after that the
+// checkpoint stays for the node's next agent, which writes them again.
 func (w *jobWatch) finalDocs(ctx context.Context, ck *Checkpoint, agentState string) {
 	a := w.a
 	w.host.finalizing()
@@ -303,26 +311,59 @@ func (w *jobWatch) finalDocs(ctx context.Context, ck *Checkpoint, agentState str
 	if agentState == jobmodel.AgentLost && !ck.State.LastSample.IsZero() {
 		end = ck.State.LastSample
 	}
+	if f := ck.Finalized; f != nil { // made before, not safe then: as they were
+		agentState, end = f.AgentState, f.End.Time
+	}
 	node := ck.Node
 	ck.State.Fill(&node, end)
 	a.applyEmissions(ctx, &node.Usage)
 	node.AgentState = agentState
 	node.Final = true
-	node.UpdatedAt = jobmodel.At(a.now())
-	if err := a.Outputs.PutNode(ctx, node); err != nil {
-		a.Log.Warn("writing final node document; spooled", "err", err)
-	}
+	var job jobmodel.Job
 	if ck.Leader {
-		job := w.finalJob(ctx, ck.Job)
+		job = w.finalJob(ctx, ck.Job)
 		nodes := w.nodeDocs(ctx, job, node)
 		jobmodel.Assemble(&job, nodes)
 		jobmodel.PeakAtLimitIfOOM(&job, nodes)
 		job.Final = true
-		job.UpdatedAt = jobmodel.At(a.now())
-		a.writeFinal(ctx, &job)
+	}
+	giveUp := a.now().Add(a.Config.Spool.Linger)
+	wait := cmp.Or(a.LingerPoll, 5*time.Second)
+	unsaved := false // counted in the health series, the checkpoint kept
+	for {
+		node.UpdatedAt = jobmodel.At(a.now())
+		safe := a.saved("final node document", a.Outputs.PutNode(ctx, node))
+		if ck.Leader {
+			job.UpdatedAt = jobmodel.At(a.now())
+			safe = a.writeFinal(ctx, &job) && safe
+		}
+		a.Outputs.Replay(ctx)
+		if safe {
+			break
+		}
+		if !unsaved {
+			unsaved = true
+			a.noteUnsaved(w.f.base, true)
+			ck.Finalized = &Finalized{AgentState: agentState, End: *jobmodel.At(end)}
+			if err := w.f.saveCheckpoint(ck); err != nil {
+				a.Log.Error("the job's final documents are neither stored nor spooled, and its checkpoint cannot be saved either", "job_id", w.jobID, "err", err)
+			}
+		}
+		if ctx.Err() != nil || !a.now().Before(giveUp) {
+			a.Log.Error("the job's final documents are still neither stored nor spooled; its checkpoint stays, for the node's next agent to write them", "job_id", w.jobID, "checkpoint", w.f.checkpoint())
+			return
+		}
+		a.Log.Warn("the job's final documents are neither stored nor spooled; keeping its checkpoint and trying again", "job_id", w.jobID, "in", wait)
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 30*time.Second)
+	}
+	a.noteUnsaved(w.f.base, false)
+	if ck.Leader {
 		a.Log.Info("job finalized", "doc_id", job.DocID, "state", job.State, "missing", job.MissingMetrics)
 	}
-	a.Outputs.Replay(ctx)
 	w.f.markDone(timeOf(ck.Job.SubmitTime))
 }
 

@@ -27,6 +27,18 @@ type Health struct {
 	// SpoolSetAside counts spooled items moved to rejected/ (a store
 	// refused them for good) or corrupt/ (unreadable), by reason.
 	SpoolSetAside *prometheus.CounterVec
+	// SpoolWaiting is how many items wait in the spool for each store,
+	// by why (the last try's answer: unavailable, refused, store_error,
+	// not_configured; pending before any try): a store's 400 for the
+	// whole request or an index keeps items here, never in rejected/.
+	SpoolWaiting *prometheus.GaugeVec
+	// SpoolSetAsideItems is what rejected/ and corrupt/ hold now;
+	// `jobsight-agent resend-rejected` sends rejected/ again.
+	SpoolSetAsideItems *prometheus.GaugeVec
+	// FinalUnsaved is how many jobs' final documents this process could
+	// neither store nor spool (e.g. the spool's disk is full): their
+	// checkpoint is kept, and the write is tried again.
+	FinalUnsaved prometheus.Gauge
 	// SinkRefused counts writes a store refused for the agent's
 	// credentials (401/403), by sink: a configuration to fix; the data
 	// waits in the spool.
@@ -74,6 +86,14 @@ func NewHealth() *Health {
 	h.SinkRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "jobsight_agent_sink_refused_total", Help: "Writes a store refused for the agent's credentials (401/403); the data waits in the spool."},
 		[]string{"sink"})
+	h.SpoolWaiting = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "jobsight_agent_spool_waiting_items", Help: "Items waiting in this node's spool for a store, by the reason its last try gave (unavailable, refused, store_error, not_configured, pending)."},
+		[]string{"sink", "reason"})
+	h.SpoolSetAsideItems = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "jobsight_agent_spool_set_aside_items", Help: "Files in the spool's rejected/ (send again with jobsight-agent resend-rejected) and corrupt/ directories, by reason."},
+		[]string{"reason"})
+	h.FinalUnsaved = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "jobsight_agent_unsaved_final_jobs", Help: "Jobs whose final documents could neither be stored nor spooled (e.g. the spool's disk is full); their checkpoint is kept and the write retried."})
 	h.JobsWatched = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "jobsight_agent_jobs_watched", Help: "Jobs the node agent samples now."})
 	h.Wakes = prometheus.NewCounter(prometheus.CounterOpts{
@@ -84,7 +104,8 @@ func NewHealth() *Health {
 		Name: "jobsight_agent_send_queue_points", Help: "Points waiting in memory for the sender (a slow store makes this grow; past its bound they are dropped, oldest first)."})
 	h.Registry.MustRegister(h.JobsWatched, h.Wakes, h.WakeSeconds, h.SendQueue)
 	h.Registry.MustRegister(h.Samples, h.SampleSeconds, h.CollectorErrors, h.CollectorSuccess, h.CollectorDuration,
-		h.SinkFailures, h.SpoolBytes, h.SpoolItems, h.SpoolDropped, h.SpoolSetAside, h.SinkRefused)
+		h.SinkFailures, h.SpoolBytes, h.SpoolItems, h.SpoolDropped, h.SpoolSetAside, h.SinkRefused,
+		h.SpoolWaiting, h.SpoolSetAsideItems, h.FinalUnsaved)
 	for _, s := range []string{"elasticsearch", "prometheus"} {
 		h.SinkFailures.WithLabelValues(s)
 	}

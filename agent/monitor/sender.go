@@ -2,11 +2,13 @@ package monitor
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/jobsight/jobsight/internal/jobmodel"
+	"github.com/jobsight/jobsight/internal/spool"
 )
 
 // maxPendingPoints bounds what waits for a stuck store in memory (about
@@ -138,13 +140,23 @@ func (s *Sender) run() {
 	}
 }
 
+// logFailure logs a write the store did not take: spooled (the error
+// wraps spool.ErrSpooled), or — the spool's disk full — nowhere.
+func (s *Sender) logFailure(what string, err error) {
+	if errors.Is(err, spool.ErrSpooled) {
+		s.log.Warn(what+": the store did not take it; spooled", "err", err)
+		return
+	}
+	s.log.Error(what+": neither stored nor spooled", "err", err)
+}
+
 // deliver sends one batch: the series first, then the node documents.
 func (s *Sender) deliver(series []Series, nodes []jobmodel.Node) {
 	if len(series) > 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 		if err := s.sink.PushSeries(ctx, series); err != nil {
 			s.health.SinkFailures.WithLabelValues("prometheus").Inc()
-			s.log.Warn("pushing series; spooled", "err", err)
+			s.logFailure("pushing series", err)
 		}
 		cancel()
 	}
@@ -156,14 +168,14 @@ func (s *Sender) deliver(series []Series, nodes []jobmodel.Node) {
 	if b, ok := s.sink.(NodeBatchSink); ok {
 		if err := b.PutNodes(ctx, nodes); err != nil {
 			s.health.SinkFailures.WithLabelValues("elasticsearch").Inc()
-			s.log.Warn("writing node documents; spooled", "err", err)
+			s.logFailure("writing node documents", err)
 		}
 		return
 	}
 	for _, node := range nodes {
 		if err := s.sink.PutNode(ctx, node); err != nil {
 			s.health.SinkFailures.WithLabelValues("elasticsearch").Inc()
-			s.log.Warn("writing node document; spooled", "err", err)
+			s.logFailure("writing node document", err)
 		}
 	}
 }

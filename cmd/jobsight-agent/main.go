@@ -5,6 +5,7 @@
 //	jobsight-agent stop  --job-id N             end it (SPANK job epilog)
 //	jobsight-agent run [flags] -- CMD [ARGS]    monitor any command, print a summary
 //	jobsight-agent setup                        create the Elasticsearch indices
+//	jobsight-agent resend-rejected              send the spool's set-aside items again
 //	jobsight-agent check-config                 validate the config file
 //	jobsight-agent version
 package main
@@ -58,6 +59,9 @@ func usage(w io.Writer) {
   start --job-id N [--uid U] [--config F]   watch a Slurm job on this node (SPANK job prolog)
   stop  --job-id N [--config F]             finish watching it (SPANK job epilog)
   setup [--config F]                        create the Elasticsearch indices (idempotent)
+  resend-rejected [--config F]              move the items the stores refused (spool.dir/rejected/)
+                                            back into the spool and send them; run it once their
+                                            cause is fixed
   check-config [--config F]                 validate a config file
   version
 `)
@@ -71,7 +75,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	cmd, args := args[0], args[1:]
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	cfgPath := fs.String("config", "", "config file (default "+defaultConfig+" for start/stop/setup, none for run)")
+	cfgPath := fs.String("config", "", "config file (default "+defaultConfig+" for start/stop/setup/resend-rejected, none for run)")
 	jobID := fs.Uint64("job-id", 0, "Slurm job id (start, stop)")
 	uid := fs.Int("uid", -1, "the job's user id as slurmd gave it (start; -1 when unknown)")
 	interval := fs.Duration("interval", 0, "sampling interval (run; default 1s)")
@@ -83,7 +87,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "help", "--help", "-h":
 		usage(stdout)
 		return 0
-	case "run", "start", "stop", "setup", "check-config":
+	case "run", "start", "stop", "setup", "check-config", "resend-rejected":
 	default:
 		fmt.Fprintf(stderr, "jobsight-agent: unknown command %q\n", cmd)
 		usage(stderr)
@@ -188,6 +192,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "indices ready:", cfg.Elasticsearch.JobIndex, cfg.Elasticsearch.NodeIndex, cfg.Elasticsearch.ResultIndex)
 		return 0
 	}
+	if cmd == "resend-rejected" {
+		return resendRejected(ctx, out, cfg, stdout, log)
+	}
 
 	agent := &jobagent.Agent{
 		Config:    cfg,
@@ -229,6 +236,29 @@ func run(args []string, stdout, stderr io.Writer) int {
 		jobagent.Summary(stderr, cmdArgs, res, out.Where(res.Job.DocID))
 		return res.ExitCode
 	}
+}
+
+// resendRejected moves the spool's rejected/ items back and sends them.
+// It exits 0 when nothing was set aside again; 1 when some were (their
+// store still names them at fault: see the log) or the send failed.
+func resendRejected(ctx context.Context, out *deliver.Outputs, cfg config.Config, stdout io.Writer, log *slog.Logger) int {
+	r, err := out.ResendRejected(ctx)
+	fmt.Fprintf(stdout, "spool %s: %d set-aside items moved back, %d delivered, %d set aside again, %d waiting in the spool\n",
+		cfg.Spool.Dir, r.Restored, r.Delivered, r.SetAside, r.Waiting)
+	if r.Busy {
+		fmt.Fprintln(stdout, "another agent is sending the spool now; it sends them")
+	}
+	if r.Waiting > 0 && !r.Busy {
+		fmt.Fprintln(stdout, "waiting items are sent by the node's agents (or a later resend-rejected) once the store takes them; jobsight_agent_spool_waiting_items says why they wait")
+	}
+	if err != nil {
+		log.Error("resend-rejected", "err", err)
+		return 1
+	}
+	if r.SetAside > 0 {
+		return 1
+	}
+	return 0
 }
 
 // runDefaults adapts the config for a standalone run: 1 s sampling, logs on
@@ -312,11 +342,18 @@ func slurmOpts(cfg config.Config) slurm.Options {
 // startCPUProfile profiles this agent process at 5 kHz (its whole life is
 // tens of milliseconds of CPU) into cpu_profile_dir.
 func startCPUProfile(cfg config.Config, cmd string, jobID uint64) (func(), error) {
-	if err := os.MkdirAll(cfg.CPUProfileDir, 0o755); err != nil {
+	// Like every file the agent writes: 0600, in a directory made 0700
+	// when the agent creates it (an existing one keeps its mode).
+	if err := os.MkdirAll(cfg.CPUProfileDir, 0o700); err != nil {
 		return nil, err
 	}
-	f, err := os.Create(filepath.Join(cfg.CPUProfileDir, fmt.Sprintf("%s_%d_%s.pprof", cfg.Cluster, jobID, cmd)))
+	f, err := os.OpenFile(filepath.Join(cfg.CPUProfileDir, fmt.Sprintf("%s_%d_%s.pprof", cfg.Cluster, jobID, cmd)),
+		os.O_CREATE|os.O_WRONLY|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
+		return nil, err
+	}
+	if err := f.Chmod(0o600); err != nil { // a profile an older agent left 0644
+		f.Close()
 		return nil, err
 	}
 	runtime.SetCPUProfileRate(5000)

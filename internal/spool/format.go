@@ -5,22 +5,31 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math"
 
 	"github.com/jobsight/jobsight/internal/store"
 )
 
 // An item file is:
 //
-//	magic   "JSP1"
+//	magic   "JSP1", or "JSP2" for a document with its version
 //	kind    1 byte (store.DocKind)
+//	version JSP2 only: uvarint, the document's external version (> 0)
 //	target  uvarint length, bytes
 //	index   uvarint length, bytes
 //	id      uvarint length, bytes
 //	body    uvarint length, bytes
 //	crc     4 bytes, CRC-32C (Castagnoli) of everything before it, big endian
 //
+// A document keeps the version it was given when first written, so that a
+// replay sends the same version (a version derived again from the clock
+// could go backwards). Items without a version are still written as JSP1,
+// so files of older agents and newer ones read alike.
 // A file that does not parse exactly (short, long, wrong checksum) is corrupt.
-const magic = "JSP1"
+const (
+	magic          = "JSP1"
+	magicVersioned = "JSP2"
+)
 
 // maxField bounds each length field, so a corrupt length cannot ask for
 // more than a sane item holds.
@@ -34,9 +43,15 @@ var ErrCorrupt = errors.New("corrupt spool item")
 // encodeItem returns the file contents for it.
 func encodeItem(it Item) []byte {
 	n := len(magic) + 1 + 4*binary.MaxVarintLen64 + len(it.Target) + len(it.Index) + len(it.ID) + len(it.Body) + 4
-	b := make([]byte, 0, n)
-	b = append(b, magic...)
-	b = append(b, byte(it.Kind))
+	b := make([]byte, 0, n+binary.MaxVarintLen64)
+	if it.Version > 0 {
+		b = append(b, magicVersioned...)
+		b = append(b, byte(it.Kind))
+		b = binary.AppendUvarint(b, uint64(it.Version))
+	} else {
+		b = append(b, magic...)
+		b = append(b, byte(it.Kind))
+	}
 	for _, f := range [][]byte{[]byte(it.Target), []byte(it.Index), []byte(it.ID), it.Body} {
 		b = binary.AppendUvarint(b, uint64(len(f)))
 		b = append(b, f...)
@@ -51,7 +66,8 @@ func decodeItem(b []byte) (Item, error) {
 	if len(b) < len(magic)+1+4+4 {
 		return it, fmt.Errorf("%w: %d bytes is too short", ErrCorrupt, len(b))
 	}
-	if string(b[:len(magic)]) != magic {
+	versioned := string(b[:len(magic)]) == magicVersioned
+	if string(b[:len(magic)]) != magic && !versioned {
 		return it, fmt.Errorf("%w: bad magic %q", ErrCorrupt, b[:len(magic)])
 	}
 	payload, sum := b[:len(b)-4], binary.BigEndian.Uint32(b[len(b)-4:])
@@ -63,6 +79,13 @@ func decodeItem(b []byte) (Item, error) {
 		return it, fmt.Errorf("%w: unknown kind %d", ErrCorrupt, it.Kind)
 	}
 	rest := payload[len(magic)+1:]
+	if versioned {
+		v, n := binary.Uvarint(rest)
+		if n <= 0 || n != uvarintLen(v) || v == 0 || v > math.MaxInt64 {
+			return it, fmt.Errorf("%w: bad version", ErrCorrupt)
+		}
+		it.Version, rest = int64(v), rest[n:]
+	}
 	var fields [4][]byte
 	for i := range fields {
 		l, n := binary.Uvarint(rest)

@@ -66,3 +66,21 @@ func TestDecodeRejectsNonCanonicalLength(t *testing.T) {
 		t.Errorf("non-canonical length: %v; want ErrCorrupt", err)
 	}
 }
+
+// A document's version survives the file (JSP2), and files without one
+// stay JSP1, as older agents wrote them.
+func TestVersionRoundTrip(t *testing.T) {
+	in := Item{Kind: store.KindJobDoc, Target: "es", Index: "jobs", ID: "c1:1", Body: []byte("{}"), Version: 1_700_000_000_123_456}
+	b := encodeItem(in)
+	if string(b[:4]) != magicVersioned {
+		t.Errorf("magic %q, want %q", b[:4], magicVersioned)
+	}
+	out, err := decodeItem(b)
+	if err != nil || out.Version != in.Version {
+		t.Errorf("version %d (%v), want %d", out.Version, err, in.Version)
+	}
+	in.Version = 0
+	if b := encodeItem(in); string(b[:4]) != magic {
+		t.Errorf("an item without a version: magic %q, want %q", b[:4], magic)
+	}
+}

@@ -66,6 +66,12 @@ var ErrKeep = errors.New("keep item")
 // to look at, counted, and the replay goes on.
 var ErrReject = errors.New("item rejected by its sink")
 
+// ErrSpooled, wrapped in a sink's write error, says that what the sink did
+// not take is kept in the spool (durably written) and will be replayed: a
+// caller may forget it. A write error without it means the data is not
+// safe anywhere yet (e.g. the spool's disk is full).
+var ErrSpooled = errors.New("kept in the spool for a later replay")
+
 // Item is one spooled thing.
 type Item struct {
 	Kind   store.DocKind
@@ -73,6 +79,9 @@ type Item struct {
 	Index  string // documents only
 	ID     string // documents only
 	Body   []byte // the document's JSON, or an encoded sample batch
+	// Version is a document's external version as first sent (0: none,
+	// the sender derives one).
+	Version int64
 
 	// Set by Replay.
 	Name     string    // file name in the spool directory
@@ -81,7 +90,7 @@ type Item struct {
 
 // Doc returns the item as a sink document.
 func (it Item) Doc() store.Doc {
-	return store.Doc{Kind: it.Kind, Index: it.Index, ID: it.ID, Body: it.Body}
+	return store.Doc{Kind: it.Kind, Index: it.Index, ID: it.ID, Body: it.Body, Version: it.Version}
 }
 
 // Options tune a spool.
@@ -113,6 +122,11 @@ type Stats struct {
 	Rejected uint64                   // items moved to rejected/ by Replay
 	Pruned   uint64                   // set-aside files removed to keep rejected/ and corrupt/ bounded
 	Replayed uint64                   // items delivered by Replay
+
+	// RejectedFiles and CorruptFiles are what rejected/ and corrupt/
+	// hold now (all processes'): rejected/ items can be sent again with
+	// Restore once their cause is fixed.
+	RejectedFiles, CorruptFiles int
 }
 
 // Spool is an on-disk spool in one directory.
@@ -177,7 +191,7 @@ func (s *Spool) Dir() string { return s.dir }
 // EnqueueDoc spools a document for target. A node document replaces the
 // spooled older versions of itself (same target, index and id).
 func (s *Spool) EnqueueDoc(target string, doc store.Doc) error {
-	return s.Enqueue(Item{Kind: doc.Kind, Target: target, Index: doc.Index, ID: doc.ID, Body: doc.Body})
+	return s.Enqueue(Item{Kind: doc.Kind, Target: target, Index: doc.Index, ID: doc.ID, Body: doc.Body, Version: doc.Version})
 }
 
 // EnqueueSamples spools an encoded sample batch for target, to be sent
@@ -606,7 +620,62 @@ func (s *Spool) Stats() (Stats, error) {
 	}
 	st.Replaced, st.Corrupt, st.Rejected, st.Replayed, st.Pruned = s.replaced, s.corrupt, s.rejected, s.replayed, s.asidePruned
 	st.OverBudget = st.Bytes > s.maxBytes && st.ItemsByKind[store.KindSamples] == 0 && st.ItemsByKind[store.KindNodeDoc] == 0
+	st.RejectedFiles, st.CorruptFiles = countFiles(filepath.Join(s.dir, rejectDir)), countFiles(filepath.Join(s.dir, corruptDir))
 	return st, nil
+}
+
+// countFiles counts the regular files in dir (0 when it does not exist).
+func countFiles(dir string) int {
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, de := range des {
+		if de.Type().IsRegular() {
+			n++
+		}
+	}
+	return n
+}
+
+// Restore moves the items set aside in rejected/ back into the spool,
+// under their own names (so they keep their place, oldest first), for the
+// next replay to send again: what an admin does once the cause of a
+// refusal is fixed (a mapping corrected, a server repaired). Files in
+// rejected/ that are not item files stay. It returns how many items it
+// moved back.
+func (s *Spool) Restore() (int, error) {
+	unlock, err := s.lock(enqueueLock, true)
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
+	dir := filepath.Join(s.dir, rejectDir)
+	des, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("spool: listing %s: %w", dir, err)
+	}
+	n := 0
+	for _, de := range des {
+		if _, ok := parseName(de.Name()); !ok || !de.Type().IsRegular() {
+			continue
+		}
+		if err := os.Rename(filepath.Join(dir, de.Name()), filepath.Join(s.dir, de.Name())); err != nil {
+			return n, fmt.Errorf("spool: moving %s back: %w", de.Name(), err)
+		}
+		n++
+	}
+	if n > 0 {
+		if err := s.syncDir(); err != nil {
+			return n, err
+		}
+		s.log.Info("moved set-aside items back into the spool", "items", n)
+	}
+	return n, nil
 }
 
 // lock takes the flock on the named lock file; wait false returns ErrBusy

@@ -139,8 +139,20 @@ func TestKeepAndReject(t *testing.T) {
 	}
 	rejected, _ := filepath.Glob(filepath.Join(dir, "rejected", "*.item"))
 	st, _ := s.Stats()
-	if len(rejected) != 1 || st.Rejected != 1 {
+	if len(rejected) != 1 || st.Rejected != 1 || st.RejectedFiles != 1 {
 		t.Errorf("rejected/ holds %v, stats %+v; want the rejected document there", rejected, st)
+	}
+
+	// Restore moves it back, in its place, for the next replay.
+	n, err := s.Restore()
+	if err != nil || n != 1 {
+		t.Fatalf("Restore: %d, %v; want 1", n, err)
+	}
+	if st, _ := s.Stats(); st.RejectedFiles != 0 || st.Items != 1 {
+		t.Errorf("after Restore: %+v", st)
+	}
+	if got := describe(replayAll(t, s)); !strings.Contains(got, "c1:1") {
+		t.Errorf("restored item replayed as %s", got)
 	}
 }
 

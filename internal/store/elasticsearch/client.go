@@ -61,8 +61,9 @@ type Client struct {
 
 	mu      sync.Mutex
 	checked bool // Info() answered; see ready
-	// versions: whether the server honours external versions, learnt
-	// from the first versioned write's answer (0 unknown, 1 yes, -1 no).
+	// versions: whether the server honours external versions, asked at
+	// start (NoteVersions) or learnt from the first versioned write's
+	// answer (0 unknown, 1 yes, -1 no).
 	versions int
 }
 
@@ -546,6 +547,19 @@ func (c *Client) learnVersions(honoured bool) {
 	}
 	c.versions = -1
 	c.log.Info("the Elasticsearch-API server ignores external document versions; replays are checked against the stored version before writing instead")
+}
+
+// NoteVersions records what the caller found out about the server's
+// external versions before any versioned write (the agent asks at start:
+// see deliver's probe), unless an answer has already told.
+func (c *Client) NoteVersions(honoured bool) { c.learnVersions(honoured) }
+
+// VersionsKnown reports whether the server honours external versions and
+// whether that is known yet (asked, or learnt from an answer).
+func (c *Client) VersionsKnown() (honoured, known bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.versions == 1, c.versions != 0
 }
 
 // HonoursVersions reports whether the server is known to honour external

@@ -26,6 +26,31 @@ var ErrNotFound = errors.New("not found")
 // Create): a document with that id is stored already.
 var ErrExists = errors.New("a document with this id exists")
 
+// ErrDocument matches (with errors.Is) a failure the server names as the
+// document's own fault, for that one document: in a bulk answer, the
+// item's error is a mapping or parse error (mapper_parsing_exception,
+// document_parsing_exception, illegal_argument_exception, …), or the
+// client found the document invalid before sending it. Only these may be
+// set aside for good: a 400 for the whole request, or an index-level error
+// (a closed index answers 400 in Elasticsearch; so does a failing server),
+// says nothing against the document.
+var ErrDocument = errors.New("the server refused this document (a document-level error)")
+
+// documentErrorTypes are the error types Elasticsearch gives a bulk item
+// whose document cannot be indexed as it is, whatever the index's state.
+var documentErrorTypes = map[string]bool{
+	"invalid_document":                  true, // checkDoc, before sending
+	"mapper_parsing_exception":          true,
+	"document_parsing_exception":        true, // Elasticsearch 8.x's name for a parse failure
+	"strict_dynamic_mapping_exception":  true,
+	"illegal_argument_exception":        true, // e.g. a field too large, a bad value for its type
+	"mapper_exception":                  true,
+	"document_source_missing_exception": true,
+	"json_parse_exception":              true,
+	"x_content_parse_exception":         true,
+	"not_x_content_exception":           true,
+}
+
 // Error is a failed Elasticsearch operation. It names the operation, the
 // index and (where one applies) the document id, and carries the server's
 // status, error type and reason.
@@ -78,10 +103,19 @@ func (e *Error) Is(target error) bool {
 		return e.Status == http.StatusNotFound
 	case ErrExists:
 		return e.Op == "create" && e.Status == http.StatusConflict
+	case ErrDocument:
+		return e.DocumentFault()
 	case store.ErrAccessDenied:
 		return e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden
 	}
 	return false
+}
+
+// DocumentFault reports whether the server named this document at fault:
+// an error for one item of a bulk request (so an id is set), with a 4xx
+// status and a document-level error type. See ErrDocument.
+func (e *Error) DocumentFault() bool {
+	return e.ID != "" && e.Status >= 400 && e.Status < 500 && documentErrorTypes[e.Type]
 }
 
 // Retryable reports whether the operation may succeed later unchanged.
