@@ -256,6 +256,8 @@ export interface JobsightOptions extends DataSourceJsonData {
   /** Caps (default 10000 jobs, 20000 series). */
   maxJobs?: number;
   maxSeries?: number;
+  /** Minutes without any update of a non-final job's documents after which it counts as ended, not running (default 30). */
+  silentAfterMinutes?: number;
 
   allocations?: Allocation[];
   /** JSON endpoint serving {"allocations": [...]}. */
@@ -282,6 +284,7 @@ export const DEFAULTS = {
   fullAccessRoles: ['Admin', 'Editor'] as GrafanaRole[],
   maxJobs: 10000,
   maxSeries: 20000,
+  silentAfterMinutes: 30,
   periodDays: 365,
 } as const;
 
