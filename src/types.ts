@@ -328,6 +328,8 @@ export interface JobsightOptions extends DataSourceJsonData {
   /** Caps (default 10000 jobs, 20000 series). */
   maxJobs?: number;
   maxSeries?: number;
+  /** Minutes without any update of a non-final job's documents after which it counts as ended, not running (default 30). */
+  silentAfterMinutes?: number;
 
   allocations?: Allocation[];
   /** JSON endpoint serving {"allocations": [...]}. */
@@ -356,6 +358,7 @@ export const DEFAULTS = {
   trustedAuthMethods: ['ldap', 'auth.saml', 'authproxy', 'jwt', 'oauth_*'],
   maxJobs: 10000,
   maxSeries: 20000,
+  silentAfterMinutes: 30,
   periodDays: 365,
 } as const;
 

@@ -20,10 +20,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	stdlog "log"
 	"log/slog"
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -32,6 +34,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sys/unix"
 
+	"github.com/jobsight/jobsight/internal/config"
 	"github.com/jobsight/jobsight/internal/jobmodel"
 	"github.com/jobsight/jobsight/internal/report"
 	"github.com/jobsight/jobsight/internal/site/feedback"
@@ -45,6 +48,19 @@ import (
 var installedConfig = feedback.DefaultConfigPath
 
 func main() {
+	if privileged() {
+		// The Go runtime and net/http read the environment before main
+		// (GODEBUG=http2debug=2 makes the HTTP/2 client log every request
+		// header, the stores' credentials included): a privileged run
+		// starts again with only the allow-listed variables.
+		if err := execCleanEnv(os.Environ()); err != nil {
+			fmt.Fprintln(os.Stderr, "jobsight:", err)
+			os.Exit(2)
+		}
+		// And whatever writes to the standard logger (net/http's debug
+		// output among it) writes nothing.
+		stdlog.SetOutput(io.Discard)
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -105,6 +121,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "jobsight:", err)
 		return 2
 	}
+	esCfg := cfg.Elasticsearch.Elasticsearch
+	if cmd == "report" || privileged() {
+		// Reports read with their own read-only credential; a setgid run
+		// never touches the elasticsearch section's (writing) one.
+		if esCfg, err = cfg.ReportElasticsearch(privileged()); err != nil {
+			fmt.Fprintln(stderr, "jobsight:", err)
+			return 2
+		}
+	}
 	if cmd == "check-config" {
 		fmt.Fprintf(stdout, "config %s: ok\n", *cfgPath)
 		return 0
@@ -113,7 +138,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 
 	reg := prometheus.NewRegistry()
-	site, err := newSite(cfg, reg, log)
+	site, err := newSite(cfg, esCfg, reg, log)
 	if err != nil {
 		fmt.Fprintln(stderr, "jobsight:", err)
 		return 1
@@ -176,8 +201,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func newSite(cfg feedback.Config, reg prometheus.Registerer, log *slog.Logger) (*feedback.Site, error) {
-	es, err := elasticsearch.FromConfig(cfg.Elasticsearch.Elasticsearch, log)
+// newSite builds the command's clients; esCfg is the store connection with
+// the credential the command uses (ReportElasticsearch for reports).
+func newSite(cfg feedback.Config, esCfg config.Elasticsearch, reg prometheus.Registerer, log *slog.Logger) (*feedback.Site, error) {
+	es, err := elasticsearch.FromConfig(esCfg, log)
 	if err != nil {
 		return nil, err
 	}
@@ -300,8 +327,8 @@ func privileged() bool { return os.Getegid() != os.Getgid() || os.Geteuid() != o
 // restrict is what a privileged run allows: only `report` (which checks
 // that the job is the caller's) and `check-config`, only with the
 // installed configuration (a caller's own file could make them an admin or
-// send the stored password to a server of theirs), and without the
-// environment variables that redirect TLS trust or connections.
+// send the stored password to a server of theirs), and only with the
+// allow-listed environment that main started it with.
 func restrict(cmd string, fs *flag.FlagSet) error {
 	if cmd != "report" && cmd != "check-config" {
 		return fmt.Errorf("%s: only `jobsight report` may be run through the setgid installation; admins run %s with their own access to the configuration", cmd, cmd)
@@ -312,11 +339,66 @@ func restrict(cmd string, fs *flag.FlagSet) error {
 			err = fmt.Errorf("--config: the setgid installation reads only %s", installedConfig)
 		}
 	})
-	for _, k := range []string{"SSL_CERT_FILE", "SSL_CERT_DIR", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
-		"http_proxy", "https_proxy", "no_proxy", "all_proxy", "LOCALDOMAIN", "RES_OPTIONS", "HOSTALIASES"} {
-		os.Unsetenv(k)
+	if !envClean(os.Environ()) {
+		err = errors.Join(err, errors.New("the environment holds variables off the setgid allow-list"))
 	}
 	return err
+}
+
+// setgidPath is the PATH of a privileged run (it starts no programs; a
+// caller's PATH is not kept all the same).
+const setgidPath = "PATH=/usr/bin:/bin"
+
+// setgidTraceback is what the Go runtime itself sets in a setgid process
+// (it forces GOTRACEBACK=none there).
+const setgidTraceback = "GOTRACEBACK=none"
+
+// setgidEnvKeep are the variables a privileged run keeps from its caller:
+// none of them redirects connections or TLS trust (SSL_CERT_*, *_PROXY,
+// resolver overrides are all dropped) or changes the runtime (GODEBUG,
+// GOMAXPROCS, ...).
+var setgidEnvKeep = []string{"TERM", "LANG", "LC_ALL"}
+
+// cleanEnv is the environment a privileged run keeps of env: setgidPath,
+// the first value of each allow-listed variable, and setgidTraceback.
+func cleanEnv(env []string) []string {
+	out := []string{setgidPath}
+	for _, k := range setgidEnvKeep {
+		for _, kv := range env {
+			if strings.HasPrefix(kv, k+"=") {
+				out = append(out, kv)
+				break
+			}
+		}
+	}
+	return append(out, setgidTraceback)
+}
+
+// envClean reports whether env holds only what cleanEnv keeps, each
+// variable once (in any order: the runtime may move GOTRACEBACK).
+func envClean(env []string) bool {
+	seen := map[string]bool{}
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		ok := slices.Contains(setgidEnvKeep, k) || kv == setgidPath || kv == setgidTraceback
+		if !ok || seen[k] {
+			return false
+		}
+		seen[k] = true
+	}
+	return true
+}
+
+// execCleanEnv runs this program again (/proc/self/exe, the same
+// arguments) with cleanEnv(env), unless env is clean already; it returns
+// nil only in that case, else the error that stopped the restart (the run
+// must then not go on).
+func execCleanEnv(env []string) error {
+	if envClean(env) {
+		return nil
+	}
+	err := syscall.Exec("/proc/self/exe", os.Args, cleanEnv(env))
+	return fmt.Errorf("restarting with the setgid allow-listed environment: %w", err)
 }
 
 // window turns --since or --from/--to into a time range.

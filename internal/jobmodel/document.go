@@ -23,6 +23,17 @@ const (
 	StateUnknown     = "UNKNOWN"
 )
 
+// EndLost is the end_reason of a job the cluster-state collector closed:
+// Slurm no longer listed it and no agent had updated its documents for
+// the collector's lost_after. Its end_time is the last update seen, its
+// state UNKNOWN, and missing_metrics names what is missing
+// (MissingFinalState, and per node what Assemble names).
+const EndLost = "lost"
+
+// MissingFinalState is the missing_metrics entry of a job whose final
+// state and summary no agent wrote (closed as EndLost).
+const MissingFinalState = "slurm_final_state"
+
 // Job is the job document: one per job, in the job index, id DocID. It holds
 // the job's metadata and request, written when the job starts, and the usage
 // summed over its nodes, written when it ends. Fields that could not be read
@@ -49,8 +60,11 @@ type Job struct {
 	Nodes     []string `json:"nodes,omitempty"`
 	NodeCount int      `json:"node_count,omitempty"`
 
-	State      string `json:"state"`
-	Reason     string `json:"reason,omitempty"`
+	State  string `json:"state"`
+	Reason string `json:"reason,omitempty"`
+	// EndReason says why a final document ended other than by its
+	// agent: EndLost when the cluster-state collector closed it.
+	EndReason  string `json:"end_reason,omitempty"`
 	ExitCode   *int   `json:"exit_code,omitempty"`
 	ExitSignal *int   `json:"exit_signal,omitempty"`
 

@@ -34,6 +34,10 @@ const (
 	MaxTimeoutSeconds = 300
 	DefaultMaxJobs    = 10000
 	DefaultMaxSeries  = 20000
+	// DefaultSilentAfterMinutes is three times the longest interval at
+	// which an agent rewrites a running job's node documents
+	// (flush_interval, at most 10m).
+	DefaultSilentAfterMinutes = 30
 )
 
 // Names of the keys in DecryptedSecureJSONData. Secrets are read from there
@@ -129,6 +133,11 @@ type Settings struct {
 	MaxJobs int `json:"maxJobs,omitempty"`
 	// MaxSeries caps the series one Prometheus answer may hold. Default 20000.
 	MaxSeries int `json:"maxSeries,omitempty"`
+	// SilentAfterMinutes is how long a job whose document is not final may
+	// go without any update of its job or node documents before it counts
+	// as ended (at its last update) instead of running: its agent is gone
+	// (docs/datasource.md, "Jobs nobody finalized"). Default 30, 1 to 10080.
+	SilentAfterMinutes int `json:"silentAfterMinutes,omitempty"`
 
 	// Allocations are the allocation thresholds of the Allocation query;
 	// AllocationsURL, when set, is a JSON endpoint serving more (the
@@ -291,6 +300,9 @@ func (s *Settings) applyDefaults() {
 	if s.MaxSeries == 0 {
 		s.MaxSeries = DefaultMaxSeries
 	}
+	if s.SilentAfterMinutes == 0 {
+		s.SilentAfterMinutes = DefaultSilentAfterMinutes
+	}
 	for i := range s.Allocations {
 		if s.Allocations[i].PeriodDays == 0 {
 			s.Allocations[i].PeriodDays = jobmodel.DefaultAllocationPeriodDays
@@ -391,6 +403,9 @@ func (s *Settings) Validate() error {
 	}
 	if s.MaxSeries < 1 || s.MaxSeries > 1000000 {
 		add("maxSeries", fmt.Sprintf("must be between 1 and 1000000, got %d", s.MaxSeries))
+	}
+	if s.SilentAfterMinutes < 1 || s.SilentAfterMinutes > 10080 {
+		add("silentAfterMinutes", fmt.Sprintf("must be between 1 and 10080 (a week), got %d", s.SilentAfterMinutes))
 	}
 	for i, a := range s.Allocations {
 		if err := a.Check(); err != nil {

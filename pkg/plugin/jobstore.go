@@ -3,6 +3,7 @@ package plugin
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -111,7 +112,7 @@ func containsAll(set, vals []string) bool {
 // analysis and the job's node list are left out.
 var compactFields = []string{"doc_id", "cluster", "job_id", "name", "user", "account", "partition", "state",
 	"start_time", "end_time", "submit_time", "time_limit_seconds", "elapsed_seconds", "final", "node_count", "sampling",
-	"requested", "cpu", "memory", "gpu"}
+	"requested", "cpu", "memory", "gpu", "updated_at", "end_reason"}
 
 // fetchJobs reads the jobs of a scope (compact sources), at most
 // maxJobs; the total tells whether the answer was truncated.
@@ -126,6 +127,10 @@ func (d *Datasource) fetchJobsRaw(ctxQ queryCtx, sc jobScope, sort []any, from, 
 	query, err := d.esQuery(sc)
 	if err != nil {
 		return nil, 0, 0, err
+	}
+	if fields != nil {
+		// settleSilent needs them.
+		fields = append(slices.Clone(fields), "updated_at", "end_reason")
 	}
 	body := map[string]any{"query": query, "size": size, "from": from, "track_total_hits": true, "_source": fields}
 	if sort != nil {
@@ -155,7 +160,109 @@ func (d *Datasource) fetchJobsRaw(ctxQ queryCtx, sc jobScope, sort []any, from, 
 		}
 		jobs = append(jobs, j)
 	}
-	return jobs, total, hits, nil
+	if err := d.settleSilent(ctxQ, jobs); err != nil {
+		// Not knowing leaves the jobs as their documents say.
+		d.logger.Warn("could not tell silent jobs from running ones", "err", err)
+	}
+	kept := jobs[:0]
+	for _, j := range jobs {
+		if j.EndReason == endSilent && (sc.running || !sc.noTime && j.EndTime.Before(sc.from)) {
+			continue // not running, or ended before the range
+		}
+		kept = append(kept, j)
+	}
+	return kept, total, hits, nil
+}
+
+// nodeUpdate is what settleSilent reads of a node document.
+type nodeUpdate struct {
+	JobDocID  string         `json:"job_doc_id"`
+	UpdatedAt *jobmodel.Time `json:"updated_at"`
+}
+
+// endSilent marks, in memory only, a job settleSilent ended.
+const endSilent = "silent"
+
+// settleSilent ends the jobs whose document is not final but whose agents
+// have gone silent: no update of the job document or of any of its node
+// documents (which a running job's agents rewrite every flush_interval)
+// for silentAfterMinutes. Such a job is not running: it ends at its last
+// update, with state UNKNOWN (its agent, or the node holding its
+// checkpoint, is gone; the cluster-state collector closes it in the store
+// as lost). One aggregation on the node index, for the non-final jobs
+// whose job document alone is old (their node documents, newest first).
+func (d *Datasource) settleSilent(qc queryCtx, jobs []jobmodel.Job) error {
+	cutoff := qc.now.Add(-time.Duration(d.settings.SilentAfterMinutes) * time.Minute)
+	idx := map[string]int{}
+	var ids []string
+	for i := range jobs {
+		j := &jobs[i]
+		if j.Final || j.UpdatedAt == nil || !j.UpdatedAt.Before(cutoff) || j.DocID == "" {
+			continue
+		}
+		idx[j.DocID] = i
+		ids = append(ids, j.DocID)
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	// The node documents of these jobs, newest first: the first of each
+	// job is its last update. (A max aggregation would be smaller, but
+	// not every Elasticsearch-API server answers one on a date.)
+	size := 0
+	for _, id := range ids {
+		size += max(jobs[idx[id]].NodeCount, 1)
+	}
+	size = min(size, 10000)
+	body := map[string]any{"size": size, "query": esFilter([]any{esTerms("job_doc_id", ids)}),
+		"_source": []string{"job_doc_id", "updated_at"},
+		"sort":    []any{map[string]any{"updated_at": map[string]any{"order": "desc"}}}}
+	raw, err := d.searchRaw(qc.ctx, qc.st, d.settings.ElasticsearchNodeIndex, body)
+	if err != nil {
+		return err
+	}
+	var ans store.SearchAnswer[nodeUpdate]
+	if err := gojson.Unmarshal(raw, &ans); err != nil {
+		return fmt.Errorf("the node index's last updates: %w", err)
+	}
+	last := make(map[string]time.Time, len(ids))
+	for _, id := range ids {
+		last[id] = jobs[idx[id]].UpdatedAt.Time
+	}
+	var oldest time.Time
+	seen := map[string]bool{}
+	for _, h := range ans.Hits.Hits {
+		n := h.Source
+		seen[n.JobDocID] = true
+		if n.UpdatedAt == nil {
+			continue
+		}
+		oldest = n.UpdatedAt.Time
+		if _, ok := idx[n.JobDocID]; ok && n.UpdatedAt.After(last[n.JobDocID]) {
+			last[n.JobDocID] = n.UpdatedAt.Time
+		}
+	}
+	if len(ans.Hits.Hits) >= size && !oldest.Before(cutoff) {
+		// Cut off while still among recent updates: a job not seen
+		// here may have one too. Only those seen silent are ended.
+		for id := range last {
+			if !seen[id] {
+				delete(last, id)
+			}
+		}
+	}
+	for id, t := range last {
+		if !t.Before(cutoff) {
+			continue
+		}
+		j := &jobs[idx[id]]
+		j.Final, j.State, j.EndReason = true, jobmodel.StateUnknown, endSilent
+		if j.StartTime != nil && t.Before(j.StartTime.Time) {
+			t = j.StartTime.Time
+		}
+		j.EndTime = jobmodel.At(t)
+	}
+	return nil
 }
 
 // jobHits is a search answer whose sources are job documents.

@@ -268,6 +268,22 @@ export function ConfigEditor(props: ConfigEditorProps) {
             onCommit={(v) => setJson('maxSeries', v)}
           />
         </InlineField>
+        <InlineField
+          label="Silent after (min)"
+          labelWidth={LABEL_WIDTH}
+          htmlFor="silent-after"
+          tooltip="A job whose document is not final and whose agents wrote nothing for this long counts as ended at its last update, not running. 1 to 10080"
+        >
+          <NumberInput
+            id="silent-after"
+            width={INPUT_WIDTH}
+            min={1}
+            max={10080}
+            value={jsonData.silentAfterMinutes}
+            placeholder={String(DEFAULTS.silentAfterMinutes)}
+            onCommit={(v) => setJson('silentAfterMinutes', v)}
+          />
+        </InlineField>
       </FieldSet>
 
       <FieldSet label="Access control">

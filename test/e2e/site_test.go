@@ -278,6 +278,11 @@ func checkSetgid(t *testing.T, e *env, site siteCmd, mine, theirs string) {
 		t.Fatal(err)
 	}
 	b = []byte(strings.Replace(string(b), filepath.Join(filepath.Dir(site.config), "es-password"), pw, 1))
+	// A login node's installation holds only the report's credential (the
+	// setgid command refuses the elasticsearch section's): the test
+	// store's user moves to the report section.
+	s := strings.Replace(string(b), fmt.Sprintf("  username: %q\n  password_file: %s\n", e.st.Elasticsearch.User, pw), "", 1)
+	b = []byte(s + fmt.Sprintf("report: {username: %q, password_file: %s}\n", e.st.Elasticsearch.User, pw))
 	bin := filepath.Join(dir, "jobsight")
 	build := exec.Command("go", "build", "-ldflags", "-X main.installedConfig="+cfg, "-o", bin, "./cmd/jobsight")
 	build.Dir = "../.."

@@ -61,6 +61,7 @@ type Collector struct {
 	indexReady  bool
 	pollErrors  uint64
 	lastSuccess time.Time
+	lastLost    time.Time // the last check for lost jobs
 }
 
 // collectorMetrics are the collector's own metrics on /metrics.
@@ -71,6 +72,7 @@ type collectorMetrics struct {
 	lastSuccess prometheus.Gauge
 	series      prometheus.Gauge
 	spooled     prometheus.GaugeFunc
+	lostClosed  prometheus.Counter
 }
 
 // Options are what New needs besides the configuration.
@@ -132,6 +134,8 @@ func New(cfg Config, opts Options) (*Collector, error) {
 			Help: "When the last poll read Slurm successfully (Unix time)."}),
 		series: prometheus.NewGauge(prometheus.GaugeOpts{Name: "jobsight_clusterstate_series",
 			Help: "Series the last poll wrote."}),
+		lostClosed: prometheus.NewCounter(prometheus.CounterOpts{Name: "jobsight_clusterstate_lost_jobs_closed_total",
+			Help: "Job documents no agent finalized that the collector wrote final as lost."}),
 		spooled: prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "jobsight_clusterstate_spool_items",
 			Help: "Batches and documents waiting in the spool."}, func() float64 {
 			if c.spool == nil {
@@ -149,7 +153,7 @@ func New(cfg Config, opts Options) (*Collector, error) {
 	}
 	if opts.Registerer != nil {
 		for _, m := range []prometheus.Collector{c.metrics.duration, c.metrics.calls, c.metrics.errors,
-			c.metrics.lastSuccess, c.metrics.series, c.metrics.spooled} {
+			c.metrics.lastSuccess, c.metrics.series, c.metrics.spooled, c.metrics.lostClosed} {
 			if err := opts.Registerer.Register(m); err != nil {
 				return nil, fmt.Errorf("registering metrics: %w", err)
 			}
@@ -227,7 +231,24 @@ func (c *Collector) Poll(ctx context.Context) (*Snapshot, error) {
 		c.lastBucket = bucket
 		c.store(ctx, NewDocument(snap, bucket, h, int64(calls)))
 	}
+	c.checkLost(ctx, snap)
 	return snap, nil
+}
+
+// checkLost closes lost jobs (closeLost) at most once per
+// document_interval: lost_after is much longer, and each check is two
+// searches. A store that fails is counted and tried at the next check.
+func (c *Collector) checkLost(ctx context.Context, snap *Snapshot) {
+	if c.es == nil || c.cfg.Elasticsearch.LostAfter <= 0 || (!c.lastLost.IsZero() && snap.Time.Sub(c.lastLost) < c.cfg.DocumentInterval) {
+		return
+	}
+	c.lastLost = snap.Time
+	n, err := c.closeLost(ctx, snap)
+	c.metrics.lostClosed.Add(float64(n))
+	if err != nil {
+		c.metrics.errors.WithLabelValues("elasticsearch").Inc()
+		c.log.Warn("lost jobs: not checked", "err", err)
+	}
 }
 
 // read makes the poll's Slurm calls and builds the snapshot.

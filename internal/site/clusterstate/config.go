@@ -61,10 +61,20 @@ type PrometheusConfig struct {
 }
 
 // ElasticsearchConfig is the Elasticsearch cluster holding the history
-// (timeout default 30s).
+// (timeout default 30s), and the agents' job and node documents of the
+// cluster, where the collector closes the jobs whose agents vanished
+// (docs/cluster-state.md, "Lost jobs").
 type ElasticsearchConfig struct {
 	config.Elasticsearch `yaml:",inline"`
 	Index                string `yaml:"index"` // default jobsight-cluster-state
+	// JobIndex and NodeIndex are the agents' (default jobsight-jobs and
+	// jobsight-nodes).
+	JobIndex  string `yaml:"job_index"`
+	NodeIndex string `yaml:"node_index"`
+	// LostAfter is how long a job Slurm no longer lists may stay without
+	// any update of its documents before the collector writes it final
+	// as lost. Default 30m; 0 never closes a job.
+	LostAfter time.Duration `yaml:"lost_after"`
 }
 
 // SpoolConfig bounds the collector's spool.
@@ -82,8 +92,9 @@ func DefaultConfig() Config {
 		Listen:           "127.0.0.1:9310",
 		Slurm:            SlurmConfig{Sinfo: "sinfo", Squeue: "squeue", Timeout: 20 * time.Second},
 		Prometheus:       PrometheusConfig{config.RemoteWrite{Timeout: 30 * time.Second}},
-		Elasticsearch:    ElasticsearchConfig{Elasticsearch: config.Elasticsearch{Timeout: 30 * time.Second}, Index: DefaultIndex},
-		Spool:            SpoolConfig{Dir: "/var/spool/jobsight-cluster-state", MaxBytes: 64 << 20},
+		Elasticsearch: ElasticsearchConfig{Elasticsearch: config.Elasticsearch{Timeout: 30 * time.Second}, Index: DefaultIndex,
+			JobIndex: "jobsight-jobs", NodeIndex: "jobsight-nodes", LostAfter: DefaultLostAfter},
+		Spool: SpoolConfig{Dir: "/var/spool/jobsight-cluster-state", MaxBytes: 64 << 20},
 	}
 }
 
@@ -131,6 +142,17 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.Elasticsearch.Validate()...)
 	if !config.ValidIndexName(c.Elasticsearch.Index) {
 		bad("elasticsearch.index", "%q: index names are lowercase letters, digits, '.', '_' or '-'", c.Elasticsearch.Index)
+	}
+	for _, ix := range [][2]string{{"elasticsearch.job_index", c.Elasticsearch.JobIndex}, {"elasticsearch.node_index", c.Elasticsearch.NodeIndex}} {
+		if !config.ValidIndexName(ix[1]) {
+			bad(ix[0], "%q: index names are lowercase letters, digits, '.', '_' or '-'", ix[1])
+		}
+		if ix[1] == c.Elasticsearch.Index {
+			bad(ix[0], "must differ from elasticsearch.index (%q)", ix[1])
+		}
+	}
+	if l := c.Elasticsearch.LostAfter; l != 0 && l < MinLostAfter {
+		bad("elasticsearch.lost_after", "%s is below %s: an agent updates a running job's node documents up to 10m apart, and finalizes an ended job within minutes (0 turns closing lost jobs off)", l, MinLostAfter)
 	}
 	if c.Elasticsearch.Timeout <= 0 {
 		bad("elasticsearch.timeout", "must be positive")

@@ -121,7 +121,8 @@ func TestConstantsFileReload(t *testing.T) {
 func TestConfig(t *testing.T) {
 	t.Parallel()
 	c, err := ParseConfig(strings.NewReader("cluster: c1\n"))
-	if err != nil || c.Interval != 30*time.Second || c.Elasticsearch.Index != DefaultIndex || !c.NodeSeries {
+	if err != nil || c.Interval != 30*time.Second || c.Elasticsearch.Index != DefaultIndex || !c.NodeSeries ||
+		c.Elasticsearch.LostAfter != DefaultLostAfter || c.Elasticsearch.JobIndex != "jobsight-jobs" {
 		t.Fatalf("defaults: %+v %v", c, err)
 	}
 	for in, want := range map[string]string{
@@ -134,7 +135,10 @@ func TestConfig(t *testing.T) {
 		"cluster: 'a b'\n":                           "cluster:",
 		"cluster: c1\nelasticsearch: {index: X}\n":   "elasticsearch.index:",
 		"cluster: c1\nelasticsearch: {urls: [es]}\n": "elasticsearch.urls[0]:",
-		"cluster: c1\nprometheus: {remote_write_url: x, username: u}\n": "prometheus.remote_write_url:",
+		"cluster: c1\nprometheus: {remote_write_url: x, username: u}\n":      "prometheus.remote_write_url:",
+		"cluster: c1\nelasticsearch: {lost_after: 5m}\n":                     "elasticsearch.lost_after: 5m0s is below 15m",
+		"cluster: c1\nelasticsearch: {job_index: Jobs}\n":                    "elasticsearch.job_index:",
+		"cluster: c1\nelasticsearch: {node_index: jobsight-cluster-state}\n": "elasticsearch.node_index: must differ",
 	} {
 		_, err := ParseConfig(strings.NewReader(in))
 		if err == nil || !strings.Contains(err.Error(), want) {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jobsight/jobsight/internal/jobmodel"
 	"github.com/jobsight/jobsight/internal/slurm"
 )
 
@@ -20,6 +21,11 @@ type Snapshot struct {
 	RunningJobs  int64
 	PendingJobs  int64 // waiting for resources or priority (array tasks counted one by one)
 	HeldJobs     int64 // pending but not competing: held, dependency, begin time
+	// Listed are the keys (jobmodel.Identity.Key: "123", "123_4",
+	// "200+1") of the jobs Slurm still lists in a state that is not
+	// final (pending, running, suspended, completing, ...): the jobs whose
+	// documents the collector leaves alone.
+	Listed map[string]bool
 	// Problems lists what could not be read (a node's malformed gres, ...);
 	// the rest of the snapshot stands.
 	Problems []string
@@ -153,8 +159,12 @@ func Build(cluster string, now time.Time, sinfoOut, squeueOut []byte) (*Snapshot
 		}
 		s.Nodes = append(s.Nodes, n)
 	}
+	s.Listed = make(map[string]bool, len(sq.Jobs))
 	for i := range sq.Jobs {
 		j := &sq.Jobs[i]
+		if k := listedKey(j); k != "" {
+			s.Listed[k] = true
+		}
 		switch j.JobState {
 		case "RUNNING":
 			s.RunningJobs++
@@ -189,6 +199,36 @@ func Build(cluster string, now time.Time, sinfoOut, squeueOut []byte) (*Snapshot
 	}
 	slices.SortFunc(s.Partitions, func(a, b Partition) int { return cmp.Compare(a.Name, b.Name) })
 	return s, nil
+}
+
+// finalJobStates are Slurm's job states after which the job runs no
+// more; any other state (an unknown one too) counts as alive.
+var finalJobStates = map[string]bool{
+	"COMPLETED": true, "CANCELLED": true, "FAILED": true, "TIMEOUT": true, "NODE_FAIL": true, "PREEMPTED": true,
+	"BOOT_FAIL": true, "DEADLINE": true, "OUT_OF_MEMORY": true, "REVOKED": true,
+}
+
+// listedKey is the document key of a job record that is not final, as
+// the agent writes it (jobmodel.Identity.Key), or "" for a final one and
+// for a pending array's record of tasks not yet split off (no task of it
+// has a document).
+func listedKey(j *slurm.SqueueJob) string {
+	st := strings.TrimSpace(j.JobState)
+	if i := strings.IndexAny(st, " ,"); i >= 0 {
+		st = st[:i]
+	}
+	if finalJobStates[strings.ToUpper(st)] || j.JobID == 0 {
+		return ""
+	}
+	switch {
+	case j.ArrayJobID != 0 && j.ArrayTaskID != nil && *j.ArrayTaskID >= 0 && *j.ArrayTaskID < 1<<31:
+		return jobmodel.Identity{ArrayJobID: uint64(j.ArrayJobID), ArrayTaskID: uint64(*j.ArrayTaskID)}.Key()
+	case j.ArrayJobID != 0 && j.ArrayTaskString != "":
+		return ""
+	case j.HetJobID != 0:
+		return jobmodel.Identity{HetJobID: uint64(j.HetJobID), HetJobOffset: uint64(j.HetJobOffset)}.Key()
+	}
+	return jobmodel.Identity{JobID: uint64(j.JobID)}.Key()
 }
 
 // buildNode maps one sinfo record; problem says what could not be read.

@@ -1,6 +1,7 @@
 package feedback
 
 import (
+	"errors"
 	"io"
 	"time"
 
@@ -21,6 +22,9 @@ type Config struct {
 	// Elasticsearch is where job documents and results are (the same
 	// options as the agent's).
 	Elasticsearch config.ElasticsearchConfig `yaml:"elasticsearch"`
+	// Report is the credential `jobsight report` reads the store with: a
+	// read-only user of its own, and the only one a setgid run uses.
+	Report ReportConfig `yaml:"report"`
 	// Prometheus is queried for the report charts; no URL: charts come
 	// from the documents' summaries.
 	Prometheus PrometheusQuery `yaml:"prometheus"`
@@ -43,7 +47,41 @@ type Config struct {
 type PrometheusQuery struct {
 	URL                   string `yaml:"url"`
 	config.PrometheusAuth `yaml:",inline"`
-	Timeout               time.Duration `yaml:"timeout"`
+	// CAFile is a PEM bundle of the CAs to trust for https; empty for the
+	// system's (a setgid run ignores SSL_CERT_FILE, so a private CA is
+	// named here).
+	CAFile  string        `yaml:"ca_file"`
+	Timeout time.Duration `yaml:"timeout"`
+}
+
+// ReportConfig is the report command's own Elasticsearch credential
+// (docs/site-config.md, "A read-only credential for reports"): the user
+// and its password file, both or neither. The connection (URLs, CA,
+// timeout, indices) is the elasticsearch section's. Reports only read job
+// documents, so the user needs read on the job index and nothing else.
+type ReportConfig struct {
+	Username     string `yaml:"username"`
+	PasswordFile string `yaml:"password_file"`
+}
+
+// ErrNoReportCredential says that a setgid run would have to read with
+// the elasticsearch section's (writing) credential.
+var ErrNoReportCredential = errors.New("the setgid installation reads only with a read-only credential of its own: set report.username and report.password_file (docs/site-config.md); it never uses the elasticsearch section's credential")
+
+// ReportElasticsearch is the connection `jobsight report` reads with: the
+// elasticsearch section with the report credential in place of its own.
+// With privileged (a setgid run) the elasticsearch section's credential
+// is never used: without a report credential it is ErrNoReportCredential,
+// unless the store takes no credential at all.
+func (c *Config) ReportElasticsearch(privileged bool) (config.Elasticsearch, error) {
+	es := c.Elasticsearch.Elasticsearch
+	switch {
+	case c.Report.Username != "":
+		es.Username, es.PasswordFile = c.Report.Username, c.Report.PasswordFile
+	case privileged && (es.Username != "" || es.PasswordFile != ""):
+		return config.Elasticsearch{}, ErrNoReportCredential
+	}
+	return es, nil
 }
 
 // HistoryConfig is the history roll-up.
@@ -112,6 +150,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Prometheus.BearerTokenFile != "" && c.Prometheus.PasswordFile != "" {
 		bad("prometheus.bearer_token_file", "set either a bearer token or a username/password, not both")
+	}
+	if (c.Report.Username == "") != (c.Report.PasswordFile == "") {
+		bad("report.username", "username and password_file go together")
+	}
+	if c.Report.Username != "" && c.Report.Username == c.Elasticsearch.Username {
+		bad("report.username", "%q is also elasticsearch.username: reports need a read-only user of their own", c.Report.Username)
 	}
 	if c.Prometheus.Timeout <= 0 {
 		bad("prometheus.timeout", "must be positive")

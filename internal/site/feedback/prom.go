@@ -2,8 +2,11 @@ package feedback
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net/http"
+	"os"
 	"strconv"
 	"time"
 
@@ -33,6 +36,18 @@ func NewSeries(cfg PrometheusQuery) (*Series, error) {
 		return nil, err
 	}
 	var rt http.RoundTripper = http.DefaultTransport
+	if cfg.CAFile != "" {
+		pem, err := os.ReadFile(cfg.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("prometheus.ca_file: %w", err)
+		}
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.TLSClientConfig = &tls.Config{RootCAs: x509.NewCertPool(), MinVersion: tls.VersionTLS12}
+		if !t.TLSClientConfig.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("prometheus.ca_file: %s holds no PEM certificate", cfg.CAFile)
+		}
+		rt = t
+	}
 	if token != "" || cfg.Username != "" {
 		rt = authTransport{next: rt, token: token, user: cfg.Username, password: pw}
 	}
