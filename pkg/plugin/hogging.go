@@ -375,6 +375,39 @@ func (d *Datasource) partitionDemand(j *jobmodel.Job, res string, st *partState,
 	return demand{res: res, signal: SignalNone, noneSignal: true}
 }
 
+// recentlyWritten returns the ids of the job documents whose node
+// documents were written since cutoff (RFC 3339): one terms aggregation on
+// the node index.
+func (d *Datasource) recentlyWritten(qc *queryCtx, clusters []string, cutoff string) ([]string, error) {
+	filters := []any{esRange("updated_at", map[string]any{"gte": cutoff})}
+	if len(clusters) > 0 {
+		filters = append(filters, esTerms("cluster", clusters))
+	}
+	body := map[string]any{"size": 0, "query": esFilter(filters),
+		"aggs": map[string]any{"j": map[string]any{"terms": map[string]any{"field": "job_doc_id", "size": 65536}}}}
+	ans, err := d.search(qc.ctx, qc.st, d.settings.ElasticsearchNodeIndex, body)
+	if err != nil {
+		return nil, err
+	}
+	raw, ok := ans.Aggregations["j"]
+	if !ok {
+		return nil, nil
+	}
+	var agg struct {
+		Buckets []struct {
+			Key string `json:"key"`
+		} `json:"buckets"`
+	}
+	if err := json.Unmarshal(raw, &agg); err != nil {
+		return nil, fmt.Errorf("decoding the recently written jobs: %w", err)
+	}
+	ids := make([]string, 0, len(agg.Buckets))
+	for _, b := range agg.Buckets {
+		ids = append(ids, b.Key)
+	}
+	return ids, nil
+}
+
 // hoggingFrame is the long table: string labels and one number.
 func hoggingFrame(rows []hogRow) (*data.Frame, []map[string]any) {
 	n := len(rows)
@@ -413,6 +446,19 @@ func (d *Datasource) runningAllocations(qc *queryCtx, clusters []string) (map[st
 	if len(clusters) > 0 {
 		filters = append(filters, esTerms("cluster", clusters))
 	}
+	// A job whose agents went silent (its node died with its checkpoint:
+	// see settleSilent) holds nothing: only jobs whose job document or one
+	// of whose node documents was written within silentAfterMinutes count.
+	cutoff := qc.now.Add(-time.Duration(d.settings.SilentAfterMinutes) * time.Minute).UTC().Format(time.RFC3339Nano)
+	live, err := d.recentlyWritten(qc, clusters, cutoff)
+	if err != nil {
+		return nil, err
+	}
+	recent := []any{esRange("updated_at", map[string]any{"gte": cutoff})}
+	if len(live) > 0 {
+		recent = append(recent, esTerms("doc_id", live))
+	}
+	filters = append(filters, esShould(recent...))
 	sums := map[string]any{
 		"cpus": map[string]any{"sum": map[string]any{"field": "requested.cpus"}},
 		"gpus": map[string]any{"sum": map[string]any{"field": "requested.gpus"}},

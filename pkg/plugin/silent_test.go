@@ -138,6 +138,16 @@ func TestSilentJobIsNotRunning(t *testing.T) {
 		}
 		t.Errorf("running jobs %v, want only %s", ids, alive.DocID)
 	}
+
+	// Hogging's fallback contention (partitionCapacity) counts what other
+	// running jobs hold: the silent job's 4 CPUs are not held any more.
+	alloc, err := d.runningAllocations(qc, []string{"sc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := alloc["sc/gpu"][models.ResourceCPU]; got != 4 {
+		t.Errorf("running allocation of sc/gpu: %v CPUs, want 4 (the silent job's left out): %v", got, alloc)
+	}
 }
 
 func deref(p *float64) any {
