@@ -21,6 +21,7 @@ import (
 	"github.com/jobsight/jobsight/agent/config"
 	"github.com/jobsight/jobsight/agent/monitor"
 	"github.com/jobsight/jobsight/internal/jobmodel"
+	"github.com/jobsight/jobsight/internal/privdir"
 	"github.com/jobsight/jobsight/internal/spool"
 	"github.com/jobsight/jobsight/internal/store"
 	"github.com/jobsight/jobsight/internal/store/elasticsearch"
@@ -209,23 +210,8 @@ func writePrivate(path string, data []byte) error {
 			return fmt.Errorf("output_dir: %w", err)
 		}
 	}
-	tmp, err := os.CreateTemp(dir, ".jobsight-*.tmp") // 0600
-	if err != nil {
-		return fmt.Errorf("output_dir: %w", err)
-	}
-	_, werr := tmp.Write(data)
-	if werr == nil {
-		werr = tmp.Sync()
-	}
-	if cerr := tmp.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), path)
-	}
-	if werr != nil {
-		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("output_dir: writing %s: %w", path, werr)
+	if err := privdir.WriteFile(path, ".jobsight-*.tmp", data); err != nil {
+		return fmt.Errorf("output_dir: writing %s: %w", path, err)
 	}
 	return nil
 }

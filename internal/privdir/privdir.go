@@ -47,3 +47,28 @@ func Ensure(dir string) error {
 	}
 	return nil
 }
+
+// WriteFile writes data to path atomically and privately: a temporary file
+// (mode 0600, named by pattern as os.CreateTemp names it) in path's
+// directory, fsync, rename. A reader never sees half a file, and a symbolic
+// link at path is replaced, not followed. The directory is not synced.
+func WriteFile(path, pattern string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), pattern)
+	if err != nil {
+		return err
+	}
+	_, werr := tmp.Write(data)
+	if werr == nil {
+		werr = tmp.Sync()
+	}
+	if cerr := tmp.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(tmp.Name(), path)
+	}
+	if werr != nil {
+		_ = os.Remove(tmp.Name())
+	}
+	return werr
+}

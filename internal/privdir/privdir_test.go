@@ -45,3 +45,34 @@ func TestEnsure(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteFile: the file is 0600 whatever the umask, replaces a symbolic
+// link at its name instead of writing through it, and leaves no temporary
+// file behind.
+func TestWriteFile(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "elsewhere")
+	if err := os.WriteFile(target, []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "doc.json")
+	if err := os.Symlink(target, path); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteFile(path, ".tmp-*", []byte("new")); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Lstat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode()&os.ModeSymlink != 0 || fi.Mode().Perm() != 0o600 {
+		t.Errorf("%s: mode %v, want a 0600 file", path, fi.Mode())
+	}
+	if b, _ := os.ReadFile(target); string(b) != "keep" {
+		t.Errorf("the link's target was written: %q", b)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 2 {
+		t.Errorf("%d entries left, want 2", len(ents))
+	}
+}

@@ -304,23 +304,8 @@ func parseName(name string) (e entry, ok bool) {
 // writeFile writes data to name atomically: temporary file, fsync, rename,
 // fsync of the directory.
 func (s *Spool) writeFile(name string, data []byte) error {
-	tmp, err := os.CreateTemp(s.dir, tempPrefix+strconv.Itoa(s.pid)+"-*")
-	if err != nil {
-		return fmt.Errorf("spool: creating temporary file: %w", err)
-	}
-	_, werr := tmp.Write(data)
-	if werr == nil {
-		werr = tmp.Sync()
-	}
-	if cerr := tmp.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), filepath.Join(s.dir, name))
-	}
-	if werr != nil {
-		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("spool: writing %s: %w", name, werr)
+	if err := privdir.WriteFile(filepath.Join(s.dir, name), tempPrefix+strconv.Itoa(s.pid)+"-*", data); err != nil {
+		return fmt.Errorf("spool: writing %s: %w", name, err)
 	}
 	return s.syncDir()
 }
