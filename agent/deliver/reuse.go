@@ -316,6 +316,12 @@ func (o *Outputs) CreateJob(ctx context.Context, job jobmodel.Job) (string, erro
 	if o.es == nil || strings.Contains(job.DocID, jobmodel.ReuseSeparator) {
 		return job.DocID, o.PutJob(ctx, job)
 	}
+	if err := o.EnsureIndices(ctx); err != nil {
+		// Never write before the indices exist with their mappings: a
+		// server that creates a missing index on a write (ZincSearch)
+		// would map every field by guess. Unreachable: spooled there.
+		return job.DocID, o.PutJob(ctx, job)
+	}
 	o.probeVersions(ctx)
 	if honoured, known := o.es.VersionsKnown(); known && !honoured {
 		return job.DocID, o.PutJob(ctx, job)

@@ -296,3 +296,25 @@ func TestFreshAgentAsksTheRealServerAboutVersions(t *testing.T) {
 		t.Error("ZincSearch taken as honouring versions")
 	}
 }
+
+// TestFirstCreateMakesTheIndicesFirst: a fresh agent's first job write to a
+// store with no indices at all creates them with their mappings before it
+// writes. The real ZincSearch creates a missing index on a write and maps
+// every field by guess (dates and keywords as text), after which every
+// range query on the job index fails; seen on the Grafana-side suite.
+func TestFirstCreateMakesTheIndicesFirst(t *testing.T) {
+	st := need(t)
+	cfg := testConfig(t, st.Elasticsearch.URL, st.Prometheus.URL, t.TempDir())
+	ctx := context.Background()
+	job, _ := sampleJob(testCluster("fresh"), 1, time.Now().Add(-time.Hour))
+	job.Final, job.State, job.EndTime = false, jobmodel.StateRunning, nil
+	o := newOutputs(t, cfg)
+	if _, err := o.ClaimDocID(ctx, job, job.StartTime.Time, true); err != nil {
+		t.Fatal(err)
+	}
+	getJob(t, o, job.DocID)
+	q := []byte(`{"query":{"range":{"start_time":{"lte":"` + time.Now().UTC().Format(time.RFC3339) + `"}}}}`)
+	if _, err := o.es.Search(ctx, cfg.Elasticsearch.JobIndex, q); err != nil {
+		t.Errorf("a range query on start_time after the first write: %v (the index was not made with its mapping)", err)
+	}
+}
