@@ -215,15 +215,7 @@ func (n *nodeAgent) serve(ctx context.Context, first Request) error {
 		n.take(r)
 	}
 
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go n.handle(c)
-		}
-	}()
+	go n.acceptLoop(ln)
 
 	n.waitIdle(ctx)
 	ln.Close()
@@ -286,6 +278,33 @@ func (n *nodeAgent) waitIdle(ctx context.Context) {
 		}
 		a.Outputs.Replay(ctx)
 		wait = min(2*wait, 30*time.Second)
+	}
+}
+
+// acceptLoop takes connections until the listener is closed. A failed
+// accept (most often: out of file descriptors, EMFILE) is counted, logged
+// and retried after a back-off of 5 ms doubling to 1 s, never the end of
+// the loop: the agent holds the node lock, so an agent that stopped
+// accepting would lose every later job's start and end on the node.
+func (n *nodeAgent) acceptLoop(ln net.Listener) {
+	var backoff time.Duration
+	for {
+		c, err := ln.Accept()
+		if err == nil {
+			backoff = 0
+			go n.handle(c)
+			continue
+		}
+		if errors.Is(err, net.ErrClosed) {
+			return
+		}
+		n.a.Health.AcceptErrors.Inc()
+		backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+		if backoff == time.Second || backoff == 5*time.Millisecond {
+			// Once when they begin, then at most once a second.
+			n.a.Log.Warn("node agent socket: accept failed; retrying", "err", err, "retry_in", backoff)
+		}
+		time.Sleep(backoff)
 	}
 }
 
