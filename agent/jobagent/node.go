@@ -83,6 +83,13 @@ func nodeFiles(stateDir, node string) nodePaths {
 // to become the node agent.
 const JoinTimeout = 20 * time.Second
 
+// ExitBudget bounds an exiting node agent's last delivery, from closing
+// its socket to releasing the node lock, well inside JoinTimeout: a
+// launch meanwhile waits for the lock, and a store that does not answer
+// would otherwise hold it for its timeout per call (10 s each by
+// default), longer than the launch waits.
+const ExitBudget = 5 * time.Second
+
 // Launch hands req to the node's agent, or becomes the node agent and
 // serves req and every later request until the node has no job left. It
 // returns joined true when another process took the request.
@@ -220,11 +227,22 @@ func (n *nodeAgent) serve(ctx context.Context, first Request) error {
 	n.waitIdle(ctx)
 	ln.Close()
 	_ = os.Remove(n.paths.sock)
+	// From here until the lock is released, a launch finds no agent to
+	// hand its job to and waits (JoinTimeout) to become the next one: the
+	// last delivery gets ExitBudget, and what a store does not take in
+	// that time (one that drops packets answers nothing for its whole
+	// timeout, per call) stays in the spool for the next agent.
+	exitCtx, cancel := context.WithTimeout(context.Background(), ExitBudget)
+	defer cancel()
 	n.wg.Wait() // requests accepted before "exiting" was set
 	stopSched()
 	<-schedDone
-	n.snd.Close()
-	a.Outputs.Replay(context.Background())
+	n.snd.CloseBy(exitCtx)
+	a.Outputs.Replay(exitCtx)
+	if exitCtx.Err() != nil {
+		a.Log.Warn("exit: stores did not answer within the exit budget; the next agent on the node delivers what waits in the spool",
+			"budget", ExitBudget, "items", a.Outputs.Pending())
+	}
 	_ = os.Remove(n.paths.pid)
 	a.logUsage(a.now().Sub(started), 0, 0, 0)
 	return nil
