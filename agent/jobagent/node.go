@@ -15,7 +15,10 @@ package jobagent
 // samples between the last checkpoint and the restart, and the documents
 // say so). Once no job is left it keeps delivering what waits in the
 // spool, for up to spool.linger, and exits; a job that starts meanwhile is
-// taken on as usual. Launch and the socket's protocol come first below,
+// taken on as usual. Its exit, from closing the socket to releasing the
+// lock, takes at most ExitBudget, so the next launch never waits out its
+// JoinTimeout; and running out of descriptors never stops it taking
+// requests (acceptLoop), since holding the lock it would lose them all. Launch and the socket's protocol come first below,
 // then that process, nodeAgent, the host of its jobs' watches (watch.go).
 
 import (
