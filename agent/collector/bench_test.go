@@ -39,3 +39,29 @@ func BenchmarkCollectV2NoIOPids_64procs(b *testing.B) {
 	removeV2IOAndPids(b, dir)
 	benchCollect(b, dir, VersionV2)
 }
+
+// BenchmarkCollectV1_64procs_noneOpen is BenchmarkCollectV1_64procs with
+// no process's files kept open (MaxOpenProcesses < 0): the cost of the
+// processes beyond a job's cap, each file opened, read and closed.
+func BenchmarkCollectV1_64procs_noneOpen(b *testing.B) {
+	e := loadExpected(b, fixtureV1)
+	cfg := fixtureConfig(fixtureV1, VersionV1)
+	cfg.MaxOpenProcesses = -1
+	set, err := New(cfg, Target{JobID: e.JobID, UID: e.UID, Host: e.Host})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { set.Close() })
+	var s Sample
+	now := time.Unix(1700000000, 0)
+	b.ReportAllocs()
+	for b.Loop() {
+		s.Reset(now)
+		if err := set.Collect(&s); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if s.Processes != e.Processes || s.Missing != 0 {
+		b.Fatalf("fixture pass: processes %d missing %q", s.Processes, s.Missing)
+	}
+}

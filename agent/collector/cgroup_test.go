@@ -168,10 +168,27 @@ func removeLine(t *testing.T, path, line string) {
 	writeFile(t, path, strings.Join(keep, "\n")+"\n")
 }
 
+// With a cap on the processes whose files stay open (8 of 64; none at
+// all) the totals are the same: processes beyond it are read by path.
 func TestVanishingAndNewPID(t *testing.T) {
-	t.Parallel()
+	for _, maxOpen := range []int{0, 8, -1} {
+		t.Run(fmt.Sprint("max_open=", maxOpen), func(t *testing.T) {
+			t.Parallel()
+			testVanishingAndNewPID(t, maxOpen)
+		})
+	}
+}
+
+func testVanishingAndNewPID(t *testing.T, maxOpen int) {
 	dir := copyTree(t, fixtureV1)
-	set, e := newFixtureSet(t, dir, VersionV1)
+	e := loadExpected(t, dir)
+	cfg := fixtureConfig(dir, VersionV1)
+	cfg.MaxOpenProcesses = maxOpen
+	set, err := New(cfg, Target{JobID: e.JobID, UID: e.UID, Host: e.Host})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { set.Close() })
 	if _, err := collect(t, set); err != nil {
 		t.Fatal(err)
 	}
@@ -378,5 +395,95 @@ func removeV2IOAndPids(t testing.TB, dir string) {
 		if err := os.Remove(m); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// heldFiles counts the /proc descriptors a proc collector keeps open.
+func heldFiles(c *ProcCollector) int {
+	n := 0
+	for _, e := range c.table.entries {
+		if e.stat.ok() {
+			n++
+		}
+		if e.io.ok() {
+			n++
+		}
+	}
+	return n
+}
+
+// A job cannot make the agent hold more than MaxOpenProcesses processes'
+// files open: of the fixture's 64 processes 8 keep theirs, the other 56
+// are read by opening and closing them, every total is the same as
+// without a cap, and the collector says how many it reads so. When a held
+// process exits, one of the others takes its place.
+func TestProcFilesCapped(t *testing.T) {
+	t.Parallel()
+	dir := copyTree(t, fixtureV1)
+	e := loadExpected(t, dir)
+	cfg := fixtureConfig(dir, VersionV1)
+	cfg.MaxOpenProcesses = 8
+	set, err := New(cfg, Target{JobID: e.JobID, UID: e.UID, Host: e.Host})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { set.Close() })
+	proc := set[1].(*ProcCollector)
+	want := Sample{
+		CPUUsageNanos: e.CPUUsageNanos, MemoryUsedBytes: e.MemoryUsed, MemoryRSSBytes: e.MemoryRSS,
+		MemoryShmemBytes: e.MemoryShmem, MemoryMappedFileBytes: e.MemoryMapped, MemoryWorkingSetBytes: e.MemoryWorkSet,
+		MemoryPeakBytes: e.MemoryPeak, MemoryLimitBytes: e.MemoryLimit, CPUsAllocated: e.CPUs,
+		Processes: e.Processes, Threads: e.Threads, IOReadBytes: e.ProcReadBytes, IOWriteBytes: e.ProcWriteBytes,
+	}
+	for pass := 0; pass < 3; pass++ {
+		s, err := collect(t, set)
+		if err != nil {
+			t.Fatalf("pass %d: %v", pass, err)
+		}
+		checkSample(t, s, want)
+		if n := heldFiles(proc); n != 16 {
+			t.Errorf("pass %d: %d /proc files held open, want 16 (8 processes)", pass, n)
+		}
+		if unheld, capped := proc.FileCap(); unheld != int(e.Processes)-8 || capped != uint64(e.Processes)-8 {
+			t.Errorf("pass %d: FileCap %d, %d; want %d processes read without kept-open files", pass, unheld, capped, e.Processes-8)
+		}
+	}
+	// A held process exits: another takes its slot; nothing is counted
+	// as capped twice.
+	var gone int32
+	for pid, pe := range proc.table.entries {
+		if pe.held && pe.threads == 1 {
+			gone = pid
+			break
+		}
+	}
+	task := ""
+	filepath.WalkDir(filepath.Join(dir, "cgroup/memory"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.Name() == "cgroup.procs" {
+			if b, _ := os.ReadFile(p); strings.Contains("\n"+string(b), fmt.Sprintf("\n%d\n", gone)) {
+				task = filepath.Dir(p)
+			}
+		}
+		return nil
+	})
+	if gone == 0 || task == "" {
+		t.Fatalf("no held single-threaded process found in the fixture (pid %d, task %q)", gone, task)
+	}
+	removeLine(t, filepath.Join(task, "cgroup.procs"), fmt.Sprint(gone))
+	removeLine(t, filepath.Join(task, "tasks"), fmt.Sprint(gone))
+	os.RemoveAll(filepath.Join(dir, "proc", fmt.Sprint(gone)))
+	s, err := collect(t, set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Processes != e.Processes-1 || s.Threads != e.Threads-1 || s.IOReadBytes != e.ProcReadBytes || s.IOWriteBytes != e.ProcWriteBytes {
+		t.Errorf("after a held process exited: processes %d threads %d io %d/%d, want %d, %d, %d/%d (its I/O kept)",
+			s.Processes, s.Threads, s.IOReadBytes, s.IOWriteBytes, e.Processes-1, e.Threads-1, e.ProcReadBytes, e.ProcWriteBytes)
+	}
+	if n := heldFiles(proc); n != 16 {
+		t.Errorf("%d /proc files held after an exit, want 16: a process read by path takes the free slot", n)
+	}
+	if unheld, capped := proc.FileCap(); unheld != int(e.Processes)-9 || capped != uint64(e.Processes)-8 {
+		t.Errorf("after an exit: FileCap %d, %d; want %d now, %d ever", unheld, capped, e.Processes-9, e.Processes-8)
 	}
 }

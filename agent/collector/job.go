@@ -28,6 +28,11 @@ type Config struct {
 	// cgroups are listed again even though no change was seen (default 60;
 	// negative: only on change).
 	RescanEvery int
+	// MaxOpenProcesses is how many of the job's processes the proc
+	// collector keeps /proc/<pid>/stat and io open for (default
+	// DefaultMaxOpenProcesses; negative: none). Processes beyond it are
+	// read by opening and closing their files in each pass.
+	MaxOpenProcesses int
 }
 
 // withDefaults fills in unset fields and resolves VersionAuto.
@@ -153,7 +158,7 @@ func newSet(cfg Config, dirs JobDirs, tree bool) (Set, error) {
 		if err != nil {
 			return nil, err
 		}
-		return Set{cg, NewProcCollector(cfg.ProcRoot, cg)}, nil
+		return Set{cg, NewProcCollector(cfg.ProcRoot, cg, cfg.MaxOpenProcesses)}, nil
 	case VersionV2:
 		if dirs.Unified == "" {
 			return nil, fmt.Errorf("cgroup v2 collector: no cgroup directory given")
@@ -166,7 +171,7 @@ func newSet(cfg Config, dirs JobDirs, tree bool) (Set, error) {
 		if err != nil {
 			return nil, err
 		}
-		return Set{cg, NewProcCollector(cfg.ProcRoot, cg)}, nil
+		return Set{cg, NewProcCollector(cfg.ProcRoot, cg, cfg.MaxOpenProcesses)}, nil
 	}
 	return nil, fmt.Errorf("cgroup version %s not supported", cfg.Version)
 }

@@ -18,15 +18,24 @@ type PIDSource interface {
 	PIDs() []int32
 }
 
+// DefaultMaxOpenProcesses is how many of one job's processes the proc
+// collector keeps /proc/<pid>/stat and io open for (two descriptors each)
+// unless Config.MaxOpenProcesses says otherwise.
+const DefaultMaxOpenProcesses = 256
+
 // procEntry is one process, identified by pid and start time, with its
-// files open and its last values. Counters are inclusive: a process's
+// files and its last values. Counters are inclusive: a process's
 // /proc/<pid>/io and cutime/cstime include the children it has reaped.
 type procEntry struct {
 	pid   int32
 	ppid  int32
 	start uint64
-	stat  kernFile
-	io    kernFile
+	// held: stat and io are kept open between passes. A process beyond
+	// the table's cap is followed all the same, but its files are opened,
+	// read and closed in each pass (stat and io keep only their paths).
+	held bool
+	stat kernFile
+	io   kernFile
 
 	cpuTicks   uint64 // utime+stime+cutime+cstime
 	rssPages   uint64
@@ -40,11 +49,19 @@ type procEntry struct {
 	zombie bool
 }
 
-// procTable follows a set of processes across passes, keeping their
-// /proc/<pid>/stat and io open, and keeps the job's cumulative counters
-// monotonic as processes come and go: when a process vanishes, its last
-// values stay in the total unless its parent, still tracked, has reaped it
-// (the kernel then adds them to the parent's own counters).
+// procTable follows a set of processes across passes, keeping the
+// /proc/<pid>/stat and io of up to maxHeld of them open, and keeps the
+// job's cumulative counters monotonic as processes come and go: when a
+// process vanishes, its last values stay in the total unless its parent,
+// still tracked, has reaped it (the kernel then adds them to the parent's
+// own counters).
+//
+// The cap bounds what one job can make the agent hold open: a job of ten
+// thousand processes would otherwise take twenty thousand descriptors and
+// leave the agent none to accept the next job's start with. Processes
+// beyond it are read just the same, with an open, a read and a close per
+// file and pass, so every total stays whole; only the cost per pass grows.
+// When a held process goes, one that was not takes its place.
 type procTable struct {
 	procRoot string
 	entries  map[int32]*procEntry
@@ -52,25 +69,48 @@ type procTable struct {
 	buf      []byte
 	reopen   []int32
 
+	maxHeld int    // processes whose files may stay open
+	held    int    // processes whose files are open now
+	capped  uint64 // processes ever followed without kept-open files
+
 	// Last values of vanished processes not reaped by a tracked parent.
 	retiredCPU, retiredRead, retiredWrite uint64
 	// Last reported totals: cumulative counters never go backwards.
 	lastCPU, lastRead, lastWrite uint64
 }
 
-func newProcTable(procRoot string) *procTable {
-	return &procTable{procRoot: procRoot, entries: make(map[int32]*procEntry), buf: newBuf()}
+// newProcTable follows processes under procRoot, keeping the files of
+// up to maxHeld of them open (0: none).
+func newProcTable(procRoot string, maxHeld int) *procTable {
+	return &procTable{procRoot: procRoot, entries: make(map[int32]*procEntry), buf: newBuf(), maxHeld: max(maxHeld, 0)}
 }
 
-// open starts tracking pid. ok is false when it has already exited.
+// maxHeldProcs resolves Config.MaxOpenProcesses: 0 is the default,
+// negative keeps none open.
+func maxHeldProcs(n int) int {
+	switch {
+	case n == 0:
+		return DefaultMaxOpenProcesses
+	case n < 0:
+		return 0
+	}
+	return n
+}
+
+// open starts tracking pid, keeping its files open while the table is
+// under its cap. ok is false when it has already exited.
 func (t *procTable) open(pid int32, errs *errList) (*procEntry, bool) {
 	dir := t.procRoot + "/" + strconv.FormatInt(int64(pid), 10)
-	e := &procEntry{pid: pid, stat: openKernFile(dir + "/stat"), io: kernFile{fd: -1}}
-	if !e.stat.ok() {
-		if !isGone(e.stat.err) {
-			errs.add(e.stat.err)
+	e := &procEntry{pid: pid, stat: kernFile{path: dir + "/stat", fd: -1}, io: kernFile{path: dir + "/io", fd: -1}}
+	if t.held < t.maxHeld {
+		e.stat = openKernFile(e.stat.path)
+		if !e.stat.ok() {
+			if !isGone(e.stat.err) {
+				errs.add(e.stat.err)
+			}
+			return nil, false
 		}
-		return nil, false
+		e.held = true
 	}
 	if err := t.readStat(e); err != nil {
 		e.stat.close()
@@ -79,13 +119,66 @@ func (t *procTable) open(pid int32, errs *errList) (*procEntry, bool) {
 		}
 		return nil, false
 	}
-	e.io = openKernFile(dir + "/io")
+	if e.held {
+		e.io = openKernFile(e.io.path)
+		t.held++
+	} else {
+		t.capped++
+	}
 	t.entries[pid] = e
 	return e, true
 }
 
+// release closes the files an entry keeps open.
+func (t *procTable) release(e *procEntry) {
+	if !e.held {
+		return
+	}
+	e.stat.close()
+	e.io.close()
+	e.held = false
+	t.held--
+}
+
+// promote keeps the files of processes followed without them open, while
+// the table is under its cap (held processes have gone). The next read
+// checks the start time, so a pid reused meanwhile is noticed.
+func (t *procTable) promote() {
+	if t.held >= t.maxHeld || len(t.entries) == t.held {
+		return
+	}
+	for _, e := range t.entries {
+		if t.held >= t.maxHeld {
+			return
+		}
+		if e.held {
+			continue
+		}
+		stat := openKernFile(e.stat.path)
+		if !stat.ok() {
+			continue // read again without kept-open files next pass
+		}
+		e.stat, e.io, e.held = stat, openKernFile(e.io.path), true
+		t.held++
+	}
+}
+
+// read re-reads one of an entry's files: through its kept-open descriptor
+// when held, else by opening, reading and closing it.
+func (t *procTable) read(f *kernFile, held bool) ([]byte, error) {
+	if held {
+		return f.read(&t.buf)
+	}
+	once := openKernFile(f.path)
+	if !once.ok() {
+		return nil, once.err
+	}
+	defer once.close()
+	return once.read(&t.buf)
+}
+
 func (t *procTable) readStat(e *procEntry) error {
-	b, err := e.stat.read(&t.buf)
+	b, err := t.read(&e.stat, e.held)
 	if err != nil {
 		return err
 	}
@@ -94,7 +187,8 @@ func (t *procTable) readStat(e *procEntry) error {
 		return fmt.Errorf("%s: %w", e.stat.path, err)
 	}
 	if e.start != 0 && st.StartTime != e.start {
-		// Cannot happen through an open descriptor; guards a reused pid.
+		// Cannot happen through a kept-open descriptor; guards a pid
+		// reused by another process (read by path, beyond the cap).
 		return fmt.Errorf("%s: process replaced (start time %d, was %d): %w", e.stat.path, st.StartTime, e.start, errGoneProc)
 	}
 	e.start = st.StartTime
@@ -107,10 +201,10 @@ func (t *procTable) readStat(e *procEntry) error {
 }
 
 func (t *procTable) readIO(e *procEntry) error {
-	if !e.io.ok() {
+	if e.held && !e.io.ok() {
 		return e.io.err
 	}
-	b, err := e.io.read(&t.buf)
+	b, err := t.read(&e.io, e.held)
 	if err != nil {
 		return err
 	}
@@ -186,8 +280,7 @@ func (t *procTable) update(pids []int32, wantStat, wantIO bool, errs *errList) (
 				t.retiredWrite += e.writeBytes
 			}
 		}
-		e.stat.close()
-		e.io.close()
+		t.release(e)
 		delete(t.entries, pid)
 	}
 	// A listed pid whose old process is gone now names a new process.
@@ -202,6 +295,7 @@ func (t *procTable) update(pids []int32, wantStat, wantIO bool, errs *errList) (
 			}
 		}
 	}
+	t.promote()
 	return ioOK
 }
 
@@ -228,10 +322,22 @@ func (t *procTable) totals() (cpuTicks, rssPages, read, write uint64, processes,
 
 func (t *procTable) close() {
 	for pid, e := range t.entries {
-		e.stat.close()
-		e.io.close()
+		t.release(e)
 		delete(t.entries, pid)
 	}
+}
+
+// fileCap is the table's FileCap.
+func (t *procTable) fileCap() (unheld int, capped uint64) {
+	return len(t.entries) - t.held, t.capped
+}
+
+// FileCapper is a collector that keeps per-process files open up to a cap
+// (Config.MaxOpenProcesses) and reads the processes beyond it without:
+// unheld is how many it follows so now, capped how many it ever did. The
+// monitor turns them into the agent's health series.
+type FileCapper interface {
+	FileCap() (unheld int, capped uint64)
 }
 
 // ProcCollector reads /proc/<pid>/io and /proc/<pid>/stat for the pids a
@@ -245,10 +351,14 @@ type ProcCollector struct {
 }
 
 // NewProcCollector follows the processes src lists, reading them under
-// procRoot (normally /proc).
-func NewProcCollector(procRoot string, src PIDSource) *ProcCollector {
-	return &ProcCollector{src: src, table: newProcTable(procRoot)}
+// procRoot (normally /proc), and keeps the files of up to maxOpen of them
+// open (0: DefaultMaxOpenProcesses; negative: none).
+func NewProcCollector(procRoot string, src PIDSource, maxOpen int) *ProcCollector {
+	return &ProcCollector{src: src, table: newProcTable(procRoot, maxHeldProcs(maxOpen))}
 }
+
+// FileCap implements FileCapper.
+func (c *ProcCollector) FileCap() (unheld int, capped uint64) { return c.table.fileCap() }
 
 // Name implements Collector.
 func (c *ProcCollector) Name() string { return "proc" }

@@ -60,7 +60,7 @@ func NewProcessTree(procRoot string, root int32) (*ProcessTree, error) {
 	if err != nil {
 		return nil, fileError("process tree: opening", procRoot, err)
 	}
-	t := &ProcessTree{procRoot: procRoot, root: root, dirFD: fd, table: newProcTable(procRoot),
+	t := &ProcessTree{procRoot: procRoot, root: root, dirFD: fd, table: newProcTable(procRoot, DefaultMaxOpenProcesses),
 		outside: make(map[int32]uint32), dents: make([]byte, 32<<10), page: uint64(os.Getpagesize())}
 	var errs errList
 	if _, ok := t.table.open(root, &errs); !ok {
@@ -75,6 +75,10 @@ func NewProcessTree(procRoot string, root int32) (*ProcessTree, error) {
 
 // Name implements Collector.
 func (t *ProcessTree) Name() string { return "proctree" }
+
+// FileCap implements FileCapper: a tree keeps the files of up to
+// DefaultMaxOpenProcesses processes open and reads the rest without.
+func (t *ProcessTree) FileCap() (unheld int, capped uint64) { return t.table.fileCap() }
 
 // PIDs returns the followed processes as of the last Collect.
 func (t *ProcessTree) PIDs() []int32 { return t.pids }

@@ -47,8 +47,14 @@ type Config struct {
 
 	Cgroup   CgroupConfig `yaml:"cgroup"`
 	ProcRoot string       `yaml:"proc_root"`
-	Slurm    SlurmConfig  `yaml:"slurm"`
-	Spool    SpoolConfig  `yaml:"spool"`
+	// ProcMaxOpenPerJob is how many of one job's processes the agent
+	// keeps /proc/<pid>/stat and io open for (two descriptors each); the
+	// others are read by opening and closing their files in each pass, so
+	// a job of many processes cannot exhaust the agent's descriptors.
+	// 0 keeps none open.
+	ProcMaxOpenPerJob int         `yaml:"proc_max_open_per_job"`
+	Slurm             SlurmConfig `yaml:"slurm"`
+	Spool             SpoolConfig `yaml:"spool"`
 	// Elasticsearch is the job-history store. No URLs: disabled.
 	Elasticsearch shared.ElasticsearchConfig `yaml:"elasticsearch"`
 	Prometheus    PrometheusConfig           `yaml:"prometheus"`
@@ -170,6 +176,7 @@ func Default() Config {
 		OutputDir:            ".",
 		Cgroup:               CgroupConfig{Root: "/sys/fs/cgroup", Version: "auto", Wait: 60 * time.Second},
 		ProcRoot:             "/proc",
+		ProcMaxOpenPerJob:    256,
 		Slurm:                SlurmConfig{Scontrol: "scontrol", Squeue: "squeue", Timeout: 10 * time.Second, FinalStateWait: 2 * time.Minute},
 		Spool:                SpoolConfig{Dir: "/var/spool/jobsight", MaxBytes: 64 << 20, Linger: 15 * time.Minute},
 		Elasticsearch:        shared.DefaultElasticsearch(),
@@ -218,6 +225,9 @@ func (c *Config) Validate() error {
 		if d[1] == "" {
 			bad(d[0], "must not be empty")
 		}
+	}
+	if c.ProcMaxOpenPerJob < 0 || c.ProcMaxOpenPerJob > 1<<16 {
+		bad("proc_max_open_per_job", "%d is outside 0..65536", c.ProcMaxOpenPerJob)
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

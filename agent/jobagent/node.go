@@ -15,7 +15,10 @@ package jobagent
 // samples between the last checkpoint and the restart, and the documents
 // say so). Once no job is left it keeps delivering what waits in the
 // spool, for up to spool.linger, and exits; a job that starts meanwhile is
-// taken on as usual. Launch and the socket's protocol come first below,
+// taken on as usual. Its exit, from closing the socket to releasing the
+// lock, takes at most ExitBudget, so the next launch never waits out its
+// JoinTimeout; and running out of descriptors never stops it taking
+// requests (acceptLoop), since holding the lock it would lose them all. Launch and the socket's protocol come first below,
 // then that process, nodeAgent, the host of its jobs' watches (watch.go).
 
 import (
@@ -82,6 +85,13 @@ func nodeFiles(stateDir, node string) nodePaths {
 // JoinTimeout bounds how long a launch tries to hand its request over or
 // to become the node agent.
 const JoinTimeout = 20 * time.Second
+
+// ExitBudget bounds an exiting node agent's last delivery, from closing
+// its socket to releasing the node lock, well inside JoinTimeout: a
+// launch meanwhile waits for the lock, and a store that does not answer
+// would otherwise hold it for its timeout per call (10 s each by
+// default), longer than the launch waits.
+const ExitBudget = 5 * time.Second
 
 // Launch hands req to the node's agent, or becomes the node agent and
 // serves req and every later request until the node has no job left. It
@@ -215,24 +225,27 @@ func (n *nodeAgent) serve(ctx context.Context, first Request) error {
 		n.take(r)
 	}
 
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go n.handle(c)
-		}
-	}()
+	go n.acceptLoop(ln)
 
 	n.waitIdle(ctx)
 	ln.Close()
 	_ = os.Remove(n.paths.sock)
+	// From here until the lock is released, a launch finds no agent to
+	// hand its job to and waits (JoinTimeout) to become the next one: the
+	// last delivery gets ExitBudget, and what a store does not take in
+	// that time (one that drops packets answers nothing for its whole
+	// timeout, per call) stays in the spool for the next agent.
+	exitCtx, cancel := context.WithTimeout(context.Background(), ExitBudget)
+	defer cancel()
 	n.wg.Wait() // requests accepted before "exiting" was set
 	stopSched()
 	<-schedDone
-	n.snd.Close()
-	a.Outputs.Replay(context.Background())
+	n.snd.CloseBy(exitCtx)
+	a.Outputs.Replay(exitCtx)
+	if exitCtx.Err() != nil {
+		a.Log.Warn("exit: stores did not answer within the exit budget; the next agent on the node delivers what waits in the spool",
+			"budget", ExitBudget, "items", a.Outputs.Pending())
+	}
 	_ = os.Remove(n.paths.pid)
 	a.logUsage(a.now().Sub(started), 0, 0, 0)
 	return nil
@@ -286,6 +299,33 @@ func (n *nodeAgent) waitIdle(ctx context.Context) {
 		}
 		a.Outputs.Replay(ctx)
 		wait = min(2*wait, 30*time.Second)
+	}
+}
+
+// acceptLoop takes connections until the listener is closed. A failed
+// accept (most often: out of file descriptors, EMFILE) is counted, logged
+// and retried after a back-off of 5 ms doubling to 1 s, never the end of
+// the loop: the agent holds the node lock, so an agent that stopped
+// accepting would lose every later job's start and end on the node.
+func (n *nodeAgent) acceptLoop(ln net.Listener) {
+	var backoff time.Duration
+	for {
+		c, err := ln.Accept()
+		if err == nil {
+			backoff = 0
+			go n.handle(c)
+			continue
+		}
+		if errors.Is(err, net.ErrClosed) {
+			return
+		}
+		n.a.Health.AcceptErrors.Inc()
+		backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+		if backoff == time.Second || backoff == 5*time.Millisecond {
+			// Once when they begin, then at most once a second.
+			n.a.Log.Warn("node agent socket: accept failed; retrying", "err", err, "retry_in", backoff)
+		}
+		time.Sleep(backoff)
 	}
 }
 

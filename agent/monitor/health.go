@@ -50,6 +50,14 @@ type Health struct {
 	Wakes       prometheus.Counter
 	WakeSeconds prometheus.Gauge
 	SendQueue   prometheus.Gauge
+	// AcceptErrors counts failed accepts on the node agent's socket (out
+	// of file descriptors, most often); the agent retries with back-off.
+	AcceptErrors prometheus.Counter
+	// ProcessesCapped counts processes the agent began to read without
+	// keeping their /proc files open, their job being at its cap
+	// (proc_max_open_per_job); ProcessesUnheld is how many it reads so now.
+	ProcessesCapped prometheus.Counter
+	ProcessesUnheld prometheus.Gauge
 }
 
 // NewHealth registers the agent's health metrics in a registry of its own.
@@ -102,7 +110,13 @@ func NewHealth() *Health {
 		Name: "jobsight_agent_wake_duration_seconds", Help: "Wall time of the last wake-up: every watched job sampled once."})
 	h.SendQueue = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "jobsight_agent_send_queue_points", Help: "Points waiting in memory for the sender (a slow store makes this grow; past its bound they are dropped, oldest first)."})
-	h.Registry.MustRegister(h.JobsWatched, h.Wakes, h.WakeSeconds, h.SendQueue)
+	h.AcceptErrors = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "jobsight_agent_accept_errors_total", Help: "Failed accepts on the node agent's socket (e.g. out of file descriptors); it retries with back-off."})
+	h.ProcessesCapped = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "jobsight_agent_processes_capped_total", Help: "Processes read without kept-open /proc files because their job reached proc_max_open_per_job."})
+	h.ProcessesUnheld = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "jobsight_agent_processes_unheld", Help: "Processes read now without kept-open /proc files (beyond their job's proc_max_open_per_job)."})
+	h.Registry.MustRegister(h.JobsWatched, h.Wakes, h.WakeSeconds, h.SendQueue, h.AcceptErrors, h.ProcessesCapped, h.ProcessesUnheld)
 	h.Registry.MustRegister(h.Samples, h.SampleSeconds, h.CollectorErrors, h.CollectorSuccess, h.CollectorDuration,
 		h.SinkFailures, h.SpoolBytes, h.SpoolItems, h.SpoolDropped, h.SpoolSetAside, h.SinkRefused,
 		h.SpoolWaiting, h.SpoolSetAsideItems, h.FinalUnsaved)

@@ -55,6 +55,10 @@ type Monitor struct {
 	// that the staleness markers come after it.
 	lastPushMs   int64
 	perCollector map[string]collectorMetrics
+	// unheld and capped are the proc collector's last FileCap, what this
+	// monitor has added to the node's health series.
+	unheld int
+	capped uint64
 	// snd delivers from its own goroutine (the monitor's own in Run, the
 	// node's under a Scheduler); push and flush only hand over to it.
 	snd *Sender
@@ -176,6 +180,8 @@ func (m *Monitor) End(sampleLast bool) {
 	if sampleLast {
 		m.sample(&m.sampleBuf)
 	}
+	m.health.ProcessesUnheld.Sub(float64(m.unheld)) // its collectors close
+	m.unheld = 0
 	m.push()
 	m.pushStale()
 }
@@ -192,6 +198,7 @@ func (m *Monitor) sample(s *collector.Sample) error {
 			t0 := m.opts.Now()
 			cerr := c.Collect(s)
 			m.collected(c.Name(), m.opts.Now().Sub(t0), cerr)
+			m.noteFileCap(c)
 			if cerr != nil {
 				errs = append(errs, cerr)
 			}
@@ -200,6 +207,7 @@ func (m *Monitor) sample(s *collector.Sample) error {
 	} else {
 		err = m.source.Collect(s)
 		m.collected(m.source.Name(), m.opts.Now().Sub(start), err)
+		m.noteFileCap(m.source)
 	}
 	m.health.Samples.Inc()
 	m.health.SampleSeconds.Add(m.opts.Now().Sub(start).Seconds())
@@ -209,6 +217,25 @@ func (m *Monitor) sample(s *collector.Sample) error {
 		m.buf.addEnergy(s.Time.UnixMilli(), m.State)
 	}
 	return err
+}
+
+// noteFileCap adds what changed in a capped collector's count of
+// processes read without kept-open files to the health series, which sum
+// every job the agent watches.
+func (m *Monitor) noteFileCap(c collector.Collector) {
+	fc, ok := c.(collector.FileCapper)
+	if !ok {
+		return
+	}
+	unheld, capped := fc.FileCap()
+	if unheld != m.unheld {
+		m.health.ProcessesUnheld.Add(float64(unheld - m.unheld))
+		m.unheld = unheld
+	}
+	if capped > m.capped {
+		m.health.ProcessesCapped.Add(float64(capped - m.capped))
+		m.capped = capped
+	}
 }
 
 // collectorMetrics are one collector's health series, looked up once.

@@ -407,3 +407,47 @@ func TestNodeStateWorkingSetPeakFromKernelMark(t *testing.T) {
 		t.Errorf("file read: efficiency %v, want 100 MiB of the 4 GiB limit", got)
 	}
 }
+
+// hungSink never answers: each write returns only when its context ends,
+// and then "spools" what it carried (counted), as deliver.Outputs does.
+type hungSink struct {
+	mu      sync.Mutex
+	spooled int
+}
+
+func (s *hungSink) PushSeries(ctx context.Context, _ []Series) error { return s.wait(ctx) }
+func (s *hungSink) PutNode(ctx context.Context, _ jobmodel.Node) error {
+	return s.wait(ctx)
+}
+func (s *hungSink) wait(ctx context.Context) error {
+	<-ctx.Done()
+	s.mu.Lock()
+	s.spooled++
+	s.mu.Unlock()
+	return ctx.Err()
+}
+
+// CloseBy gives a hung store until its deadline: the writes under way
+// and pending are cut short (the sink spools them) and it returns, where
+// Close would wait the sender's 30 s timeout per write.
+func TestSenderCloseByCutsAHungStoreShort(t *testing.T) {
+	t.Parallel()
+	sink := &hungSink{}
+	s := NewSender(sink, NewHealth(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	s.AddSeries([]Series{{Name: "a", Samples: []Point{{TimestampMs: 1, Value: 1}}}})
+	time.Sleep(20 * time.Millisecond) // the first write is under way
+	s.AddSeries([]Series{{Name: "a", Samples: []Point{{TimestampMs: 2, Value: 2}}}})
+	s.AddNode(jobmodel.Node{DocID: "c:1/n"})
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	s.CloseBy(ctx)
+	if took := time.Since(start); took > 2*time.Second {
+		t.Fatalf("CloseBy took %s with a 200 ms deadline", took)
+	}
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	if sink.spooled != 3 {
+		t.Errorf("%d writes handed to the sink, want 3 (two batches of series, one node document): nothing is dropped", sink.spooled)
+	}
+}

@@ -29,6 +29,11 @@ type Sender struct {
 	health  *Health
 	log     *slog.Logger
 	timeout time.Duration
+	// base is every delivery's parent context; CloseBy cancels it when
+	// its deadline passes, so a store that does not answer is given up
+	// on (the sink then spools) instead of holding the agent's exit.
+	base       context.Context
+	cancelBase context.CancelFunc
 
 	mu       sync.Mutex
 	series   []Series // pending, oldest points first
@@ -44,6 +49,7 @@ type Sender struct {
 func NewSender(sink Sink, health *Health, log *slog.Logger) *Sender {
 	s := &Sender{sink: sink, health: health, log: log, timeout: 30 * time.Second,
 		wake: make(chan struct{}, 1), done: make(chan struct{})}
+	s.base, s.cancelBase = context.WithCancel(context.Background())
 	go s.run()
 	return s
 }
@@ -153,7 +159,7 @@ func (s *Sender) logFailure(what string, err error) {
 // deliver sends one batch: the series first, then the node documents.
 func (s *Sender) deliver(series []Series, nodes []jobmodel.Node) {
 	if len(series) > 0 {
-		ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+		ctx, cancel := context.WithTimeout(s.base, s.timeout)
 		if err := s.sink.PushSeries(ctx, series); err != nil {
 			s.health.SinkFailures.WithLabelValues("prometheus").Inc()
 			s.logFailure("pushing series", err)
@@ -163,7 +169,7 @@ func (s *Sender) deliver(series []Series, nodes []jobmodel.Node) {
 	if len(nodes) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	ctx, cancel := context.WithTimeout(s.base, s.timeout)
 	defer cancel()
 	if b, ok := s.sink.(NodeBatchSink); ok {
 		if err := b.PutNodes(ctx, nodes); err != nil {
@@ -189,9 +195,22 @@ type NodeBatchSink interface {
 // Close delivers what is pending and stops the sender; it returns once
 // everything was handed to the sink (sent or spooled by it).
 func (s *Sender) Close() {
+	s.CloseBy(context.Background())
+}
+
+// CloseBy is Close with a deadline: when ctx ends first, the deliveries
+// still under way or pending are cut short, so that the sink spools what
+// they carry, and CloseBy returns once it has.
+func (s *Sender) CloseBy(ctx context.Context) {
 	s.mu.Lock()
 	s.closing = true
 	s.mu.Unlock()
 	s.signal()
-	<-s.done
+	select {
+	case <-s.done:
+	case <-ctx.Done():
+		s.cancelBase()
+		<-s.done
+	}
+	s.cancelBase()
 }

@@ -197,10 +197,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 
 	agent := &jobagent.Agent{
-		Config:    cfg,
-		Outputs:   out,
-		Slurm:     &jobagent.SlurmLookup{Options: slurmOpts(cfg), StoreJobName: cfg.StoreJobName},
-		Sources:   jobagent.CgroupSources(collector.Config{CgroupRoot: cfg.Cgroup.Root, ProcRoot: cfg.ProcRoot, Version: mustVersion(cfg.Cgroup.Version)}, cfg.Cgroup.Wait),
+		Config:  cfg,
+		Outputs: out,
+		Slurm:   &jobagent.SlurmLookup{Options: slurmOpts(cfg), StoreJobName: cfg.StoreJobName},
+		Sources: jobagent.CgroupSources(collector.Config{CgroupRoot: cfg.Cgroup.Root, ProcRoot: cfg.ProcRoot, Version: mustVersion(cfg.Cgroup.Version),
+			MaxOpenProcesses: maxOpenProcesses(cfg.ProcMaxOpenPerJob)}, cfg.Cgroup.Wait),
 		Health:    health,
 		Log:       log,
 		CPUAtMain: cpuAtMain,
@@ -379,4 +380,13 @@ func logger(cfg config.Config, cmd string, stderr io.Writer) (*slog.Logger, func
 		}
 	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})).With("component", "agent", "cmd", cmd), closeFn
+}
+
+// maxOpenProcesses turns proc_max_open_per_job (0: keep none open) into
+// the collector's MaxOpenProcesses (0 there means its default).
+func maxOpenProcesses(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }
