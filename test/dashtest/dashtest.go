@@ -145,7 +145,7 @@ func ExpandString(s string, vars map[string][]string, join string) string {
 }
 
 // listKeys are the query model's list fields (src/variables.ts LIST_KEYS).
-var listKeys = []string{"cluster", "user", "account", "partition", "state", "class", "resources"}
+var listKeys = []string{"cluster", "user", "account", "partition", "state", "class", "resources", "node"}
 
 // ExpandTarget interpolates a Jobsight target like the frontend's
 // interpolateQuery: list elements expand to one element per value, other

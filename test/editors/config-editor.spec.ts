@@ -39,11 +39,17 @@ test.describe('ConfigEditor', () => {
     await editors.type(editors.field(scope, 'Timeout (s)'), '60');
     await editors.type(editors.field(scope, 'Max jobs'), '5000');
     await editors.type(editors.field(scope, 'Max series'), '50000');
+    await editors.type(editors.field(scope, 'Silent after (min)'), '45');
 
     await editors.choose(editors.field(access, 'User mapping'), 'Email local part');
-    await access.getByRole('button', { name: 'Add user' }).click();
+    await access.getByRole('button', { name: 'Add user', exact: true }).click();
     await editors.type(access.getByLabel('userMap key 1'), 'jdoe');
     await editors.type(access.getByLabel('userMap value 1'), 'john.doe');
+    // A built-in account, mapped by the Grafana user id it cannot change.
+    await access.getByRole('button', { name: 'Add user id' }).click();
+    await editors.type(access.getByLabel('userIdMap key 1'), 'user:ae3f9c');
+    await editors.type(access.getByLabel('userIdMap value 1'), 'jdoe');
+    await editors.type(editors.field(access, 'Grafana URL'), 'https://grafana.hpc.internal');
     await access.getByRole('button', { name: 'Add account' }).click();
     await editors.type(access.getByLabel('accountPIs key 1'), 'physics');
     await editors.type(access.getByLabel('accountPIs value 1'), 'alice, bob');
@@ -82,8 +88,11 @@ test.describe('ConfigEditor', () => {
       timeoutSeconds: 60,
       maxJobs: 5000,
       maxSeries: 50000,
+      silentAfterMinutes: 45,
       userMapping: 'emailLocalPart',
       userMap: { jdoe: 'john.doe' },
+      userIdMap: { 'user:ae3f9c': 'jdoe' },
+      grafanaUrl: 'https://grafana.hpc.internal',
       accountPIs: { physics: ['alice', 'bob'] },
       fullAccessRoles: ['Admin'],
       allocations: [{ cluster: 'alpha', account: 'physics', resource: 'cpu', hours: 8766, periodDays: 30, start: '2026-01-01' }],
@@ -123,7 +132,7 @@ test.describe('ConfigEditor', () => {
     await editors.type(editors.field(es, 'User'), 'jobsight');
     await editors.type(editors.field(scope, 'Cluster filter'), 'alpha');
     await editors.type(editors.field(scope, 'Timeout (s)'), '45');
-    await access.getByRole('button', { name: 'Add user' }).click();
+    await access.getByRole('button', { name: 'Add user', exact: true }).click();
     await editors.type(access.getByLabel('userMap key 1'), 'jdoe');
     await editors.type(access.getByLabel('userMap value 1'), 'john');
     await allocations.getByRole('button', { name: 'Add allocation' }).click();
