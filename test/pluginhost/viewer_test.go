@@ -236,7 +236,19 @@ func TestViewerOnEveryShippedDatasource(t *testing.T) {
 		"JOBSIGHT_ES_JOB_INDEX": index, "JOBSIGHT_PROMETHEUS_URL": prom.URL,
 	})
 	h := startHost(t)
-	viewer := Caller{User: &backend.User{Login: "alice", Name: "Alice", Email: "alice@example.org", Role: "Viewer"}}
+	// alice signed in through LDAP: Grafana forwards her ID token, signed
+	// with keys it publishes at its root URL.
+	ids, err := NewIDTokens()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ids.Close)
+	cfg := DefaultConfig()
+	cfg["GF_APP_URL"] = ids.URL()
+	viewer := Caller{User: &backend.User{Login: "alice", Name: "Alice", Email: "alice@example.org", Role: "Viewer"}, Config: cfg,
+		IDTokenFunc: func() string {
+			return ids.Token(Identity{UID: "alice-uid", Login: "alice", Email: "alice@example.org", AuthenticatedBy: "ldap"})
+		}}
 	for i, ds := range dss {
 		t.Run(ds.Name, func(t *testing.T) {
 			switch ds.Type {
