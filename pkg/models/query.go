@@ -44,6 +44,7 @@ var ClusterSeriesNames = []string{
 	"agent_samples", "agent_sample_seconds", "agent_collector_errors", "agent_collectors_failing",
 	"agent_sink_failures", "agent_sink_refused", "agent_spool_bytes", "agent_spool_dropped",
 	"agent_jobs_watched", "agent_wake_ms", "agent_send_queue",
+	"agent_spool_waiting", "agent_unsaved_finals", "agent_accept_errors", "agent_processes_unheld",
 	"clusterstate_poll_seconds", "clusterstate_poll_errors",
 	"partition_pending_cpus", "partition_pending_gpus", "partition_allocated_ratio",
 }

@@ -68,6 +68,18 @@ var clusterSeriesCatalogue = map[string]clusterSeries{
 	"agent_send_queue": {byNode: true, legend: "{node}", unit: "short", expr: func(sel func(string) string, _ string) string {
 		return "max by (cluster, node) (" + sel("jobsight_agent_send_queue_points") + ")"
 	}},
+	"agent_spool_waiting": {byNode: true, legend: "{node} {sink} {reason}", unit: "short", expr: func(sel func(string) string, _ string) string {
+		return "max by (cluster, node, sink, reason) (" + sel("jobsight_agent_spool_waiting_items") + ")"
+	}},
+	"agent_unsaved_finals": {byNode: true, legend: "{node} final jobs not yet safe", unit: "short", expr: func(sel func(string) string, _ string) string {
+		return "max by (cluster, node) (" + sel("jobsight_agent_unsaved_final_jobs") + ")"
+	}},
+	"agent_accept_errors": {byNode: true, legend: "{node} failed accepts", unit: "short", expr: func(sel func(string) string, win string) string {
+		return "sum by (cluster, node) (increase(" + sel("jobsight_agent_accept_errors_total") + "[" + win + "]))"
+	}},
+	"agent_processes_unheld": {byNode: true, legend: "{node} processes over the open-file cap", unit: "short", expr: func(sel func(string) string, _ string) string {
+		return "max by (cluster, node) (" + sel("jobsight_agent_processes_unheld") + ")"
+	}},
 	"clusterstate_poll_seconds": {legend: "{cluster} poll time", unit: "s", expr: func(sel func(string) string, _ string) string {
 		return "max by (cluster) (" + sel("jobsight_clusterstate_poll_duration_seconds") + ")"
 	}},
