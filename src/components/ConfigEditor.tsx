@@ -466,7 +466,7 @@ export function ConfigEditor(props: ConfigEditorProps) {
             id="job-page-url"
             width={INPUT_WIDTH}
             value={jsonData.jobPageUrl ?? ''}
-            placeholder="/d/jobsight-job/job?var-cluster=${cluster}&var-job=${job_id}"
+            placeholder="/d/jobsight-job-detail/job?var-job=${doc_id}"
             onChange={onText('jobPageUrl')}
           />
         </InlineField>

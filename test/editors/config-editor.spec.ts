@@ -73,7 +73,7 @@ test.describe('ConfigEditor', () => {
 
     await editors.type(
       editors.field(editors.group('Links'), 'Job page URL'),
-      '/d/jobsight-job/job?var-cluster=${cluster}&var-job=${job_id}'
+      '/d/jobsight-job-detail/job?var-job=${doc_id}'
     );
 
     const s = await settings(editors);
@@ -98,7 +98,7 @@ test.describe('ConfigEditor', () => {
       allocations: [{ cluster: 'alpha', account: 'physics', resource: 'cpu', hours: 8766, periodDays: 30, start: '2026-01-01' }],
       allocationsUrl: 'http://collector.hpc.internal:9310/constants',
       partitionCapacity: { 'alpha/gpu': { cpus: 256, gpus: 32 } },
-      jobPageUrl: '/d/jobsight-job/job?var-cluster=${cluster}&var-job=${job_id}',
+      jobPageUrl: '/d/jobsight-job-detail/job?var-job=${doc_id}',
     });
     // Secrets go to secureJsonData only, and nowhere else in what is stored.
     expect(s.secureJsonData).toEqual({ elasticsearchPassword: ES_PASSWORD, prometheusBearerToken: PROM_TOKEN });

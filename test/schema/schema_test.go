@@ -615,3 +615,61 @@ func TestProvisioningMutations(t *testing.T) {
 		})
 	}
 }
+
+// TestDocumentedLinksNameShippedDashboards: every Grafana dashboard path
+// (/d/<uid>/) that the docs, the READMEs, the config examples or the
+// editors' placeholders show names a dashboard that ships. A wrong uid in
+// the documented job_url broke every mailed report link.
+func TestDocumentedLinksNameShippedDashboards(t *testing.T) {
+	uids := map[string]bool{}
+	files, _ := filepath.Glob(filepath.Join(root, "dashboards", "*.json"))
+	for _, f := range files {
+		var d struct {
+			UID string `json:"uid"`
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &d); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		uids[d.UID] = true
+	}
+	link := regexp.MustCompile(`/d/([A-Za-z0-9_-]+)/`)
+	checked := 0
+	err := filepath.WalkDir(root, func(path string, de os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := de.Name()
+		if de.IsDir() {
+			if name == "node_modules" || name == "dist" || name == ".git" || name == "test-results" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		ext := filepath.Ext(name)
+		if ext != ".md" && ext != ".yaml" && ext != ".yml" && ext != ".tsx" && ext != ".ts" ||
+			strings.HasSuffix(name, ".test.tsx") || strings.HasSuffix(name, ".spec.ts") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range link.FindAllStringSubmatch(string(b), -1) {
+			checked++
+			if !uids[m[1]] {
+				t.Errorf("%s links /d/%s/, which is no shipped dashboard's uid", path, m[1])
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checked == 0 {
+		t.Error("no dashboard link found: the test reads nothing")
+	}
+}

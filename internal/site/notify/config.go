@@ -48,7 +48,8 @@ type Config struct {
 	// OptOutFile lists users (one per line, '#' comments) who get no mail.
 	// It is re-read when it changes; a missing file is an empty list.
 	OptOutFile string `yaml:"opt_out_file"`
-	// GPUJobsOnly mails reports of GPU jobs only. Default true.
+	// GPUJobsOnly mails reports of GPU jobs only. Default false: owners of
+	// CPU jobs get their reports too unless the site narrows it.
 	GPUJobsOnly bool `yaml:"gpu_jobs_only"`
 	// Classes, when not empty, mails only reports of these efficiency
 	// classes (for example [wasted, inefficient]).
@@ -112,7 +113,6 @@ func Default() Config {
 			ConnectTimeout: 10 * time.Second,
 			SendTimeout:    time.Minute,
 		},
-		GPUJobsOnly:         true,
 		BatchWindow:         24 * time.Hour,
 		MaxReportsPerDigest: 50,
 		SpoolDir:            "/var/spool/jobsight/notify",

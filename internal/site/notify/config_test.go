@@ -20,7 +20,7 @@ func validConfig() Config {
 func TestDefaults(t *testing.T) {
 	t.Parallel()
 	d := Default()
-	if d.Enabled || !d.GPUJobsOnly || d.BatchWindow != 24*time.Hour || d.SMTP.TLS != TLSStartTLS || d.MaxReportsPerDigest != 50 {
+	if d.Enabled || d.GPUJobsOnly || d.BatchWindow != 24*time.Hour || d.SMTP.TLS != TLSStartTLS || d.MaxReportsPerDigest != 50 {
 		t.Fatalf("unexpected defaults: %+v", d)
 	}
 	if err := d.Validate(); err != nil {

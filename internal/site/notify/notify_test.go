@@ -439,6 +439,7 @@ func TestFilters(t *testing.T) {
 	clock := newClock()
 
 	cfg := testConfig(t, ts)
+	cfg.GPUJobsOnly = true
 	n, _ := newNotifier(t, cfg, clock)
 	cpu := report("alice", "1", "wasted")
 	cpu.GPUJob = false
