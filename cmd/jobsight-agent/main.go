@@ -373,9 +373,11 @@ func logger(cfg config.Config, cmd string, stderr io.Writer) (*slog.Logger, func
 	if cfg.LogFile != "" && cfg.LogFile != "-" && cmd != "check-config" {
 		// The log names jobs and users: 0600, in a directory made 0700 when
 		// the agent creates it, and never through a symbolic link.
+		// SIGHUP reopens it (log rotation: examples/logrotate.d).
 		if err := os.MkdirAll(filepath.Dir(cfg.LogFile), 0o700); err == nil {
-			if f, err := os.OpenFile(cfg.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0o600); err == nil {
-				w, closeFn = f, func() { f.Close() }
+			if f, err := openLogFile(cfg.LogFile); err == nil {
+				stop := f.reopenOnHangup()
+				w, closeFn = f, func() { stop(); f.Close() }
 			}
 		}
 	}
