@@ -109,3 +109,42 @@ func yamlKeys(t reflect.Type) []string {
 	}
 	return keys
 }
+
+// TestReadSecretRefusesOpenFiles: a secret every user may read (or write),
+// or one another user owns, is refused with the fix named and the content
+// never echoed; 0600 and 0640 are read.
+func TestReadSecretRefusesOpenFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for mode, ok := range map[os.FileMode]bool{0o600: true, 0o640: true, 0o400: true, 0o644: false, 0o604: false, 0o602: false} {
+		p := filepath.Join(dir, "pw-"+mode.String())
+		if err := os.WriteFile(p, []byte("s3cret"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		_, err := ReadSecret("prometheus.bearer_token_file", p)
+		switch {
+		case ok && err != nil:
+			t.Errorf("mode %v: %v", mode, err)
+		case !ok && (err == nil || !strings.Contains(err.Error(), "chmod 0600") || !strings.Contains(err.Error(), "prometheus.bearer_token_file")):
+			t.Errorf("mode %v: %v, want a refusal naming the option and the fix", mode, err)
+		case err != nil && strings.Contains(err.Error(), "s3cret"):
+			t.Errorf("mode %v: the error echoes the secret: %v", mode, err)
+		}
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("the owner check needs root to give a file away")
+	}
+	p := filepath.Join(dir, "theirs")
+	if err := os.WriteFile(p, []byte("s3cret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(p, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadSecret("elasticsearch.password_file", p); err == nil || !strings.Contains(err.Error(), "uid 65534") {
+		t.Errorf("a file another user owns: %v, want a refusal naming its owner", err)
+	}
+}

@@ -105,7 +105,7 @@ func buildSite(t *testing.T, e *env, smtpPort int) siteCmd {
 		t.Fatalf("building cmd/jobsight: %v\n%s", err, out)
 	}
 	pw := filepath.Join(dir, "es-password")
-	if err := os.WriteFile(pw, []byte(e.st.Elasticsearch.Password), 0o644); err != nil {
+	if err := os.WriteFile(pw, []byte(e.st.Elasticsearch.Password), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	state := filepath.Join(dir, "state")

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/jobsight/jobsight/internal/config"
 )
 
 // Stages of a message's SMTP transaction, for classifying failures.
@@ -53,11 +55,11 @@ func failureReason(err error) string {
 // readPassword reads the password file: its first line, without the line
 // ending. Errors name the file, never its contents.
 func readPassword(path string) (string, error) {
-	data, err := readLimited(path, 64<<10)
+	data, err := config.ReadSecret(optionPrefix+"smtp.password_file", path)
 	if err != nil {
-		return "", fmt.Errorf("%ssmtp.password_file: %w", optionPrefix, err)
+		return "", err
 	}
-	pw, _, _ := strings.Cut(string(data), "\n")
+	pw, _, _ := strings.Cut(data, "\n")
 	pw = strings.TrimSuffix(pw, "\r")
 	if pw == "" {
 		return "", fmt.Errorf("%ssmtp.password_file: %s: empty password", optionPrefix, path)
