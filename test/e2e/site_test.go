@@ -105,7 +105,13 @@ func buildSite(t *testing.T, e *env, smtpPort int) siteCmd {
 		t.Fatalf("building cmd/jobsight: %v\n%s", err, out)
 	}
 	pw := filepath.Join(dir, "es-password")
-	if err := os.WriteFile(pw, []byte(e.st.Elasticsearch.Password), 0o600); err != nil {
+	// Readable by nobody's group (nobody runs the command below with this
+	// configuration, as a site gives a group of users access), never by
+	// every user: the site command refuses a credential file that is.
+	if err := os.WriteFile(pw, []byte(e.st.Elasticsearch.Password), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(pw, 0, nobody); err != nil {
 		t.Fatal(err)
 	}
 	state := filepath.Join(dir, "state")
