@@ -52,6 +52,16 @@ type Job struct {
 	TRES               TRES   // allocated (running/ended) or requested (pending) trackable resources
 	TresPerNode        string // e.g. "gres:gpu:1"; empty when not requested
 	ClusterName        string // empty: scontrol show job does not print it in 22.05
+	// SLUID is the job's unique id from Slurm 26.05 on ("sBX9M87FEJGA00");
+	// empty before.
+	SLUID string
+	// Missing names the fields of Slurm's record that could not be read
+	// (an unknown shape or an impossible value): their values above are
+	// absent, not zero.
+	Missing []string
+	// Source says which Slurm gave the record ("Slurm 26.05.3,
+	// data_parser/v0.0.45"), for the log line naming Missing.
+	Source string
 }
 
 // TRES is Slurm's trackable resource list, e.g. "cpu=2,mem=1G,node=1,billing=2,gres/gpu=1".

@@ -3,64 +3,116 @@ package slurm
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 )
 
-// This file reads `squeue --json` (Slurm's OpenAPI data parser, v0.0.38
-// in Slurm 22.05): every field is a JSON value of its own, so a job name
-// that imitates other fields ("x Account=victim NodeList=othernode ...")
-// stays a name and forges nothing. Fields that may hold commands, paths or
-// comments (command, comment, current_working_directory, standard_*) are
-// not decoded at all. DecodeSqueue is the one reader of the answer: the
-// agent maps its records onto Job (ParseSqueueJSON), the cluster-state
-// collector counts pending demand from them.
+// This file reads `squeue --json` (Slurm's data parser: v0.0.38 in Slurm
+// 22.05 up to v0.0.45 in 26.05; shape.go says how their shapes differ):
+// every field is a JSON value of its own, so a job name that imitates other
+// fields ("x Account=victim NodeList=othernode ...") stays a name and
+// forges nothing. Fields that may hold commands, paths or comments
+// (command, comment, current_working_directory, standard_*) are never
+// decoded. DecodeSqueue is the one reader of the answer: the agent maps its
+// records onto Job (ParseSqueueJSON), the cluster-state collector counts
+// pending demand from them.
 //
 // squeue 22.05 ignores --jobs when --json is given: one call returns every
-// job the controller still holds (finished ones for MinJobAge), and the
-// record is chosen by its numeric job_id. One call can thus answer for
-// several jobs (LookupAll).
+// job the controller still holds (finished ones for MinJobAge); from 23.02
+// on, --jobs selects. Records are always chosen by their numeric job_id,
+// so one call answers for several jobs either way (LookupAll).
 
-// SqueueJob is the part of a v0.0.38 job record that is read.
+// SqueueJob is the part of a job record that is read, the same for every
+// data parser version. A field whose shape was not understood stays at its
+// zero value and is named in Unknown.
 type SqueueJob struct {
-	JobID        uint32 `json:"job_id"`
-	ArrayJobID   uint32 `json:"array_job_id"`
-	ArrayTaskID  *int64 `json:"array_task_id"`
-	HetJobID     uint32 `json:"het_job_id"`
-	HetJobOffset int    `json:"het_job_offset"`
+	JobID        uint32
+	ArrayJobID   uint32
+	ArrayTaskID  *int64
+	HetJobID     uint32
+	HetJobOffset int
 	// ArrayTaskString is a pending array's task expression ("3-100%5",
 	// "1,4,7-9", "1-9:2"), for the tasks not yet split off.
-	ArrayTaskString string   `json:"array_task_string"`
-	Name            string   `json:"name"`
-	UserName        string   `json:"user_name"`
-	UserID          *int64   `json:"user_id"`
-	GroupName       string   `json:"group_name"`
-	GroupID         *int64   `json:"group_id"`
-	Account         string   `json:"account"`
-	Partition       string   `json:"partition"` // comma-separated while pending for several
-	QOS             string   `json:"qos"`
-	JobState        string   `json:"job_state"`
-	StateReason     string   `json:"state_reason"`
-	ExitCode        *int64   `json:"exit_code"` // the raw wait status
-	SubmitTime      int64    `json:"submit_time"`
-	StartTime       int64    `json:"start_time"`
-	EndTime         int64    `json:"end_time"`
-	TimeLimit       *int64   `json:"time_limit"` // minutes; null: unlimited
-	Nodes           string   `json:"nodes"`
-	NodeCount       int64    `json:"node_count"`
-	CPUs            int64    `json:"cpus"`
-	Tasks           int64    `json:"tasks"`
-	MemoryPerNode   *int64   `json:"memory_per_node"` // MiB
-	MemoryPerCPU    *int64   `json:"memory_per_cpu"`  // MiB
-	TRESAlloc       string   `json:"tres_alloc_str"`
-	TRESReq         string   `json:"tres_req_str"`
-	TRESPerNode     string   `json:"tres_per_node"`
-	TRESPerJob      string   `json:"tres_per_job"`
-	TRESPerSocket   string   `json:"tres_per_socket"`
-	TRESPerTask     string   `json:"tres_per_task"`
-	Cluster         string   `json:"cluster"`
-	GresDetail      []string `json:"gres_detail"`
+	ArrayTaskString string
+	// SLUID is the job's Slurm Lexicographically-sortable Unique ID
+	// (26.05 on: "sBX9M87FEJGA00"); empty before.
+	SLUID     string
+	Name      string
+	UserName  string
+	UserID    *int64
+	GroupName string
+	GroupID   *int64
+	Account   string
+	Partition string // comma-separated while pending for several
+	QOS       string
+	// JobState is the state and its flags, comma-separated
+	// ("RUNNING", "CANCELLED,COMPLETING"); the first word is the state.
+	JobState    string
+	StateReason string
+	ExitCode    *int64 // a wait status; nil until the job has ended
+	SubmitTime  int64
+	StartTime   int64
+	EndTime     int64
+	// TimeLimit is in minutes; nil when unlimited (TimeLimitInfinite) or
+	// not set.
+	TimeLimit         *int64
+	TimeLimitInfinite bool
+	Nodes             string
+	NodeCount         int64
+	CPUs              int64
+	Tasks             int64
+	MemoryPerNode     *int64 // MiB
+	MemoryPerCPU      *int64 // MiB
+	TRESAlloc         string
+	TRESReq           string
+	TRESPerNode       string
+	TRESPerJob        string
+	TRESPerSocket     string
+	TRESPerTask       string
+	Cluster           string
+	GresDetail        []string
+	// Unknown names the fields of a shape this reader does not know.
+	Unknown []string
+}
+
+// UnmarshalJSON reads one job record of any supported data parser version.
+// Only a record that is not a JSON object is an error.
+func (j *SqueueJob) UnmarshalJSON(b []byte) error {
+	var r record
+	if err := r.init(b); err != nil {
+		return fmt.Errorf("job record: %w", err)
+	}
+	*j = SqueueJob{
+		JobID: r.id("job_id"), ArrayJobID: r.id("array_job_id"), ArrayTaskID: r.opt("array_task_id"),
+		HetJobID: r.id("het_job_id"), HetJobOffset: int(r.count("het_job_offset")),
+		ArrayTaskString: r.str("array_task_string"), Name: r.str("name"),
+		UserName: r.str("user_name"), UserID: r.opt("user_id"), GroupName: r.str("group_name"), GroupID: r.opt("group_id"),
+		Account: r.str("account"), Partition: r.str("partition"), QOS: r.str("qos"),
+		JobState: r.words("job_state"), StateReason: r.str("state_reason"), ExitCode: r.waitStatus("exit_code"),
+		SubmitTime: r.count("submit_time"), StartTime: r.count("start_time"), EndTime: r.count("end_time"),
+		Nodes: r.str("nodes"), NodeCount: r.count("node_count"), CPUs: r.count("cpus"), Tasks: r.count("tasks"),
+		MemoryPerNode: r.opt("memory_per_node"), MemoryPerCPU: r.opt("memory_per_cpu"),
+		TRESAlloc: r.str("tres_alloc_str"), TRESReq: r.str("tres_req_str"), TRESPerNode: r.str("tres_per_node"),
+		TRESPerJob: r.str("tres_per_job"), TRESPerSocket: r.str("tres_per_socket"), TRESPerTask: r.str("tres_per_task"),
+		Cluster: r.str("cluster"), GresDetail: r.strs("gres_detail"),
+	}
+	if n, k := r.num("time_limit"); k == numSet {
+		j.TimeLimit = &n
+	} else {
+		// v0.0.38 writes an unlimited time limit as null.
+		j.TimeLimitInfinite = k == numInfinite || r.null("time_limit")
+	}
+	j.SLUID = r.str("sluid")
+	if step := r.sub("step_id"); step != nil && j.SLUID == "" {
+		j.SLUID = step.str("sluid")
+		for _, f := range step.unknown {
+			r.bad("step_id." + f)
+		}
+	}
+	j.Unknown = r.unknown
+	return nil
 }
 
 // SqueueAnswer is a decoded `squeue --json` answer.
@@ -108,20 +160,26 @@ func LookupJSON(ctx context.Context, id string, opts Options) (*Job, error) {
 }
 
 // ParseSqueueJSON decodes `squeue --json` output into job records keyed by
-// job id. Malformed JSON, an answer without a jobs list, or a record with
-// an impossible value is an error naming it; two records with one job id
-// (which Slurm never prints) are refused.
+// job id. Malformed JSON or an answer without a jobs list is an error
+// naming it. A field that cannot be read (an unknown shape, an impossible
+// value) is left out of its record and named in the record's Missing, the
+// rest of the record and the other records stand. A record without a
+// readable job id cannot be told apart and is skipped; two records with one
+// job id (which Slurm never prints) are refused.
 func ParseSqueueJSON(out []byte) (map[uint32]*Job, error) {
 	ans, err := DecodeSqueue(out)
 	if err != nil {
 		return nil, err
 	}
+	source := ans.Meta.String()
 	jobs := make(map[uint32]*Job, len(ans.Jobs))
 	for i := range ans.Jobs {
-		j, err := fromSqueue(&ans.Jobs[i])
-		if err != nil {
-			return nil, fmt.Errorf("squeue --json job %d: %w", ans.Jobs[i].JobID, err)
+		r := &ans.Jobs[i]
+		if r.JobID == 0 {
+			continue
 		}
+		j := fromSqueue(r)
+		j.Source = source
 		if _, dup := jobs[j.JobID]; dup {
 			return nil, fmt.Errorf("squeue --json lists job %d twice: %w", j.JobID, ErrAmbiguous)
 		}
@@ -130,35 +188,41 @@ func ParseSqueueJSON(out []byte) (map[uint32]*Job, error) {
 	return jobs, nil
 }
 
-// fromSqueue maps one record onto Job.
-func fromSqueue(r *SqueueJob) (*Job, error) {
-	if r.JobID == 0 {
-		return nil, fmt.Errorf("job_id is missing or 0")
-	}
+// fromSqueue maps one record onto Job; what cannot be read is named in
+// Missing.
+func fromSqueue(r *SqueueJob) *Job {
 	j := &Job{
-		JobID: r.JobID, ArrayJobID: r.ArrayJobID, HetJobID: r.HetJobID, HetJobOffset: r.HetJobOffset,
+		JobID: r.JobID, ArrayJobID: r.ArrayJobID, HetJobID: r.HetJobID, HetJobOffset: r.HetJobOffset, SLUID: r.SLUID,
 		JobName: r.Name, UserName: r.UserName, GroupName: r.GroupName, Account: r.Account, Partition: r.Partition,
 		QOS: r.QOS, JobState: baseState(r.JobState), Reason: r.StateReason,
 		NumNodes: int(r.NodeCount), NumCPUs: int(r.CPUs), NumTasks: int(r.Tasks), TresPerNode: r.TRESPerNode, ClusterName: r.Cluster,
-		UID: -1, GID: -1,
+		UID: -1, GID: -1, Missing: slices.Clone(r.Unknown),
+	}
+	bad := func(field string) {
+		if !slices.Contains(j.Missing, field) {
+			j.Missing = append(j.Missing, field)
+		}
 	}
 	if r.ArrayJobID != 0 && r.ArrayTaskID != nil {
 		if *r.ArrayTaskID < 0 || *r.ArrayTaskID > 1<<31 {
-			return nil, fmt.Errorf("array_task_id %d is out of range", *r.ArrayTaskID)
+			bad("array_task_id")
+		} else {
+			j.ArrayTaskID = strconv.FormatInt(*r.ArrayTaskID, 10)
 		}
-		j.ArrayTaskID = strconv.FormatInt(*r.ArrayTaskID, 10)
 	}
 	if r.UserID != nil {
 		if *r.UserID < 0 || *r.UserID > 1<<32-2 {
-			return nil, fmt.Errorf("user_id %d is out of range", *r.UserID)
+			bad("user_id")
+		} else {
+			j.UID = int(*r.UserID)
 		}
-		j.UID = int(*r.UserID)
 	}
 	if r.GroupID != nil {
 		if *r.GroupID < 0 || *r.GroupID > 1<<32-2 {
-			return nil, fmt.Errorf("group_id %d is out of range", *r.GroupID)
+			bad("group_id")
+		} else {
+			j.GID = int(*r.GroupID)
 		}
-		j.GID = int(*r.GroupID)
 	}
 	if r.ExitCode != nil {
 		// A wait status: the signal in the low 7 bits, else the exit
@@ -171,34 +235,37 @@ func fromSqueue(r *SqueueJob) (*Job, error) {
 		}
 	}
 	j.SubmitTime, j.StartTime, j.EndTime = epoch(r.SubmitTime), epoch(r.StartTime), epoch(r.EndTime)
-	if r.TimeLimit == nil {
+	switch {
+	case r.TimeLimitInfinite:
 		j.TimeLimitUnlimited = true
-	} else if *r.TimeLimit > 0 {
+	case r.TimeLimit != nil && *r.TimeLimit > 0 && *r.TimeLimit < 1<<40:
 		j.TimeLimitSeconds = *r.TimeLimit * 60
+	case r.TimeLimit != nil && *r.TimeLimit != 0:
+		bad("time_limit")
 	}
 	if r.Nodes != "" {
-		nodes, err := ExpandHostlist(r.Nodes)
-		if err != nil {
-			return nil, fmt.Errorf("nodes %q: %w", clip(r.Nodes), err)
+		if nodes, err := ExpandHostlist(r.Nodes); err != nil {
+			bad("nodes")
+		} else {
+			j.NodeList = nodes
 		}
-		j.NodeList = nodes
 	}
-	if r.MemoryPerNode != nil && *r.MemoryPerNode > 0 {
+	if r.MemoryPerNode != nil && *r.MemoryPerNode > 0 && *r.MemoryPerNode < 1<<40 {
 		j.MinMemoryNodeBytes = *r.MemoryPerNode << 20
 	}
-	if r.MemoryPerCPU != nil && *r.MemoryPerCPU > 0 {
+	if r.MemoryPerCPU != nil && *r.MemoryPerCPU > 0 && *r.MemoryPerCPU < 1<<40 {
 		j.MinMemoryCPUBytes = *r.MemoryPerCPU << 20
 	}
-	tres := r.TRESAlloc
+	tres, tresField := r.TRESAlloc, "tres_alloc_str"
 	if tres == "" {
-		tres = r.TRESReq
+		tres, tresField = r.TRESReq, "tres_req_str"
 	}
 	if tres != "" {
-		t, err := ParseTRES(tres)
-		if err != nil {
-			return nil, fmt.Errorf("tres %q: %w", clip(tres), err)
+		if t, err := ParseTRES(tres); err != nil {
+			bad(tresField)
+		} else {
+			j.TRES = t
 		}
-		j.TRES = t
 	}
 	// Without AccountingStorageTRES=gres/gpu the TRES lack GPUs: take them
 	// from the request ("gres:gpu:4" per job, per node or per task), else
@@ -206,14 +273,15 @@ func fromSqueue(r *SqueueJob) (*Job, error) {
 	// which a job lacks once it has ended.
 	if j.TRES.GPUs == 0 {
 		for _, per := range []struct {
-			spec string
-			mul  int
-		}{{r.TRESPerJob, 1}, {r.TRESPerNode, int(max(r.NodeCount, 1))}, {r.TRESPerTask, int(max(r.Tasks, 1))}} {
-			n, err := gpusIn(per.spec)
-			if err != nil {
-				return nil, err
+			field, spec string
+			mul         int
+		}{{"tres_per_job", r.TRESPerJob, 1}, {"tres_per_node", r.TRESPerNode, int(min(max(r.NodeCount, 1), 1<<20))},
+			{"tres_per_task", r.TRESPerTask, int(min(max(r.Tasks, 1), 1<<20))}} {
+			if n, err := gpusIn(per.spec); err != nil {
+				bad(per.field)
+			} else {
+				j.TRES.GPUs += n * per.mul
 			}
-			j.TRES.GPUs += n * per.mul
 		}
 	}
 	if j.TRES.GPUs == 0 {
@@ -223,14 +291,14 @@ func fromSqueue(r *SqueueJob) (*Job, error) {
 			if len(parts) < 2 || parts[0] != "gpu" {
 				continue
 			}
-			n, err := strconv.Atoi(parts[len(parts)-1])
-			if err != nil || n < 0 {
-				return nil, fmt.Errorf("gres_detail %q: count is not a number", clip(g))
+			if n, err := strconv.Atoi(parts[len(parts)-1]); err != nil || n < 0 || n > 1<<16 {
+				bad("gres_detail")
+			} else {
+				j.TRES.GPUs += n
 			}
-			j.TRES.GPUs += n
 		}
 	}
-	return j, nil
+	return j
 }
 
 // gpusIn counts the GPUs in a TRES request list ("gres:gpu:4",

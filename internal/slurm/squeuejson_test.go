@@ -100,11 +100,8 @@ func TestSqueueJSONBadInput(t *testing.T) {
 		{`not json`, "squeue --json"},
 		{`{"meta":{}}`, `no "jobs" list`},
 		{`{"errors":[{"error":"Unable to contact slurm controller"}]}`, "Unable to contact"},
-		{`{"jobs":[{"job_id":0}]}`, "job_id is missing"},
-		{`{"jobs":[{"job_id":5,"user_id":-4}]}`, "user_id -4"},
-		{`{"jobs":[{"job_id":5,"nodes":"n[3-1]"}]}`, "nodes"},
-		{`{"jobs":[{"job_id":5,"tres_alloc_str":"cpu=x"}]}`, "tres"},
 		{`{"jobs":[{"job_id":5},{"job_id":5}]}`, "twice"},
+		{`{"jobs":[17]}`, "job record"},
 	} {
 		_, err := ParseSqueueJSON([]byte(tc.in))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -114,6 +111,51 @@ func TestSqueueJSONBadInput(t *testing.T) {
 	_, err := ParseSqueueJSON([]byte(`{"jobs":[{"job_id":5},{"job_id":5}]}`))
 	if !errors.Is(err, ErrAmbiguous) {
 		t.Errorf("duplicate record: %v, want ErrAmbiguous", err)
+	}
+}
+
+// A value that cannot be read costs that field only, named in Missing: the
+// rest of the record and the other records stand, and nothing is a zero
+// standing in for a figure.
+func TestSqueueJSONBadFieldCostsOnlyThatField(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		field, rec string
+		check      func(*Job) bool
+	}{
+		{"user_id", `"user_id":-4`, func(j *Job) bool { return j.UID == -1 }},
+		{"nodes", `"nodes":"n[3-1]"`, func(j *Job) bool { return j.NodeList == nil }},
+		{"tres_alloc_str", `"tres_alloc_str":"cpu=x"`, func(j *Job) bool { return j.TRES.CPUs == 0 }},
+		{"time_limit", `"time_limit":{"set":true,"number":"sixty"}`, func(j *Job) bool { return j.TimeLimitSeconds == 0 && !j.TimeLimitUnlimited }},
+		{"time_limit", `"time_limit":[60]`, func(j *Job) bool { return j.TimeLimitSeconds == 0 && !j.TimeLimitUnlimited }},
+		{"job_state", `"job_state":{"current":["RUNNING"]}`, func(j *Job) bool { return j.JobState == "" }},
+		{"exit_code", `"exit_code":{"weird":1}`, func(j *Job) bool { return j.ExitCode == 0 && j.ExitSignal == 0 }},
+		{"memory_per_node", `"memory_per_node":"lots"`, func(j *Job) bool { return j.MinMemoryNodeBytes == 0 }},
+		{"step_id.sluid", `"step_id":{"sluid":7}`, func(j *Job) bool { return j.SLUID == "" }},
+	} {
+		in := `{"meta":{"plugin":{"data_parser":"data_parser/v0.0.99"},"slurm":{"release":"27.05.0"}},"jobs":[` +
+			`{"job_id":5,"user_name":"ann","account":"physics",` + tc.rec + `},{"job_id":6,"user_name":"bob"}]}`
+		jobs, err := ParseSqueueJSON([]byte(in))
+		if err != nil {
+			t.Errorf("%s: %v", tc.rec, err)
+			continue
+		}
+		j := jobs[5]
+		if j == nil || !slices.Equal(j.Missing, []string{tc.field}) || !tc.check(j) || j.UserName != "ann" || j.Account != "physics" {
+			t.Errorf("%s: %+v, want only %s missing", tc.rec, j, tc.field)
+			continue
+		}
+		if j.Source != "Slurm 27.05.0, data_parser/v0.0.99" {
+			t.Errorf("source %q", j.Source)
+		}
+		if o := jobs[6]; o == nil || o.UserName != "bob" || o.Missing != nil {
+			t.Errorf("%s: the other record: %+v", tc.rec, o)
+		}
+	}
+	// A record whose job id cannot be read cannot be told apart: skipped.
+	jobs, err := ParseSqueueJSON([]byte(`{"jobs":[{"job_id":0},{"job_id":"x"},{"job_id":7}]}`))
+	if err != nil || len(jobs) != 1 || jobs[7] == nil {
+		t.Errorf("records without a job id: %v, %v", jobs, err)
 	}
 }
 

@@ -134,7 +134,7 @@ func Build(cluster string, now time.Time, sinfoOut, squeueOut []byte) (*Snapshot
 	if err != nil {
 		return nil, err
 	}
-	s := &Snapshot{Cluster: cluster, Time: now, SlurmRelease: si.Meta.Slurm.Release, Nodes: make([]Node, 0, len(si.Nodes))}
+	s := &Snapshot{Cluster: cluster, Time: now, SlurmRelease: si.Meta.Release, Nodes: make([]Node, 0, len(si.Nodes))}
 	parts := map[string]*Partition{}
 	part := func(name string) *Partition {
 		p := parts[name]

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# build-slurm.sh — build a Slurm release from its source tarball and cache the
+# installed prefix, for the real-cluster tests (test/stack) and the local stack.
+#
+# Usage: scripts/build-slurm.sh [VERSION]      (default 26.05.3)
+#
+# The tarball slurm-VERSION.tar.gz is looked up in $JOBSIGHT_SLURM_SOURCES, then
+# in ../shared/slurm/ beside the repository. The prefix is
+# $JOBSIGHT_CACHE/slurm-VERSION-<flags hash> (JOBSIGHT_CACHE defaults to
+# ~/.cache/jobsight); an existing, complete prefix is reused (the cold build
+# takes 10-20 minutes on two cores). The script prints the prefix on its last
+# line. Debian's build dependencies (libjson-c-dev for the JSON output,
+# libmunge-dev, libyaml-dev, liblz4-dev, libhttp-parser-dev, libjwt-dev,
+# libdbus-1-dev) must be installed: .ci/run installs them.
+#
+# --enable-multiple-slurmd: the test clusters run several slurmd on one host
+# (each its own NodeName and port); the v1 job cgroups are then
+# slurm_<node>/ rather than slurm/.
+set -euo pipefail
+
+version="${1:-26.05.3}"
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+cache="${JOBSIGHT_CACHE:-${HOME}/.cache/jobsight}"
+flags=(--disable-debug --without-rpath --enable-multiple-slurmd)
+key=$(printf '%s\n' "${flags[@]}" | sha256sum | cut -c1-8)
+prefix="${cache}/slurm-${version}-${key}"
+
+if [[ -f "$prefix/.complete" ]]; then
+	echo "$prefix"
+	exit 0
+fi
+
+src=""
+for dir in "${JOBSIGHT_SLURM_SOURCES:-}" "$repo/../shared/slurm"; do
+	if [[ -n "$dir" && -f "$dir/slurm-${version}.tar.gz" ]]; then
+		src="$dir/slurm-${version}.tar.gz"
+		break
+	fi
+done
+if [[ -z "$src" ]]; then
+	echo "build-slurm: slurm-${version}.tar.gz is in neither \$JOBSIGHT_SLURM_SOURCES nor $repo/../shared/slurm" >&2
+	exit 1
+fi
+
+for h in json-c/json.h munge.h yaml.h lz4.h http_parser.h jwt.h dbus-1.0/dbus/dbus.h; do
+	if [[ ! -f "/usr/include/$h" ]]; then
+		echo "build-slurm: /usr/include/$h is missing: install libjson-c-dev libmunge-dev libyaml-dev liblz4-dev libhttp-parser-dev libjwt-dev libdbus-1-dev" >&2
+		exit 1
+	fi
+done
+
+mkdir -p "$cache"
+# One build at a time: test packages starting together wait for the first.
+exec 9>"$prefix.lock"
+flock 9
+if [[ -f "$prefix/.complete" ]]; then
+	echo "$prefix"
+	exit 0
+fi
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/slurm-build.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+echo "build-slurm: building Slurm ${version} into ${prefix} (10-20 minutes)" >&2
+tar -xzf "$src" -C "$work"
+rm -rf "$prefix"
+(
+	cd "$work/slurm-${version}"
+	./configure --prefix="$prefix" --sysconfdir="$prefix/etc" "${flags[@]}" >"$work/configure.log" 2>&1 ||
+		{ tail -40 "$work/configure.log" >&2; exit 1; }
+	make -j"$(nproc)" >"$work/make.log" 2>&1 || { tail -60 "$work/make.log" >&2; exit 1; }
+	make install >"$work/install.log" 2>&1 || { tail -40 "$work/install.log" >&2; exit 1; }
+)
+printf '%s\n' "$version" "${flags[@]}" >"$prefix/.complete"
+echo "$prefix"
