@@ -61,25 +61,33 @@ func (o *Outputs) olderThanStored(ctx context.Context, d store.Doc, mine time.Ti
 // reuse id when an older job holds the plain id (see decide); with create,
 // the error is the running document's write (spooled then).
 func (o *Outputs) ClaimDocID(ctx context.Context, job jobmodel.Job, since time.Time, create bool) (string, error) {
-	var submit time.Time
+	who := holderOf{sluid: job.SLUID, start: since}
 	if job.SubmitTime != nil {
-		submit = job.SubmitTime.Time
+		who.submit = job.SubmitTime.Time
 	}
-	job.DocID = o.ResolveDocID(ctx, job.DocID, submit, since)
+	job.DocID = o.ResolveDocID(ctx, job.DocID, who)
 	if !create {
 		return job.DocID, nil
 	}
 	return o.CreateJob(ctx, job)
 }
 
+// holderOf is what tells one job of an id from another: Slurm's SLUID
+// where the release gives one (26.05 on), else the submit time, else
+// (neither known) the start.
+type holderOf struct {
+	sluid         string
+	submit, start time.Time
+}
+
 // ResolveDocID returns the id under which the job is stored (see resolve);
 // when the store cannot be asked now it returns base, and the id is
 // resolved again when the documents are written.
-func (o *Outputs) ResolveDocID(ctx context.Context, base string, submit, start time.Time) string {
+func (o *Outputs) ResolveDocID(ctx context.Context, base string, who holderOf) string {
 	if o.es == nil {
 		return base
 	}
-	id, err := o.resolve(ctx, base, submit, start)
+	id, err := o.resolve(ctx, base, who)
 	if err != nil {
 		return base
 	}
@@ -90,6 +98,7 @@ func (o *Outputs) ResolveDocID(ctx context.Context, base string, submit, start t
 type stored struct {
 	DocID      string         `json:"doc_id"`
 	JobDocID   string         `json:"job_doc_id"`
+	SLUID      string         `json:"sluid"`
 	SubmitTime *jobmodel.Time `json:"submit_time"`
 	StartTime  *jobmodel.Time `json:"start_time"`
 	EndTime    *jobmodel.Time `json:"end_time"`
@@ -108,61 +117,63 @@ func (s stored) updated() time.Time {
 // identityKey is the resolution cache's key: the job's identity, not its
 // id alone (one process may write for two jobs of one id: an earlier one
 // it finishes as lost).
-func identityKey(base string, submit, start time.Time) string {
-	if submit.IsZero() && start.IsZero() {
+func identityKey(base string, who holderOf) string {
+	switch {
+	case who.sluid != "":
+		return base + "|" + who.sluid
+	case who.submit.IsZero() && who.start.IsZero():
 		return base
 	}
-	return base + "|" + strconv.FormatInt(cmp.Or(submit, start).Unix(), 10)
+	return base + "|" + strconv.FormatInt(cmp.Or(who.submit, who.start).Unix(), 10)
 }
 
 // remember caches the id a job is stored under.
-func (o *Outputs) remember(base string, submit, start time.Time, id string) {
+func (o *Outputs) remember(base string, who holderOf, id string) {
 	o.mu.Lock()
 	o.resolved[base] = id // the latest, for Where and NodeDocs
-	o.byIdentity[identityKey(base, submit, start)] = id
+	o.byIdentity[identityKey(base, who)] = id
 	o.mu.Unlock()
 }
 
 // resolve is decide behind a cache: the id of the job whose plain id is
 // base, as decided the first time this process asked.
-func (o *Outputs) resolve(ctx context.Context, base string, submit, start time.Time) (string, error) {
-	key := identityKey(base, submit, start)
+func (o *Outputs) resolve(ctx context.Context, base string, who holderOf) (string, error) {
+	key := identityKey(base, who)
 	o.mu.Lock()
 	id, ok := o.byIdentity[key]
 	o.mu.Unlock()
 	if ok {
 		return id, nil
 	}
-	id, reused, err := o.decide(ctx, base, submit, start)
+	id, reused, err := o.decide(ctx, base, who)
 	if err != nil {
 		return "", err
 	}
 	if reused {
 		o.log.Info("job id reused: storing under a new id so the older job's document stays", "id", base, "new_id", id)
 	}
-	o.remember(base, submit, start, id)
+	o.remember(base, who, id)
 	return id, nil
 }
 
 // decide is the one decision on a reused Slurm job id: the id of the job
 // whose plain id is base is base, unless a different, older job holds it
-// — a stored document with another submit time, or (when submit times
-// are unknown) a final one that ended before this job started — in which
-// case it is jobmodel.ReuseDocID(base, submit, else start) and reused is
-// true. err: the store could not be asked.
-func (o *Outputs) decide(ctx context.Context, base string, submit, start time.Time) (id string, reused bool, err error) {
+// — a stored document with another SLUID, or (SLUIDs unknown) another
+// submit time, or (submit times unknown too) a final one that ended
+// before this job started — in which case it is jobmodel.ReuseDocID(base,
+// submit, else start) and reused is true. Document ids stay
+// <cluster>:<jobid>[@<submit>] whatever told the jobs apart, so a site's
+// history stays continuous across a Slurm upgrade. err: the store could
+// not be asked.
+func (o *Outputs) decide(ctx context.Context, base string, who holderOf) (id string, reused bool, err error) {
 	holder, err := o.holder(ctx, base)
 	if err != nil {
 		return base, false, err
 	}
-	if holder == nil || !otherJob(*holder, submit, start) {
+	if holder == nil || !otherJob(*holder, who) {
 		return base, false, nil
 	}
-	when := submit
-	if when.IsZero() {
-		when = start
-	}
-	return jobmodel.ReuseDocID(base, when), true, nil
+	return jobmodel.ReuseDocID(base, cmp.Or(who.submit, who.start)), true, nil
 }
 
 // holder finds a stored document (job, else node) of the job id base.
@@ -200,12 +211,18 @@ func (o *Outputs) holder(ctx context.Context, base string) (*stored, error) {
 }
 
 // otherJob reports whether the stored document s is another job's than
-// the one submitted at submit (unknown: started at start).
-func otherJob(s stored, submit, start time.Time) bool {
-	if !submit.IsZero() && s.SubmitTime != nil {
-		return s.SubmitTime.Unix() != submit.Unix()
+// who's: by SLUID when both have one (a controller reset or a clock step
+// can give two jobs of one id one submit second; two SLUIDs never
+// collide), else by submit time, else by s having ended before who
+// started.
+func otherJob(s stored, who holderOf) bool {
+	if who.sluid != "" && s.SLUID != "" {
+		return s.SLUID != who.sluid
 	}
-	return s.Final && s.EndTime != nil && !start.IsZero() && s.EndTime.Before(start)
+	if !who.submit.IsZero() && s.SubmitTime != nil {
+		return s.SubmitTime.Unix() != who.submit.Unix()
+	}
+	return s.Final && s.EndTime != nil && !who.start.IsZero() && s.EndTime.Before(who.start)
 }
 
 // resolveDoc rewrites a job or node document (whose fields s holds) to its
@@ -218,14 +235,14 @@ func (o *Outputs) resolveDoc(ctx context.Context, d store.Doc, s stored) (store.
 	if base == "" || strings.Contains(base, jobmodel.ReuseSeparator) {
 		return d, nil
 	}
-	var submit, start time.Time
+	who := holderOf{sluid: s.SLUID}
 	if s.SubmitTime != nil {
-		submit = s.SubmitTime.Time
+		who.submit = s.SubmitTime.Time
 	}
 	if s.StartTime != nil {
-		start = s.StartTime.Time
+		who.start = s.StartTime.Time
 	}
-	id, err := o.resolve(ctx, base, submit, start)
+	id, err := o.resolve(ctx, base, who)
 	if err != nil || id == base {
 		return d, err
 	}
@@ -338,17 +355,17 @@ func (o *Outputs) CreateJob(ctx context.Context, job jobmodel.Job) (string, erro
 	if err != nil || !errors.Is(failures[0].Err, elasticsearch.ErrExists) {
 		return job.DocID, o.PutJob(ctx, job) // an outage: spooled there
 	}
-	var submit, start time.Time
+	who := holderOf{sluid: job.SLUID}
 	if job.SubmitTime != nil {
-		submit = job.SubmitTime.Time
+		who.submit = job.SubmitTime.Time
 	}
 	if job.StartTime != nil {
-		start = job.StartTime.Time
+		who.start = job.StartTime.Time
 	}
-	if id, reused, err := o.decide(ctx, job.DocID, submit, start); err == nil && reused {
+	if id, reused, err := o.decide(ctx, job.DocID, who); err == nil && reused {
 		base := job.DocID
 		job.DocID = id
-		o.remember(base, submit, start, job.DocID)
+		o.remember(base, who, job.DocID)
 		o.log.Info("job id reused (the store refused to create it): storing under a new id so the older job's document stays",
 			"id", base, "new_id", job.DocID)
 	}

@@ -202,7 +202,7 @@ func nodeTemplate(job jobmodel.Job, node string) jobmodel.Node {
 	return jobmodel.Node{
 		DocID: jobmodel.NodeDocID(job.DocID, node), JobDocID: job.DocID,
 		SchemaVersion: jobmodel.SchemaVersion, Source: job.Source, Cluster: job.Cluster,
-		JobID: job.JobID, SlurmJobID: job.SlurmJobID, Node: node, User: job.User, UID: job.UID,
+		JobID: job.JobID, SlurmJobID: job.SlurmJobID, SLUID: job.SLUID, Node: node, User: job.User, UID: job.UID,
 		SubmitTime: job.SubmitTime, AgentVersion: Version, AgentState: jobmodel.AgentRunning,
 	}
 }

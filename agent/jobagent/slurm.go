@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"log/slog"
 	"math"
 	"os/exec"
 	"os/user"
@@ -34,7 +35,12 @@ type SlurmLookup struct {
 	// Window is how long a lookup waits for others to share its call
 	// (default 100 ms).
 	Window time.Duration
+	// Log, when set, gets one line per field of Slurm's answer that could
+	// not be read, naming it and the Slurm release (once per field and
+	// release for the process).
+	Log *slog.Logger
 
+	warned sync.Map // "<field>|<source>" → true
 	mu        sync.Mutex
 	pending   map[uint64][]chan lookupAnswer
 	scheduled bool
@@ -89,17 +95,36 @@ func (l *SlurmLookup) call() {
 	sort.Strings(ids)
 	opts := l.Options
 	opts.Env = append(slices.Clip(opts.Env), "JOBSIGHT_LOOKUP_JOBS="+strings.Join(ids, ","))
-	jobs, err := slurm.LookupAll(context.Background(), opts)
+	jobs, err := slurm.LookupAll(context.Background(), opts, ids...)
 	for id, chs := range batch {
 		a := lookupAnswer{err: err}
 		if err == nil {
 			if a.info = jobs[uint32(id)]; a.info == nil {
 				a.err = fmt.Errorf("squeue --json holds no job %d: %w", id, slurm.ErrJobNotFound)
+			} else {
+				l.warnMissing(a.info)
 			}
 		}
 		for _, ch := range chs {
 			ch <- a
 		}
+	}
+}
+
+// warnMissing logs, once per field and Slurm release, a field of Slurm's
+// record that could not be read: the documents name it in missing_metrics,
+// the log says which Slurm wrote it, so an admin learns that this agent
+// needs an update for that release.
+func (l *SlurmLookup) warnMissing(j *slurm.Job) {
+	if l.Log == nil {
+		return
+	}
+	for _, f := range j.Missing {
+		if _, seen := l.warned.LoadOrStore(f+"|"+j.Source, true); seen {
+			continue
+		}
+		l.Log.Warn("a field of Slurm's job record could not be read; documents name it in missing_metrics",
+			"field", f, "slurm", j.Source, "job_id", j.JobID, "missing_metric", "slurm_"+strings.ReplaceAll(f, ".", "_"))
 	}
 }
 
@@ -120,7 +145,7 @@ func FromSlurm(cluster string, info *slurm.Job, uid uint32, storeName bool) (job
 	}
 	job := jobmodel.Job{
 		DocID: id.DocID(), SchemaVersion: jobmodel.SchemaVersion, Source: jobmodel.SourceSlurm,
-		Cluster: cluster, JobID: id.Key(), SlurmJobID: uint64(info.JobID),
+		Cluster: cluster, JobID: id.Key(), SlurmJobID: uint64(info.JobID), SLUID: info.SLUID,
 		User: info.UserName, Account: info.Account, Partition: info.Partition, QOS: info.QOS,
 		Nodes: info.NodeList, NodeCount: info.NumNodes, State: info.JobState, Reason: nonNone(info.Reason),
 		SubmitTime: jobmodel.At(info.SubmitTime), StartTime: jobmodel.At(info.StartTime),
@@ -134,6 +159,11 @@ func FromSlurm(cluster string, info *slurm.Job, uid uint32, storeName bool) (job
 	}
 	if storeName {
 		job.Name = info.JobName
+	}
+	// A field Slurm's answer held in a shape the reader does not know is
+	// absent from the document, and named: "slurm_time_limit".
+	for _, f := range info.Missing {
+		job.MissingMetrics = append(job.MissingMetrics, "slurm_"+strings.ReplaceAll(f, ".", "_"))
 	}
 	if info.UID >= 0 {
 		job.UID = jobmodel.Ptr(uint32(info.UID))

@@ -196,7 +196,7 @@ func (w *jobWatch) leftBehind(ctx context.Context, job jobmodel.Job) *Checkpoint
 		}
 		return nil
 	}
-	if sameSubmit(ck.Job, job) {
+	if sameJob(ck.Job, job) {
 		return ck // this job's own (a restarted agent), or unknowable
 	}
 	w.a.Log.Warn("an earlier job with this id left a checkpoint and no final documents; finalizing it as lost",
@@ -378,7 +378,7 @@ func (w *jobWatch) finalJob(ctx context.Context, job jobmodel.Job) jobmodel.Job 
 	wait := cmp.Or(a.FinalPoll, time.Second)
 	for {
 		got, err := a.Slurm.Lookup(ctx, job.Cluster, job.SlurmJobID, uidOf(job))
-		if err == nil && !sameSubmit(got, job) {
+		if err == nil && !sameJob(got, job) {
 			// Slurm's job of this id is another (a reused id): this
 			// one it no longer knows.
 			err = fmt.Errorf("job %d now names a job submitted at %s: %w", job.SlurmJobID, timeOf(got.SubmitTime), slurm.ErrJobNotFound)
@@ -443,10 +443,14 @@ func (w *jobWatch) nodeDocs(ctx context.Context, job jobmodel.Job, own jobmodel.
 	}
 }
 
-// sameSubmit reports whether two views of a job id are the same job: their
-// submit times agree, or one is unknown. Slurm reuses ids: a checkpoint
-// left on this node, or Slurm's answer for the id, may be another job's.
-func sameSubmit(a, b jobmodel.Job) bool {
+// sameJob reports whether two views of a job id are the same job: their
+// SLUIDs agree where both have one (Slurm 26.05 on), else their submit
+// times agree, or one is unknown. Slurm reuses ids: a checkpoint left on
+// this node, or Slurm's answer for the id, may be another job's.
+func sameJob(a, b jobmodel.Job) bool {
+	if a.SLUID != "" && b.SLUID != "" {
+		return a.SLUID == b.SLUID
+	}
 	x, y := timeOf(a.SubmitTime), timeOf(b.SubmitTime)
 	return x.IsZero() || y.IsZero() || x.Equal(y)
 }

@@ -40,7 +40,7 @@ import (
 func main() {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("component", "jobsight-stack")
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: jobsight-stack up|down [--dir D] [--build] [--no-jobs] [--no-grafana] [--grafana BIN] [--grafana-home DIR]")
+		fmt.Fprintln(os.Stderr, "usage: jobsight-stack up|down [--dir D] [--slurm 26.05|25.11|25.05|22.05] [--build] [--no-jobs] [--no-grafana] [--grafana BIN] [--grafana-home DIR]")
 		os.Exit(2)
 	}
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
@@ -50,7 +50,16 @@ func main() {
 	noGrafana := fs.Bool("no-grafana", false, "start no Grafana even where one is installed")
 	grafanaBin := fs.String("grafana", "", "the grafana executable to run (default: grafana on PATH); Jobsight never builds Grafana's server")
 	grafanaHome := fs.String("grafana-home", "", "Grafana's home path, with public/ and conf/ (default: beside the binary, or /usr/share/grafana)")
+	slurmRelease := fs.String("slurm", stack.SlurmRelease(), "the Slurm release to run: 26.05 (built from ../shared/slurm and cached), 25.11, 25.05, or 22.05 (Debian's packages); default $"+stack.EnvSlurm+", else "+stack.DefaultSlurmRelease)
 	_ = fs.Parse(os.Args[2:])
+	switch *slurmRelease {
+	case "26.05", "25.11", "25.05", "22.05":
+		// One place decides: the SPANK plugin's build and the cluster.
+		_ = os.Setenv(stack.EnvSlurm, *slurmRelease)
+	default:
+		fmt.Fprintf(os.Stderr, "jobsight-stack: --slurm %q: want 26.05, 25.11, 25.05 or 22.05\n", *slurmRelease)
+		os.Exit(2)
+	}
 	var err error
 	switch os.Args[1] {
 	case "up":

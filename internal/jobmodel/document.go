@@ -39,16 +39,19 @@ const MissingFinalState = "slurm_final_state"
 // summed over its nodes, written when it ends. Fields that could not be read
 // are absent (and named in MissingMetrics), never zero.
 type Job struct {
-	DocID         string  `json:"doc_id"`
-	SchemaVersion int     `json:"schema_version"`
-	Source        string  `json:"source"`
-	Cluster       string  `json:"cluster"`
-	JobID         string  `json:"job_id"`
-	SlurmJobID    uint64  `json:"slurm_job_id,omitempty"`
-	ArrayJobID    *uint64 `json:"array_job_id,omitempty"`
-	ArrayTaskID   *uint64 `json:"array_task_id,omitempty"`
-	HetJobID      *uint64 `json:"het_job_id,omitempty"`
-	HetJobOffset  *uint64 `json:"het_job_offset,omitempty"`
+	DocID         string `json:"doc_id"`
+	SchemaVersion int    `json:"schema_version"`
+	Source        string `json:"source"`
+	Cluster       string `json:"cluster"`
+	JobID         string `json:"job_id"`
+	SlurmJobID    uint64 `json:"slurm_job_id,omitempty"`
+	// SLUID is Slurm's unique id of the job (26.05 on), which tells a
+	// reused job id apart before the submit time does.
+	SLUID        string  `json:"sluid,omitempty"`
+	ArrayJobID   *uint64 `json:"array_job_id,omitempty"`
+	ArrayTaskID  *uint64 `json:"array_task_id,omitempty"`
+	HetJobID     *uint64 `json:"het_job_id,omitempty"`
+	HetJobOffset *uint64 `json:"het_job_offset,omitempty"`
 
 	Name      string   `json:"name,omitempty"`
 	User      string   `json:"user,omitempty"`
@@ -99,6 +102,7 @@ type Node struct {
 	Cluster       string  `json:"cluster"`
 	JobID         string  `json:"job_id"`
 	SlurmJobID    uint64  `json:"slurm_job_id,omitempty"`
+	SLUID         string  `json:"sluid,omitempty"`
 	Node          string  `json:"node"`
 	User          string  `json:"user,omitempty"`
 	UID           *uint32 `json:"uid,omitempty"`

@@ -32,7 +32,7 @@ func (c *Client) Calls() uint64 { return c.calls.Load() }
 // memory and gres (one call; sinfo asks the controller for nodes and
 // partitions). DecodeSinfo reads the answer.
 func (c *Client) Nodes(ctx context.Context) ([]byte, error) {
-	return c.run(ctx, cmp.Or(c.Sinfo, "sinfo"), "--json")
+	return c.run(ctx, cmp.Or(c.Sinfo, "sinfo"), "--json", "-N")
 }
 
 // Jobs runs `squeue --json`: the jobs the controller holds in squeue's
@@ -42,9 +42,16 @@ func (c *Client) Jobs(ctx context.Context) ([]byte, error) {
 }
 
 // AllJobs runs `squeue --json --states=all`: every job the controller
-// still holds, finished ones included (for MinJobAge).
-func (c *Client) AllJobs(ctx context.Context) ([]byte, error) {
-	return c.run(ctx, cmp.Or(c.Squeue, "squeue"), "--json", "--states=all")
+// still holds, finished ones included (for MinJobAge). With ids it adds
+// --jobs=<ids>: from Slurm 23.02 on the controller then answers for those
+// jobs only (a single-job RPC for one id); 22.05 ignores --jobs with
+// --json and answers with every job, which the reader picks from.
+func (c *Client) AllJobs(ctx context.Context, ids ...string) ([]byte, error) {
+	args := []string{"--json", "--states=all"}
+	if len(ids) > 0 {
+		args = append(args, "--jobs="+strings.Join(ids, ","))
+	}
+	return c.run(ctx, cmp.Or(c.Squeue, "squeue"), args...)
 }
 
 // run runs one command and returns its output; an error names the command

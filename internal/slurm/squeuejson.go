@@ -130,10 +130,17 @@ func DecodeSqueue(out []byte) (*SqueueAnswer, error) {
 	return decodeAnswer[SqueueAnswer]("squeue --json", "jobs", out)
 }
 
-// LookupAll runs `squeue --json --states=all` once and returns every job
-// record it holds, keyed by numeric job id.
-func LookupAll(ctx context.Context, opts Options) (map[uint32]*Job, error) {
-	out, err := (&Client{Options: opts}).AllJobs(ctx)
+// LookupAll runs `squeue --json --states=all` once, for the jobs ids
+// (numeric job ids; none: every job), and returns every job record it
+// holds, keyed by numeric job id. Releases that ignore --jobs with --json
+// (22.05) return more records than asked for.
+func LookupAll(ctx context.Context, opts Options, ids ...string) (map[uint32]*Job, error) {
+	out, err := (&Client{Options: opts}).AllJobs(ctx, ids...)
+	if err != nil && len(ids) > 0 && strings.Contains(err.Error(), "Invalid job id specified") {
+		// 23.02 on: none of the jobs asked for is known (any known one
+		// would be listed, the unknown left out).
+		return map[uint32]*Job{}, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +156,7 @@ func LookupJSON(ctx context.Context, id string, opts Options) (*Job, error) {
 	if err != nil {
 		return nil, fmt.Errorf("job id %q: want a number", id)
 	}
-	jobs, err := LookupAll(ctx, opts)
+	jobs, err := LookupAll(ctx, opts, id)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package slurm
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -176,14 +177,16 @@ func TestCountArrayTasks(t *testing.T) {
 }
 
 func FuzzParseSqueueJSON(f *testing.F) {
-	for _, name := range []string{"squeue-22.05-running.json", "squeue-22.05-ended.json"} {
-		b, err := os.ReadFile("testdata/" + name)
+	files, _ := filepath.Glob("testdata/squeue-*.json")
+	for _, name := range files {
+		b, err := os.ReadFile(name)
 		if err != nil {
 			f.Fatal(err)
 		}
 		f.Add(b)
 	}
 	f.Add([]byte(`{"jobs":[{"job_id":1,"exit_code":-1,"time_limit":-5,"memory_per_node":-1}]}`))
+	f.Add([]byte(`{"jobs":[{"job_id":{"set":true,"number":2},"exit_code":{"status":["SIGNALED"],"signal":{"id":{"set":true,"number":9}}},"time_limit":{"infinite":true},"step_id":{"sluid":"s0"}}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		jobs, err := ParseSqueueJSON(b)
 		if err != nil {

@@ -22,7 +22,7 @@ type AgentOptions struct {
 	// 1s, 5s and 2s (fast, for tests and demos).
 	Interval, FlushInterval, PushInterval time.Duration
 	// Squeue is the squeue the agents run (a wrapper, in tests); default
-	// squeue from PATH.
+	// the cluster release's squeue.
 	Squeue string
 	// Extra is YAML appended to the generated agent.yaml.
 	Extra string
@@ -38,8 +38,19 @@ type Agent struct {
 }
 
 // BuildAgent builds the agent and the SPANK plugin from the repository at
-// repo into out, returning their paths.
+// repo into out, returning their paths. The plugin is built against the
+// spank.h of the release SlurmRelease() names (slurmd refuses a plugin
+// built for another release).
 func BuildAgent(ctx context.Context, repo, out string) (agent, plugin string, err error) {
+	in, err := FindSlurm(ctx, "")
+	if err != nil {
+		return "", "", err
+	}
+	return BuildAgentFor(ctx, repo, out, in)
+}
+
+// BuildAgentFor is BuildAgent with the SPANK plugin built for in.
+func BuildAgentFor(ctx context.Context, repo, out string, in SlurmInstall) (agent, plugin string, err error) {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return "", "", err
 	}
@@ -48,7 +59,7 @@ func BuildAgent(ctx context.Context, repo, out string) (agent, plugin string, er
 	ldflags := "-s -w -X github.com/jobsight/jobsight/agent/jobagent.Version=" + AgentVersion(ctx, repo)
 	for _, c := range [][]string{
 		{"go", "build", "-trimpath", "-ldflags=" + ldflags, "-o", agent, "./cmd/jobsight-agent"},
-		{"make", "-s", "-C", "agent/spank", "OUT=" + out},
+		{"make", "-s", "-C", "agent/spank", "OUT=" + out, "SLURM_INCLUDE=" + in.Include()},
 	} {
 		cmd := exec.CommandContext(ctx, c[0], c[1:]...)
 		cmd.Dir = repo
@@ -76,7 +87,7 @@ func AgentVersion(ctx context.Context, repo string) string {
 
 // writeAgent writes agent.yaml (pointing at es and prom) and a
 // plugstack.conf loading the plugin, under dir.
-func writeAgent(dir string, o AgentOptions, es *ESServer, prom *Server) (*Agent, error) {
+func writeAgent(dir string, o AgentOptions, in SlurmInstall, es *ESServer, prom *Server) (*Agent, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -94,11 +105,13 @@ func writeAgent(dir string, o AgentOptions, es *ESServer, prom *Server) (*Agent,
 	fmt.Fprintf(&b, "# Written by test/stack for this stack only.\n")
 	fmt.Fprintf(&b, "interval: %s\nflush_interval: %s\n", orDur(o.Interval, time.Second), orDur(o.FlushInterval, 5*time.Second))
 	fmt.Fprintf(&b, "state_dir: %s\nlog_file: %s\nlog_level: debug\noutput_dir: %s\n", a.StateDir, a.Log, filepath.Join(dir, "documents"))
-	squeue := ""
+	squeue := in.Bin("squeue")
 	if o.Squeue != "" {
-		squeue = fmt.Sprintf(", squeue: %q", o.Squeue)
+		squeue = o.Squeue
 	}
-	fmt.Fprintf(&b, "slurm: {final_state_wait: 60s%s}\ncgroup: {wait: 30s}\n", squeue)
+	// The agent is started by slurmd's SPANK hook with a fixed PATH: it is
+	// told where this release's clients are.
+	fmt.Fprintf(&b, "slurm: {final_state_wait: 60s, squeue: %q, scontrol: %q}\ncgroup: {wait: 30s}\n", squeue, in.Bin("scontrol"))
 	fmt.Fprintf(&b, "spool: {dir: %s}\n", a.SpoolDir)
 	if es != nil {
 		pw := filepath.Join(dir, "es-password")

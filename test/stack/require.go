@@ -1,9 +1,11 @@
 package stack
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 )
 
@@ -43,17 +45,26 @@ func Require(t testing.TB, needs ...string) {
 				}
 			}
 		case "slurm":
-			for _, bin := range []string{"munged", "slurmctld", "slurmd", "sbatch", "scontrol", "squeue", "scancel", "sinfo", "setpriv"} {
+			for _, bin := range []string{"munged", "setpriv"} {
 				if _, err := exec.LookPath(bin); err != nil {
-					Unavailable(t, "needs Slurm 22.05 and munge (Debian slurm-wlm slurmctld slurmd slurm-client munge): %s not in PATH", bin)
+					Unavailable(t, "needs munge (Debian munge) and setpriv: %s not in PATH", bin)
 				}
+			}
+			if _, err := FindSlurm(context.Background(), ""); err != nil {
+				Unavailable(t, "needs Slurm %s (%s): %v", SlurmRelease(), EnvSlurm, err)
 			}
 		case "cc":
 			if _, err := exec.LookPath("cc"); err != nil {
 				Unavailable(t, "needs a C compiler (cc) to build the SPANK plugin")
 			}
-			if _, err := os.Stat("/usr/include/slurm/spank.h"); err != nil {
-				Unavailable(t, "needs /usr/include/slurm/spank.h (Debian libslurm-dev): %v", err)
+			if in, err := FindSlurm(context.Background(), ""); err == nil {
+				if _, err := os.Stat(filepath.Join(in.Include(), "slurm", "spank.h")); err != nil {
+					Unavailable(t, "needs spank.h of %s: %v", in, err)
+				}
+			}
+		case "sdiag":
+			if in, err := FindSlurm(context.Background(), ""); err != nil || func() bool { _, err := exec.LookPath(in.Bin("sdiag")); return err != nil }() {
+				Unavailable(t, "needs sdiag of Slurm %s", SlurmRelease())
 			}
 		default:
 			if _, err := exec.LookPath(need); err != nil {

@@ -57,9 +57,12 @@ type SlurmOptions struct {
 	// GPUType, when set, types the fake GPUs (Gres=gpu:<type>:<n>, e.g.
 	// "a100"); empty leaves them untyped (Gres=gpu:<n>).
 	GPUType string
+	// Release is the Slurm release to run ("26.05", "22.05", ...; see
+	// FindSlurm); empty: SlurmRelease().
+	Release string
 }
 
-// Slurm is a running single-node Slurm 22.05 cluster on 127.0.0.1: munged,
+// Slurm is a running Slurm cluster (the release of Install) on 127.0.0.1: munged,
 // slurmctld and slurmd with a generated configuration and all state under
 // Dir. It uses cgroup v1 (proctrack/cgroup, task/cgroup with
 // ConstrainRAMSpace, so a job exceeding its memory is OOM-killed).
@@ -74,6 +77,9 @@ type Slurm struct {
 	FirstJobID  int
 	CtldLog     string // slurmctld's log file
 	SlurmdLog   string // slurmd's log file
+
+	// Install is the Slurm that runs: its programs and release.
+	Install SlurmInstall
 
 	Munge  *Munge
 	Ctld   *Server
@@ -121,6 +127,9 @@ func StartSlurm(ctx context.Context, dir string, opts SlurmOptions) (*Slurm, err
 		return nil, fmt.Errorf("resolving %s: %w", dir, err)
 	}
 	s := &Slurm{Dir: dir, ClusterName: opts.ClusterName, NodeName: opts.NodeName, FirstJobID: opts.FirstJobID, opts: opts}
+	if s.Install, err = FindSlurm(ctx, opts.Release); err != nil {
+		return nil, err
+	}
 	for _, sub := range []string{"etc", "state", "spool", "log"} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
 			return nil, fmt.Errorf("creating %s: %w", sub, err)
@@ -128,7 +137,7 @@ func StartSlurm(ctx context.Context, dir string, opts SlurmOptions) (*Slurm, err
 	}
 	s.removeEmptyJobCgroups()
 
-	hw, err := nodeHardware(ctx)
+	hw, err := nodeHardware(ctx, s.Install)
 	if err != nil {
 		return nil, err
 	}
@@ -155,8 +164,8 @@ type hardware struct {
 	cpus, sockets, coresPerSocket, threadsPerCore, realMemory int
 }
 
-func nodeHardware(ctx context.Context) (hardware, error) {
-	out, err := exec.CommandContext(ctx, "slurmd", "-C").Output()
+func nodeHardware(ctx context.Context, in SlurmInstall) (hardware, error) {
+	out, err := exec.CommandContext(ctx, in.Bin("slurmd"), "-C").Output()
 	if err != nil {
 		return hardware{}, fmt.Errorf("running slurmd -C to read the node's hardware: %w", err)
 	}
@@ -299,14 +308,15 @@ func (s *Slurm) nodes() []string { return append([]string{s.NodeName}, s.opts.Ex
 // declared are the nodes slurm.conf names: the running ones, then DeadNodes.
 func (s *Slurm) declared() []string { return append(s.nodes(), s.opts.DeadNodes...) }
 
-// Env returns the environment a Slurm command needs to talk to this cluster.
+// Env returns the environment a Slurm command needs to talk to this
+// cluster: SLURM_CONF, and a PATH with this release's programs first.
 func (s *Slurm) Env() []string {
-	return append(slices.Clone(s.opts.Env), "SLURM_CONF="+s.Conf)
+	return append(slices.Clone(s.opts.Env), "SLURM_CONF="+s.Conf, s.Install.PathEnv())
 }
 
 func (s *Slurm) startCtld(ctx context.Context) error {
 	var err error
-	s.Ctld, err = startProcess("slurmctld", filepath.Join(s.Dir, "log"), s.Env(), "slurmctld", "-D", "-c", "-f", s.Conf)
+	s.Ctld, err = startProcess("slurmctld", filepath.Join(s.Dir, "log"), s.Env(), s.Install.Bin("slurmctld"), "-D", "-c", "-f", s.Conf)
 	if err != nil {
 		return err
 	}
@@ -342,7 +352,7 @@ func (s *Slurm) StartSlurmd(ctx context.Context) error {
 
 // startNode starts the slurmd of one node and waits until it is idle.
 func (s *Slurm) startNode(ctx context.Context, node string) (*Server, error) {
-	srv, err := startProcess("slurmd-"+node, filepath.Join(s.Dir, "log"), s.Env(), "slurmd", "-D", "-N", node, "-f", s.Conf)
+	srv, err := startProcess("slurmd-"+node, filepath.Join(s.Dir, "log"), s.Env(), s.Install.Bin("slurmd"), "-D", "-N", node, "-f", s.Conf)
 	if err != nil {
 		return nil, err
 	}
@@ -413,9 +423,9 @@ func tail(path string, n int) string {
 }
 
 // Command returns a command running a Slurm client (sbatch, scontrol, ...)
-// against this cluster.
+// of this cluster's release against this cluster.
 func (s *Slurm) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, name, args...)
+	cmd := exec.CommandContext(ctx, s.Install.Bin(name), args...)
 	cmd.Env = append(os.Environ(), s.Env()...)
 	return cmd
 }

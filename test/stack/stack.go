@@ -70,8 +70,15 @@ func Up(ctx context.Context, dir string, opts Options) (*Stack, error) {
 		s.Down()
 		return nil, fmt.Errorf("starting Prometheus: %w", err)
 	}
+	var in SlurmInstall
+	if !opts.NoSlurm {
+		if in, err = FindSlurm(ctx, opts.Slurm.Release); err != nil {
+			s.Down()
+			return nil, err
+		}
+	}
 	if opts.Agent != nil {
-		if s.Agent, err = writeAgent(filepath.Join(dir, "agent"), *opts.Agent, s.Elasticsearch, s.Prometheus); err != nil {
+		if s.Agent, err = writeAgent(filepath.Join(dir, "agent"), *opts.Agent, in, s.Elasticsearch, s.Prometheus); err != nil {
 			s.Down()
 			return nil, fmt.Errorf("configuring the agent: %w", err)
 		}
@@ -122,7 +129,10 @@ func (s *Stack) Describe(w io.Writer) {
 		fmt.Fprintf(w, "  Agents: config %s, log %s, state %s\n", a.Config, a.Log, a.StateDir)
 	}
 	if sl := s.Slurm; sl != nil {
-		fmt.Fprintf(w, "  Slurm cluster %q, node %s: export SLURM_CONF=%s\n", sl.ClusterName, sl.NodeName, sl.Conf)
+		fmt.Fprintf(w, "  %s cluster %q, node %s: export SLURM_CONF=%s\n", sl.Install, sl.ClusterName, sl.NodeName, sl.Conf)
+		if sl.Install.Prefix != "" {
+			fmt.Fprintf(w, "    its commands: export PATH=%s/bin:$PATH\n", sl.Install.Prefix)
+		}
 		fmt.Fprintf(w, "    logs: %s, %s, %s\n", sl.CtldLog, sl.SlurmdLog, filepath.Join(sl.Dir, "log"))
 	}
 }

@@ -90,14 +90,14 @@ func ZincBinary(ctx context.Context) (string, error) {
 // runBuildScript runs one of the repository's build scripts (rel, relative
 // to the repository root) and returns the path it prints on its last line,
 // which must exist.
-func runBuildScript(ctx context.Context, rel string) (string, error) {
+func runBuildScript(ctx context.Context, rel string, args ...string) (string, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return "", err
 	}
 	script := filepath.Join(root, rel)
 	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, "bash", script)
+	cmd := exec.CommandContext(ctx, "bash", append([]string{script}, args...)...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		msg := stderr.String()

@@ -266,13 +266,18 @@ func buildNode(r *slurm.SinfoNode) (n Node, problem string) {
 	}
 	n.CPUs = split(r.CPUs, r.AllocCPUs, n.Available)
 	n.MemoryBytes = split(r.RealMemory<<20, r.AllocMemory<<20, n.Available)
+	if len(r.Unknown) > 0 {
+		// Slurm wrote these in a shape this reader does not know: they
+		// count as nothing in the totals, and the snapshot says so.
+		problem = fmt.Sprintf("node %s: %s unreadable in this Slurm's sinfo answer (not counted)", r.Name, strings.Join(r.Unknown, ", "))
+	}
 	total, err := ParseGres(r.Gres)
 	if err != nil {
-		return n, fmt.Sprintf("node %s: gres: %v", r.Name, err)
+		return n, cmp.Or(problem, fmt.Sprintf("node %s: gres: %v", r.Name, err))
 	}
 	used, err := ParseGres(r.GresUsed)
 	if err != nil {
-		return n, fmt.Sprintf("node %s: gres_used: %v", r.Name, err)
+		return n, cmp.Or(problem, fmt.Sprintf("node %s: gres_used: %v", r.Name, err))
 	}
 	totals, allocs := GPUsByType(total), GPUsByType(used)
 	if len(totals) > 0 {
@@ -281,7 +286,7 @@ func buildNode(r *slurm.SinfoNode) (n Node, problem string) {
 			n.GPUs[t] = split(c, allocs[t], n.Available)
 		}
 	}
-	return n, ""
+	return n, problem
 }
 
 // splitList splits a comma-separated list, dropping empty entries.

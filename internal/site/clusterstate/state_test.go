@@ -132,11 +132,27 @@ func TestBuildBadInput(t *testing.T) {
 		{`not json`, `{"jobs":[]}`, "sinfo --json"},
 		{`{"errors":[{"error":"boom"}]}`, `{"jobs":[]}`, "sinfo --json reported errors"},
 		{`{"nodes":[]}`, `{"meta":{}}`, `squeue --json: the answer has no "jobs" list`},
-		{`{"nodes":[{"name":"n","cpus":"many"}]}`, `{"jobs":[]}`, "sinfo --json"},
+		{`{"nodes":[17]}`, `{"jobs":[]}`, "sinfo --json"},
 	} {
 		if _, err := Build("c", time.Unix(0, 0), []byte(tc.sinfo), []byte(tc.squeue)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Build(%s, %s) = %v, want %q", tc.sinfo, tc.squeue, err, tc.want)
 		}
+	}
+}
+
+// A node field of a shape the reader does not know costs that node's
+// figure, is named in Problems, and fails nothing else.
+func TestBuildUnknownNodeFieldIsNamed(t *testing.T) {
+	t.Parallel()
+	s, err := Build("c", time.Unix(0, 0), []byte(`{"nodes":[{"name":"n","state":"idle","cpus":"many","real_memory":1000},{"name":"m","state":"idle","cpus":4}]}`), []byte(`{"jobs":[]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Problems) != 1 || !strings.Contains(s.Problems[0], "node n: cpus unreadable") {
+		t.Errorf("problems %v", s.Problems)
+	}
+	if len(s.Nodes) != 2 || s.Nodes[0].Name != "m" || s.Nodes[0].CPUs.Total != 4 || s.Nodes[1].MemoryBytes.Total != 1000<<20 {
+		t.Errorf("nodes %+v", s.Nodes)
 	}
 }
 
