@@ -61,9 +61,14 @@ func TestMain(m *testing.M) {
 		// The agents run squeue through a wrapper that logs which jobs
 		// each call is for (the agent names them in its environment), so
 		// tests can count the calls jobs cost slurmctld.
+		in, err := stack.FindSlurm(ctx, "")
+		if err != nil {
+			setupErr = err
+			return m.Run()
+		}
 		wrapper := filepath.Join(dir, "bin", "squeue-counting")
-		script := fmt.Sprintf("#!/bin/sh\necho \"jobs $JOBSIGHT_LOOKUP_JOBS\" >> %s\nexec squeue \"$@\"\n",
-			filepath.Join(dir, "squeue-calls.log"))
+		script := fmt.Sprintf("#!/bin/sh\necho \"jobs $JOBSIGHT_LOOKUP_JOBS\" >> %s\nexec %s \"$@\"\n",
+			filepath.Join(dir, "squeue-calls.log"), in.Bin("squeue"))
 		if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
 			setupErr = err
 			return m.Run()

@@ -6,6 +6,7 @@ package spank
 import (
 	"bufio"
 	"context"
+	"debug/elf"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -38,15 +39,24 @@ type cluster struct {
 	stateDir  string // the plugin's state_dir: where it looks for the node agent's socket
 }
 
-func buildPlugin(t *testing.T, dir string) string {
+// buildPlugin builds the plugin into dir against the spank.h of in (the
+// zero SlurmInstall: the release the cluster runs), as a site does with
+// `make -C agent/spank SLURM_PREFIX=<its Slurm>`.
+func buildPlugin(t *testing.T, dir string, in stack.SlurmInstall) string {
 	t.Helper()
+	if in.Release == "" {
+		var err error
+		if in, err = stack.FindSlurm(context.Background(), ""); err != nil {
+			t.Fatal(err)
+		}
+	}
 	src, err := filepath.Abs("../../agent/spank")
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command("make", "-s", "-C", src, "OUT="+dir).CombinedOutput()
+	out, err := exec.Command("make", "-s", "-B", "-C", src, "OUT="+dir, "SLURM_INCLUDE="+in.Include()).CombinedOutput()
 	if err != nil {
-		t.Fatalf("building the SPANK plugin: %v\n%s", err, out)
+		t.Fatalf("building the SPANK plugin for %s: %v\n%s", in, err, out)
 	}
 	return filepath.Join(dir, "jobsight.so")
 }
@@ -60,7 +70,7 @@ func start(t *testing.T) *cluster {
 	if err := os.MkdirAll(c.stateDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	c.plugin = buildPlugin(t, dir)
+	c.plugin = buildPlugin(t, dir, stack.SlurmInstall{})
 	if err := os.WriteFile(c.stub, []byte(fmt.Sprintf(stubAgent, c.calls)), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -239,6 +249,119 @@ func TestPluginWithMissingAgentLeavesJobsAlone(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// The plugin builds, warning-free (-Werror), against the spank.h of every
+// release the tests have (26.05 and Debian's 22.05 at least), and records
+// the release it was built for in plugin_version, which slurmd checks.
+func TestPluginBuildsForEveryRelease(t *testing.T) {
+	stack.Require(t, "cc", "make")
+	releases := []string{"22.05", stack.SlurmRelease()}
+	if stack.SlurmRelease() == "22.05" {
+		releases = releases[:1]
+	}
+	for _, rel := range releases {
+		in, err := stack.FindSlurm(context.Background(), rel)
+		if err != nil {
+			stack.Unavailable(t, "Slurm %s: %v", rel, err)
+		}
+		so := buildPlugin(t, t.TempDir(), in)
+		got, err := pluginVersion(so)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := headerVersion(filepath.Join(in.Include(), "slurm", "slurm_version.h"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("%s: plugin_version %#x, want %#x", in, got, want)
+		}
+	}
+}
+
+// A plugin built for another release is refused by slurmd: with
+// `optional` (as the README's plugstack.conf says), jobs still run, but
+// nothing hands them to an agent and slurmd's log is the only trace. This
+// is what the collector's "running jobs without an agent report" reveals.
+func TestStalePluginIsRefusedAndJobsRunUnmonitored(t *testing.T) {
+	if stack.SlurmRelease() == "22.05" {
+		t.Skip("the cluster runs 22.05: no older release's spank.h to build a stale plugin from")
+	}
+	c := start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	old, err := stack.FindSlurm(ctx, "22.05")
+	if err != nil {
+		stack.Unavailable(t, "Debian's Slurm 22.05 headers: %v", err)
+	}
+	c.plugin = buildPlugin(t, t.TempDir(), old)
+	line := fmt.Sprintf("optional %s agent=%s config=/etc/jobsight/test.yaml state_dir=%s\n", c.plugin, c.stub, c.stateDir)
+	if err := os.WriteFile(c.plugstack, []byte(line), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RestartSlurmd(ctx); err != nil {
+		t.Fatal(err)
+	}
+	id, err := c.Sbatch(ctx, "--output=/dev/null", "--wrap", "sleep 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := c.WaitJobState(ctx, id, "COMPLETED"); err != nil {
+		t.Fatalf("job under a stale optional plugin ended %s: %v", st, err)
+	}
+	if calls := c.callsFor(id); len(calls) != 0 {
+		t.Errorf("a stale plugin handed job %s to the agent: %q", id, calls)
+	}
+	// "spank: <plugin>: Incompatible plugin version", then "Failed to
+	// load optional plugin": the only trace.
+	log, _ := os.ReadFile(c.SlurmdLog)
+	if !strings.Contains(string(log), c.plugin+": Incompatible plugin version") {
+		t.Errorf("slurmd's log does not name the refused plugin %s", c.plugin)
+	}
+}
+
+// pluginVersion reads the plugin_version symbol of a built plugin.
+func pluginVersion(so string) (uint32, error) {
+	f, err := elf.Open(so)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	syms, err := f.DynamicSymbols()
+	if err != nil {
+		return 0, err
+	}
+	for _, s := range syms {
+		if s.Name != "plugin_version" {
+			continue
+		}
+		for _, sec := range f.Sections {
+			if sec.Addr <= s.Value && s.Value+4 <= sec.Addr+sec.Size && sec.Type == elf.SHT_PROGBITS {
+				b := make([]byte, 4)
+				if _, err := sec.ReadAt(b, int64(s.Value-sec.Addr)); err != nil {
+					return 0, err
+				}
+				return f.ByteOrder.Uint32(b), nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("%s has no plugin_version", so)
+}
+
+// headerVersion reads SLURM_VERSION_NUMBER from slurm_version.h.
+func headerVersion(path string) (uint32, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "#define SLURM_VERSION_NUMBER 0x"); ok {
+			n, err := strconv.ParseUint(strings.TrimSpace(v), 16, 32)
+			return uint32(n), err
+		}
+	}
+	return 0, fmt.Errorf("%s: no SLURM_VERSION_NUMBER", path)
 }
 
 // TestPrologDelay prints how much later a job starts running with the

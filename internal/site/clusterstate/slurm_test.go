@@ -46,8 +46,12 @@ func (r *recorder) Jobs(ctx context.Context) ([]byte, error) {
 // real command, as test/e2e counts the agents' squeue calls.
 func countingWrapper(t *testing.T, dir, name, log string) string {
 	t.Helper()
+	in, err := stack.FindSlurm(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
 	path := filepath.Join(dir, name+"-counting")
-	script := fmt.Sprintf("#!/bin/sh\necho %s >> %s\nexec %s \"$@\"\n", name, log, name)
+	script := fmt.Sprintf("#!/bin/sh\necho %s >> %s\nexec %s \"$@\"\n", name, log, in.Bin(name))
 	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
