@@ -40,7 +40,7 @@ type SlurmLookup struct {
 	// release for the process).
 	Log *slog.Logger
 
-	warned sync.Map // "<field>|<source>" → true
+	warned    sync.Map // "<field>|<source>" → true
 	mu        sync.Mutex
 	pending   map[uint64][]chan lookupAnswer
 	scheduled bool

@@ -46,9 +46,17 @@ func main() {
 	tools := flag.String("tools", os.Getenv("JOBSIGHT_BENCH_TOOLS"), "directory with ceems_exporter and cgroup_exporter (skipped when absent)")
 	profile := flag.String("profile", "", "write the node agents' CPU profiles to this directory (cpu_profile_dir)")
 	floor := flag.Bool("floor", false, "only measure this machine's floor: the CPU a Go process spends waking from a timer")
+	lookups := flag.Int("slurm-lookups", 0, "only measure one job's metadata lookup on a cluster holding this many pending jobs (bytes, time, controller RPCs; the release JOBSIGHT_SLURM names)")
+	rounds := flag.Int("rounds", 20, "with -slurm-lookups: calls of each kind")
 	flag.Parse()
 	if *floor {
 		wakeFloor()
+		return
+	}
+	if *lookups > 0 {
+		if err := slurmLookups(*lookups, max(*rounds, 1)); err != nil {
+			fail(err)
+		}
 		return
 	}
 	counts, err := ints(*jobs)

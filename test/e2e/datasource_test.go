@@ -71,7 +71,7 @@ func newDS(t *testing.T, inst backend.DataSourceInstanceSettings) *plugin.Dataso
 // Grafana users of the tests.
 var (
 	grafanaAdmin  = &backend.User{Login: "admin", Role: "Admin"}
-	grafanaNobody = &backend.User{Login: "nobody", Email: "nobody@example.org", Role: "Viewer"}
+	grafanaNobody = &backend.User{Login: stack.TestUser, Email: stack.TestUser + "@example.org", Role: "Viewer"}
 )
 
 // dsQuery runs one query through QueryData as user over the last 30
@@ -203,7 +203,7 @@ func TestDatasourceOnRealJobs(t *testing.T) {
 	})
 	// Another user's long job on the same partition: it counts in the
 	// partition's contention for everyone, though only nobody sees it.
-	theirsLong := e.submit(t, "--uid=nobody", "--chdir=/tmp", "-p", "multi", "-w", "e2enode3", "--cpus-per-task=1", "--mem=50M", "-J", "nobody-long", "--wrap", "sleep 600")
+	theirsLong := e.submit(t, "--uid="+stack.TestUser, "--chdir=/tmp", "-p", "multi", "-w", "e2enode3", "--cpus-per-task=1", "--mem=50M", "-J", "nobody-long", "--wrap", "sleep 600")
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -211,7 +211,7 @@ func TestDatasourceOnRealJobs(t *testing.T) {
 	})
 	name := `train "x"|* ` + "\u202e" + `evil`
 	busy := e.submit(t, "--cpus-per-task=2", "--mem=200M", "-J", name, "--wrap", `timeout 12 sh -c 'while :; do :; done' & timeout 12 sh -c 'while :; do :; done'; wait`)
-	theirs := e.submit(t, "--uid=nobody", "--chdir=/tmp", "-J", "nobody-secret", "--wrap", "sleep 6")
+	theirs := e.submit(t, "--uid="+stack.TestUser, "--chdir=/tmp", "-J", "nobody-secret", "--wrap", "sleep 6")
 	multi := e.submit(t, "-p", "multi", "-N", "2", "--mem=50M", "--wrap", "srun sleep 8")
 	for _, id := range []string{busy, theirs, multi} {
 		e.finalJob(t, e.docID(id), jobWait)
@@ -239,7 +239,7 @@ func TestDatasourceOnRealJobs(t *testing.T) {
 		fs := mustFrames(t, "jobs", admin(map[string]any{"queryType": "jobs", "limit": 500}))
 		ids := column(t, fs[0], "job_id")
 		users := column(t, fs[0], "user")
-		for id, user := range map[string]string{busy: "root", theirs: "nobody", multi: "root", hog: "root"} {
+		for id, user := range map[string]string{busy: "root", theirs: stack.TestUser, multi: "root", hog: "root"} {
 			i := rowOf(ids, id)
 			if i < 0 {
 				t.Fatalf("job %s missing from the jobs table (%v)", id, ids)
@@ -277,9 +277,9 @@ func TestDatasourceOnRealJobs(t *testing.T) {
 		if ids := column(t, fs[0], "job_id"); len(ids) != 1 || ids[0] != busy {
 			t.Errorf("name filter %q matched %v, want only %s", `"x"|*`, ids, busy)
 		}
-		fs = mustFrames(t, "jobs by user", admin(map[string]any{"queryType": "jobs", "user": []string{"nobody"}, "sortBy": "job_id", "limit": 500}))
+		fs = mustFrames(t, "jobs by user", admin(map[string]any{"queryType": "jobs", "user": []string{stack.TestUser}, "sortBy": "job_id", "limit": 500}))
 		for _, u := range column(t, fs[0], "user") {
-			if u != "nobody" {
+			if u != stack.TestUser {
 				t.Errorf("user filter nobody returned a job of %q", u)
 			}
 		}
@@ -333,7 +333,7 @@ func TestDatasourceOnRealJobs(t *testing.T) {
 	t.Run("reservation", func(t *testing.T) {
 		fs := mustFrames(t, "reservation by user", admin(map[string]any{"queryType": "reservation", "groupBy": "user"}))
 		users := column(t, fs[0], "user")
-		if rowOf(users, "root") < 0 || rowOf(users, "nobody") < 0 {
+		if rowOf(users, "root") < 0 || rowOf(users, stack.TestUser) < 0 {
 			t.Fatalf("reservation by user: %v", users)
 		}
 		r := rowOf(users, "root")
@@ -412,7 +412,7 @@ func TestDatasourceOnRealJobs(t *testing.T) {
 
 	t.Run("variables", func(t *testing.T) {
 		fs := mustFrames(t, "variable users", admin(map[string]any{"queryType": "variable", "variable": "users"}))
-		if vals := column(t, fs[0], "value"); rowOf(vals, "root") < 0 || rowOf(vals, "nobody") < 0 {
+		if vals := column(t, fs[0], "value"); rowOf(vals, "root") < 0 || rowOf(vals, stack.TestUser) < 0 {
 			t.Errorf("users variable: %v", vals)
 		}
 		fs = mustFrames(t, "variable jobs", admin(map[string]any{"queryType": "variable", "variable": "jobs"}))
@@ -428,7 +428,7 @@ func TestDatasourceOnRealJobs(t *testing.T) {
 			t.Errorf("nobody does not see their own job %s", theirs)
 		}
 		for _, u := range column(t, fs[0], "user") {
-			if u != "nobody" {
+			if u != stack.TestUser {
 				t.Errorf("viewer nobody sees a job of %q", u)
 			}
 		}
@@ -436,7 +436,7 @@ func TestDatasourceOnRealJobs(t *testing.T) {
 		for _, m := range []map[string]any{
 			{"queryType": "jobs", "user": []string{"root"}},
 			{"queryType": "jobs", "jobId": e.docID(busy)},
-			{"queryType": "jobs", "user": []string{`nobody" OR user:root`, `*`}},
+			{"queryType": "jobs", "user": []string{stack.TestUser + `" OR user:root`, `*`}},
 			{"queryType": "reservation", "jobId": e.docID(busy)},
 		} {
 			r := viewer(m)
@@ -457,22 +457,22 @@ func TestDatasourceOnRealJobs(t *testing.T) {
 			t.Errorf("hostile job id: status %d %v", r.Status, r.Error)
 		}
 		fs = mustFrames(t, "viewer reservation", viewer(map[string]any{"queryType": "reservation", "groupBy": "user"}))
-		if users := column(t, fs[0], "user"); len(users) != 1 || users[0] != "nobody" {
+		if users := column(t, fs[0], "user"); len(users) != 1 || users[0] != stack.TestUser {
 			t.Errorf("viewer's reservation by user: %v", users)
 		}
 		fs = mustFrames(t, "viewer users", viewer(map[string]any{"queryType": "variable", "variable": "users"}))
-		if vals := column(t, fs[0], "value"); len(vals) != 1 || vals[0] != "nobody" {
+		if vals := column(t, fs[0], "value"); len(vals) != 1 || vals[0] != stack.TestUser {
 			t.Errorf("viewer's users variable: %v", vals)
 		}
 		fs = mustFrames(t, "viewer hogging", viewer(map[string]any{"queryType": "hogging", "windowSeconds": 60}))
 		for _, u := range column(t, fs[0], "user") {
-			if u != "nobody" {
+			if u != stack.TestUser {
 				t.Errorf("viewer sees hogging of %q", u)
 			}
 		}
 		fs = mustFrames(t, "viewer history", viewer(map[string]any{"queryType": "usageHistory", "groupBy": "user"}))
 		for _, f := range fs {
-			if u := f.Fields[1].Labels["user"]; u != "" && u != "nobody" {
+			if u := f.Fields[1].Labels["user"]; u != "" && u != stack.TestUser {
 				t.Errorf("viewer's usage history names %q", u)
 			}
 		}
@@ -495,12 +495,12 @@ func TestDatasourceOnRealJobs(t *testing.T) {
 		if status != 200 || !strings.Contains(body, "Job "+busy+" on "+cluster) || strings.Contains(strings.ToLower(body), "<script") {
 			t.Errorf("admin's job page: %d\n%.400s", status, body)
 		}
-		status, body = get("nobody", "/job?cluster="+cluster+"&job="+busy)
+		status, body = get(stack.TestUser, "/job?cluster="+cluster+"&job="+busy)
 		if status != 404 || strings.Contains(body, name) {
 			t.Errorf("nobody reads root's job page: %d\n%.400s", status, body)
 		}
-		status, body = get("nobody", "/options?kind=users")
-		if status != 200 || strings.TrimSpace(body) != `{"values":["nobody"]}` {
+		status, body = get(stack.TestUser, "/options?kind=users")
+		if status != 200 || strings.TrimSpace(body) != `{"values":["`+stack.TestUser+`"]}` {
 			t.Errorf("nobody's user options: %d %s", status, body)
 		}
 		status, body = get("admin", "/options?kind=users")
@@ -661,7 +661,7 @@ func (e *env) jobDoc(t *testing.T, docID string) (job struct {
 // Grafana forwards them (CallResource), with the Grafana user named by the
 // X-Test-User header.
 func resourceServer(t *testing.T, ds *plugin.Datasource, inst backend.DataSourceInstanceSettings, defaultUser string) *httptest.Server {
-	users := map[string]*backend.User{"admin": grafanaAdmin, "nobody": grafanaNobody}
+	users := map[string]*backend.User{"admin": grafanaAdmin, stack.TestUser: grafanaNobody}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		req := &backend.CallResourceRequest{

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jobsight/jobsight/test/stack"
 )
 
 // The example queries of docs/elasticsearch-queries.md, run as written
@@ -128,7 +130,7 @@ func TestElasticsearchExampleQueries(t *testing.T) {
 	mine := e.submit(t, "-A", "physics", "-J", "es-example-mine", "--wrap", "sleep 2")
 	gpu := e.submit(t, "-A", "physics", "--gres=gpu:2", "--mem=100M", "-J", "es-example-gpu", "--wrap", "sleep 4")
 	failed := e.submit(t, "-A", "chemistry", "-p", "multi", "--mem=50M", "-J", "es-example-fail", "--wrap", "exit 3")
-	theirs := e.submit(t, "--uid=nobody", "--chdir=/tmp", "-A", "chemistry", "-J", "es-example-theirs", "--wrap", "sleep 2")
+	theirs := e.submit(t, "--uid="+stack.TestUser, "--chdir=/tmp", "-A", "chemistry", "-J", "es-example-theirs", "--wrap", "sleep 2")
 	jobs := map[string]string{}
 	for _, id := range []string{mine, gpu, failed, theirs} {
 		j := e.finalJob(t, e.docID(id), jobWait)
@@ -149,7 +151,7 @@ func TestElasticsearchExampleQueries(t *testing.T) {
 	}
 
 	t.Run("my jobs last week", func(t *testing.T) {
-		repl := map[string]string{`"alice"`: `"nobody"`}
+		repl := map[string]string{`"alice"`: `"` + stack.TestUser + `"`}
 		for k, v := range week {
 			repl[k] = v
 		}
@@ -161,7 +163,7 @@ func TestElasticsearchExampleQueries(t *testing.T) {
 			ids = ids[:0]
 			for _, h := range hits {
 				src, _ := dig(h, "_source").(map[string]any)
-				if u := src["user"]; u != "nobody" {
+				if u := src["user"]; u != stack.TestUser {
 					t.Fatalf("my jobs (nobody) returned a job of %v", u)
 				}
 				ids = append(ids, fmt.Sprint(src["job_id"]))

@@ -166,7 +166,7 @@ wait
 	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	id := e.submit(t, "--uid=nobody", "--chdir=/tmp", script)
+	id := e.submit(t, "--uid="+stack.TestUser, "--chdir=/tmp", script)
 	het, err := strconv.ParseUint(id, 10, 64)
 	if err != nil {
 		t.Fatal(err)
@@ -196,7 +196,7 @@ wait
 			t.Errorf("component %s: job_id %q doc %q het %d+%d array %v slurm_job_id %d", key, job.JobID, job.DocID,
 				deref(job.HetJobID), deref(job.HetJobOffset), job.ArrayJobID, job.SlurmJobID)
 		}
-		if job.User != "nobody" || deref(job.UID) != nobody {
+		if job.User != stack.TestUser || deref(job.UID) != uint32(nobody) {
 			t.Errorf("component %s: user %q uid %d, want nobody", key, job.User, deref(job.UID))
 		}
 		if !slices.Equal(job.Nodes, []string{w.node}) || job.NodeCount != 1 || job.State != jobmodel.StateCompleted {
@@ -217,7 +217,7 @@ wait
 			t.Errorf("component %s: node document on %s: %+v", key, w.node, d)
 			continue
 		}
-		if d.User != "nobody" || deref(d.UID) != nobody || d.SlurmJobID != job.SlurmJobID {
+		if d.User != stack.TestUser || deref(d.UID) != uint32(nobody) || d.SlurmJobID != job.SlurmJobID {
 			t.Errorf("component %s: node document user %q uid %d slurm_job_id %d", key, d.User, deref(d.UID), d.SlurmJobID)
 		}
 		cores, peak := *d.CPU.CoreSeconds, *d.Memory.PeakBytes

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jobsight/jobsight/internal/jobmodel"
+	"github.com/jobsight/jobsight/test/stack"
 )
 
 // Job names that imitate every field a text parser would read (the
@@ -29,14 +30,14 @@ func TestForgedNamesForgeNothing(t *testing.T) {
 	before := time.Now().Add(-time.Minute)
 	ids := make([]string, len(names))
 	for i, n := range names {
-		ids[i] = e.submit(t, "--uid=nobody", "-J", n, "-c", "1", "--mem=64M", "--wrap", "sleep 2")
+		ids[i] = e.submit(t, "--uid="+stack.TestUser, "-J", n, "-c", "1", "--mem=64M", "--wrap", "sleep 2")
 	}
 	for i, id := range ids {
 		job := e.finalJob(t, e.docID(id), jobWait)
 		if job.Name != names[i] {
 			t.Errorf("job %s: name %q, want %q", id, job.Name, names[i])
 		}
-		if job.User != "nobody" || deref(job.UID) != nobody || job.Account == "victim" || job.Partition == "other" {
+		if job.User != stack.TestUser || deref(job.UID) != uint32(nobody) || job.Account == "victim" || job.Partition == "other" {
 			t.Errorf("job %s: user %q uid %d account %q partition %q", id, job.User, deref(job.UID), job.Account, job.Partition)
 		}
 		if !slices.Equal(job.Nodes, []string{e.node}) || job.NodeCount != 1 {

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jobsight/jobsight/test/stack"
 )
 
 // Nothing the agent writes on the node (state, checkpoints, pid and lock
@@ -18,7 +20,7 @@ func TestAgentFilesArePrivate(t *testing.T) {
 	e := need(t)
 	t.Parallel()
 	a := e.submit(t, "-J", "private-root", "-c", "1", "--mem=100M", "--wrap", "sleep 4")
-	b := e.submit(t, "--uid=nobody", "-J", "private-nobody", "-c", "1", "--mem=100M", "--wrap", "sleep 4")
+	b := e.submit(t, "--uid="+stack.TestUser, "-J", "private-nobody", "-c", "1", "--mem=100M", "--wrap", "sleep 4")
 	e.finalJob(t, e.docID(a), jobWait)
 	e.finalJob(t, e.docID(b), jobWait)
 
@@ -31,7 +33,7 @@ func TestAgentFilesArePrivate(t *testing.T) {
 		for f in "$p"/* "$p"/jobs/*; do [ -e "$f" ] && [ -r "$f" ] && echo "readable: $f"; done
 	done; true`
 	cmd := exec.CommandContext(ctx, "sh", append([]string{"-c", script, "sh"}, e.st.Agent.StateDir, e.st.Agent.SpoolDir, e.st.Agent.Log)...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(nobody), Gid: uint32(nobodyGID)}}
 	cmd.Dir = "/"
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

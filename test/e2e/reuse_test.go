@@ -152,11 +152,19 @@ func TestReusedIDAfterNodeCrashAndControllerReset(t *testing.T) {
 	if run := jobmodel.RunOf(old.SubmitTime); run == "" {
 		t.Errorf("earlier job: no submit time, so no run label")
 	} else {
+		var newer jobmodel.Job
+		for id, j := range got {
+			if strings.HasPrefix(id, name+":"+later+"@") {
+				newer = j
+			}
+		}
+		laterRun := jobmodel.RunOf(newer.SubmitTime)
 		sel := fmt.Sprintf(`{cluster=%q,job_id=%q,%s%%s%q}[15m]`, name, earlier, jobmodel.RunLabel, run)
 		mine, _, _ := stack.PromQuery(ctx, st.Prometheus.URL, "count(last_over_time(jobsight_job_cpu_usage_seconds_total"+fmt.Sprintf(sel, "=")+"))")
-		other, ok, err := stack.PromQuery(ctx, st.Prometheus.URL, "count(last_over_time(jobsight_job_cpu_usage_seconds_total"+fmt.Sprintf(sel, "!=")+"))")
+		others := fmt.Sprintf(`{cluster=%q,job_id=%q,%s!=%q,%s!=%q}[15m]`, name, earlier, jobmodel.RunLabel, run, jobmodel.RunLabel, laterRun)
+		other, ok, err := stack.PromQuery(ctx, st.Prometheus.URL, "count(last_over_time(jobsight_job_cpu_usage_seconds_total"+others+"))")
 		if err != nil || (ok && other > 0) {
-			t.Errorf("earlier job: %v CPU series without its run %s=%q (%v)", other, jobmodel.RunLabel, run, err)
+			t.Errorf("%v CPU series of job id %s belong to neither job's run (%s, %s): %v", other, earlier, run, laterRun, err)
 		}
 		t.Logf("earlier job: %v CPU series labelled with its run (0 when the agent was killed before its first push)", mine)
 	}
@@ -169,14 +177,27 @@ func TestReusedIDAfterNodeCrashAndControllerReset(t *testing.T) {
 	if newer.DocID == "" {
 		t.Fatalf("no document for the later job under %s:%s@<submit>: %v", name, later, keys(got))
 	}
-	// slurmd remembers the id from the earlier job's credential and runs no
-	// prolog for it again (observed with Slurm 22.05: the later job's
-	// epilog comes, its prolog never does), so no agent sampled the later
-	// job: its document must say so, and hold nothing of the earlier job.
-	if newer.State != jobmodel.StateCompleted || newer.Sampling.Count != 0 ||
-		!slices.Contains(newer.MissingMetrics, "samples_after_agent_loss:rnode") {
-		t.Errorf("later job %s: state %s, %d samples, missing %v: want COMPLETED, none of the earlier job's samples, the loss named",
-			newer.DocID, newer.State, newer.Sampling.Count, newer.MissingMetrics)
+	if st.Slurm.Install.Release == "22.05" {
+		// slurmd 22.05 remembers the id from the earlier job's credential
+		// and runs no prolog for it again (the later job's epilog comes,
+		// its prolog never does), so no agent sampled the later job: its
+		// document must say so, and hold nothing of the earlier job.
+		if newer.State != jobmodel.StateCompleted || newer.Sampling.Count != 0 ||
+			!slices.Contains(newer.MissingMetrics, "samples_after_agent_loss:rnode") {
+			t.Errorf("later job %s: state %s, %d samples, missing %v: want COMPLETED, none of the earlier job's samples, the loss named",
+				newer.DocID, newer.State, newer.Sampling.Count, newer.MissingMetrics)
+		}
+		return
+	}
+	// Later releases run the later job's prolog: it is sampled on its own,
+	// from its own start, and the two jobs' SLUIDs told them apart.
+	if newer.State != jobmodel.StateCompleted || newer.Sampling.Count < 3 || slices.Contains(newer.MissingMetrics, "samples_after_agent_loss:rnode") ||
+		newer.StartTime == nil || old.EndTime == nil || newer.StartTime.Before(old.EndTime.Time) {
+		t.Errorf("later job %s: state %s, %d samples, missing %v, start %v (earlier ended %v): want COMPLETED, its own samples from its own start",
+			newer.DocID, newer.State, newer.Sampling.Count, newer.MissingMetrics, newer.StartTime, old.EndTime)
+	}
+	if newer.SLUID == "" || old.SLUID == "" || newer.SLUID == old.SLUID {
+		t.Errorf("SLUIDs: earlier %q, later %q: want two different ones", old.SLUID, newer.SLUID)
 	}
 }
 

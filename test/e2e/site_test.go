@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/emersion/go-smtp"
+
+	"github.com/jobsight/jobsight/test/stack"
 )
 
 // mailbox is a real SMTP server on loopback that keeps what it receives.
@@ -111,7 +113,7 @@ func buildSite(t *testing.T, e *env, smtpPort int) siteCmd {
 	if err := os.WriteFile(pw, []byte(e.st.Elasticsearch.Password), 0o640); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chown(pw, 0, nobody); err != nil {
+	if err := os.Chown(pw, 0, nobodyGID); err != nil {
 		t.Fatal(err)
 	}
 	state := filepath.Join(dir, "state")
@@ -157,7 +159,11 @@ func runAs(t *testing.T, uid uint32, env []string, bin string, args ...string) (
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	if uid != 0 {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
+		gid := uid
+		if int(uid) == nobody {
+			gid = uint32(nobodyGID)
+		}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: gid}}
 		cmd.Dir = "/"
 	}
 	cmd.Env = env
@@ -173,7 +179,15 @@ func runAs(t *testing.T, uid uint32, env []string, bin string, args ...string) (
 	return code, out.String(), errb.String()
 }
 
-const nobody = 65534
+// nobody is the uid of stack.TestUser, the unprivileged user whose jobs
+// the tests submit (Slurm 23.02 on refuses jobs of the real nobody).
+var nobody, nobodyGID = func() (int, int) {
+	uid, gid, err := stack.TestUserIDs()
+	if err != nil {
+		return -1, -1
+	}
+	return uid, gid
+}()
 
 // The site command on jobs that really ran: reports only for their owner,
 // re-analysis, the mailed digests, history and export.
@@ -184,7 +198,7 @@ func TestSiteCommandOnRealJobs(t *testing.T) {
 	site := buildSite(t, e, port)
 
 	mine := e.submit(t, "-J", "site-root", "-c", "1", "--mem=100M", "--gres=gpu:2", "--wrap", "sleep 7")
-	theirs := e.submit(t, "--uid=nobody", "-J", "site-nobody", "-c", "1", "--mem=100M", "--wrap", "sleep 6")
+	theirs := e.submit(t, "--uid="+stack.TestUser, "-J", "site-nobody", "-c", "1", "--mem=100M", "--wrap", "sleep 6")
 	job := e.finalJob(t, e.docID(mine), jobWait)
 	e.finalJob(t, e.docID(theirs), jobWait)
 	if job.Analysis == nil {
@@ -204,20 +218,20 @@ func TestSiteCommandOnRealJobs(t *testing.T) {
 	}
 
 	// Another user's job and a job that does not exist get the same answer.
-	code, out, errOut = site.run(t, nobody, "report", e.docID(mine))
+	code, out, errOut = site.run(t, uint32(nobody), "report", e.docID(mine))
 	if code != 1 || out != "" || !strings.Contains(errOut, "no job") {
 		t.Errorf("nobody reading root's job: exit %d stdout %q stderr %q", code, out, errOut)
 	}
-	_, _, errMissing := site.run(t, nobody, "report", e.cluster+":99999999")
+	_, _, errMissing := site.run(t, uint32(nobody), "report", e.cluster+":99999999")
 	if strings.ReplaceAll(errOut, e.docID(mine), "X") != strings.ReplaceAll(errMissing, e.cluster+":99999999", "X") {
 		t.Errorf("forbidden %q and missing %q answers differ", errOut, errMissing)
 	}
 	for _, hostile := range []string{`e2e:1" OR "1"="1`, `e2e:*`, "e2e:1\nx", `{"match_all":{}}`} {
-		if code, out, _ := site.run(t, nobody, "report", hostile); code != 1 || out != "" {
+		if code, out, _ := site.run(t, uint32(nobody), "report", hostile); code != 1 || out != "" {
 			t.Errorf("hostile id %q: exit %d stdout %q", hostile, code, out)
 		}
 	}
-	code, out, errOut = site.run(t, nobody, "report", e.docID(theirs))
+	code, out, errOut = site.run(t, uint32(nobody), "report", e.docID(theirs))
 	if code != 0 || !strings.Contains(out, theirs) {
 		t.Errorf("nobody reading their own job: exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -238,7 +252,7 @@ func TestSiteCommandOnRealJobs(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("notify: exit %d\n%s\n%s", code, out, errOut)
 	}
-	rootMail, nobodyMail := box.forAddr("root@example.org"), box.forAddr("nobody@example.org")
+	rootMail, nobodyMail := box.forAddr("root@example.org"), box.forAddr(stack.TestUser+"@example.org")
 	if !anyContains(rootMail, "job "+mine) || !anyContains(nobodyMail, "job "+theirs) {
 		t.Errorf("mail to root: %d messages, to nobody: %d; root's has job %s: %v, nobody's has job %s: %v",
 			len(rootMail), len(nobodyMail), mine, anyContains(rootMail, "job "+mine), theirs, anyContains(nobodyMail, "job "+theirs))
@@ -318,7 +332,7 @@ func checkSetgid(t *testing.T, e *env, site siteCmd, mine, theirs string) {
 	env := []string{"PATH=/usr/bin:/bin", "HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9"}
 	run := func(args ...string) (int, string, string) {
 		t.Helper()
-		return runAs(t, nobody, env, bin, args...)
+		return runAs(t, uint32(nobody), env, bin, args...)
 	}
 	if code, _, errOut := run("check-config"); code != 0 {
 		// The directory is on a nosuid mount: setgid does not take effect.
@@ -334,7 +348,7 @@ func checkSetgid(t *testing.T, e *env, site siteCmd, mine, theirs string) {
 	evil := filepath.Join(dir, "evil.yaml")
 	// A caller's own configuration naming themselves admin, with the real
 	// store and the installation's password file.
-	evilCfg := strings.Replace(string(b), "state_dir:", "access: {admins: [nobody]}\nstate_dir:", 1)
+	evilCfg := strings.Replace(string(b), "state_dir:", "access: {admins: ["+stack.TestUser+"]}\nstate_dir:", 1)
 	_ = os.WriteFile(evil, []byte(evilCfg), 0o644)
 	for _, args := range [][]string{{"report", "--config", evil, e.docID(mine)}, {"check-config", "--config", pw},
 		{"export", "--since", "1h"}, {"analyze", "--since", "1h"}, {"history"}, {"notify"}} {

@@ -195,10 +195,10 @@ func TestJobOfAnotherUserWithAHostileName(t *testing.T) {
 	t.Parallel()
 	// A name that imitates scontrol's own fields, with quotes and unicode.
 	name := `it's "quoted" ünïcødé 名前 UserId=root(0) Account=evil ` + strings.Repeat("x", 150)
-	id := e.submit(t, "--uid=nobody", "--chdir=/tmp", "-J", name, "--wrap", "sleep 3")
+	id := e.submit(t, "--uid="+stack.TestUser, "--chdir=/tmp", "-J", name, "--wrap", "sleep 3")
 	job := e.finalJob(t, e.docID(id), jobWait)
-	if job.User != "nobody" || deref(job.UID) != 65534 {
-		t.Errorf("user %q uid %d, want nobody 65534", job.User, deref(job.UID))
+	if job.User != stack.TestUser || deref(job.UID) != uint32(nobody) {
+		t.Errorf("user %q uid %d, want %s %d", job.User, deref(job.UID), stack.TestUser, nobody)
 	}
 	if job.Name != name {
 		t.Errorf("name %q, want %q", job.Name, name)

@@ -17,16 +17,17 @@ import (
 
 	"github.com/jobsight/jobsight/test/dashtest"
 	"github.com/jobsight/jobsight/test/pluginhost"
+	"github.com/jobsight/jobsight/test/stack"
 )
 
 // Who asks, as Grafana's plugin context names them. The Viewer's login is
-// the Slurm user nobody (the default mapping: login = Slurm user), an
+// the Slurm user stack.TestUser (the default mapping: login = Slurm user), an
 // account from the site's LDAP: start gives it the ID token Grafana
 // forwards (signed by pluginhost.IDTokens, Grafana's root URL).
 var (
 	admin  = pluginhost.Caller{User: &backend.User{Login: "admin", Name: "Site Admin", Email: "admin@example.org", Role: "Admin"}}
 	editor = pluginhost.Caller{User: &backend.User{Login: "ed", Name: "Ed Itor", Email: "ed@example.org", Role: "Editor"}}
-	viewer = pluginhost.Caller{User: &backend.User{Login: "nobody", Name: "No Body", Email: "nobody@example.org", Role: "Viewer"}}
+	viewer = pluginhost.Caller{User: &backend.User{Login: stack.TestUser, Name: "Test User", Email: stack.TestUser + "@example.org", Role: "Viewer"}}
 	// alertEngine is how Grafana's alert scheduler asks: its service
 	// identity (login grafana_scheduler, role Admin, no ID token) and
 	// FromAlert.
@@ -60,12 +61,12 @@ func TestGrafanaSide(t *testing.T) {
 
 	// Finished jobs: a GPU job of account dashboards (the job detail
 	// dashboard's job), a two-node job, a CPU-bound job with a name a user
-	// could type, and a job of another user (nobody).
+	// could type, and a job of another user (stack.TestUser).
 	jobFrom := time.Now().Add(-time.Minute)
 	gpuJob := e.submit(t, "--gres=gpu:2", "--mem=100M", "-A", "dashboards", "-J", "dash-gpu", "--wrap", "sleep 15")
 	multi := e.submit(t, "-p", "multi", "-N", "2", "--mem=50M", "-A", "dashboards", "-J", "dash-multi", "--wrap", "srun sleep 8")
 	busy := e.submit(t, "--mem=50M", "-J", `busy "x"|* <b>`, "--wrap", "timeout 10 sh -c 'while :; do :; done'")
-	theirs := e.submit(t, "--uid=nobody", "--chdir=/tmp", "-J", "nobody-own", "--wrap", "sleep 3")
+	theirs := e.submit(t, "--uid="+stack.TestUser, "--chdir=/tmp", "-J", "nobody-own", "--wrap", "sleep 3")
 	for _, id := range []string{gpuJob, multi, busy, theirs} {
 		e.finalJob(t, id)
 	}

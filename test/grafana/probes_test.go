@@ -12,6 +12,7 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
 	"github.com/jobsight/jobsight/test/pluginhost"
+	"github.com/jobsight/jobsight/test/stack"
 )
 
 const dashboardsDir = repoRoot + "/dashboards"
@@ -25,7 +26,7 @@ var hostile = []string{
 	`*`,
 	`r*`,
 	`.*`,
-	`root|nobody`,
+	`root|` + stack.TestUser,
 	`root\`,
 	`{"term":{"user":"root"}}`,
 	`user:root`,

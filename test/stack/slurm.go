@@ -60,6 +60,8 @@ type SlurmOptions struct {
 	// Release is the Slurm release to run ("26.05", "22.05", ...; see
 	// FindSlurm); empty: SlurmRelease().
 	Release string
+	// ExtraConf is appended to slurm.conf (e.g. "MaxJobCount=20000\n").
+	ExtraConf string
 }
 
 // Slurm is a running Slurm cluster (the release of Install) on 127.0.0.1: munged,
@@ -128,6 +130,9 @@ func StartSlurm(ctx context.Context, dir string, opts SlurmOptions) (*Slurm, err
 	}
 	s := &Slurm{Dir: dir, ClusterName: opts.ClusterName, NodeName: opts.NodeName, FirstJobID: opts.FirstJobID, opts: opts}
 	if s.Install, err = FindSlurm(ctx, opts.Release); err != nil {
+		return nil, err
+	}
+	if _, _, err := TestUserIDs(); err != nil {
 		return nil, err
 	}
 	for _, sub := range []string{"etc", "state", "spool", "log"} {
@@ -280,6 +285,7 @@ SlurmdTimeout=%[19]d
 		fmt.Fprintf(&b, "NodeName=%s NodeAddr=127.0.0.1 NodeHostname=%s Port=%d CPUs=%d SocketsPerBoard=%d CoresPerSocket=%d ThreadsPerCore=%d RealMemory=%d%s State=UNKNOWN\n",
 			node, shortHostname(), ports[1+i], hw.cpus, max(hw.sockets, 1), max(hw.coresPerSocket, 1), max(hw.threadsPerCore, 1), realMem, gres)
 	}
+	b.WriteString(s.opts.ExtraConf)
 	fmt.Fprintf(&b, "PartitionName=debug Nodes=%s Default=YES MaxTime=INFINITE State=UP\n", s.NodeName)
 	if len(s.opts.ExtraNodes)+len(s.opts.DeadNodes) > 0 {
 		fmt.Fprintf(&b, "PartitionName=multi Nodes=%s MaxTime=INFINITE State=UP\n", strings.Join(s.declared(), ","))
