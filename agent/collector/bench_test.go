@@ -47,7 +47,7 @@ func BenchmarkCollectV1_64procs_noneOpen(b *testing.B) {
 	e := loadExpected(b, fixtureV1)
 	cfg := fixtureConfig(fixtureV1, VersionV1)
 	cfg.MaxOpenProcesses = -1
-	set, err := New(cfg, Target{JobID: e.JobID, UID: e.UID, Host: e.Host})
+	set, err := New(cfg, e.target())
 	if err != nil {
 		b.Fatal(err)
 	}

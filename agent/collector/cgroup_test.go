@@ -117,19 +117,21 @@ func TestVanishingJob(t *testing.T) {
 		fixture string
 		v       Version
 		jobDirs []string
+		job     string
 	}{
-		{fixtureV1, VersionV1, []string{"memory", "cpuacct", "cpuset", "freezer"}},
-		{fixtureV2, VersionV2, []string{"system.slice/slurmstepd.scope"}},
+		{fixtureV1, VersionV1, []string{"memory", "cpuacct", "cpuset", "freezer"}, "job_4242"},
+		{fixtureV2, VersionV2, []string{"system.slice/slurmstepd.scope"}, "job_4242"},
+		{fixtureV2SLUID, VersionV2, []string{"system.slice/slurmstepd.scope"}, fixtureSLUID},
 	} {
-		t.Run(tc.v.String(), func(t *testing.T) {
+		t.Run(tc.v.String()+"/"+tc.job, func(t *testing.T) {
 			dir := copyTree(t, tc.fixture)
 			set, _ := newFixtureSet(t, dir, tc.v)
 			if _, err := collect(t, set); err != nil {
 				t.Fatal(err)
 			}
 			for _, d := range tc.jobDirs {
-				matches, _ := filepath.Glob(filepath.Join(dir, "cgroup", d, "*job_4242"))
-				matches2, _ := filepath.Glob(filepath.Join(dir, "cgroup", d, "*/*/job_4242"))
+				matches, _ := filepath.Glob(filepath.Join(dir, "cgroup", d, "*"+tc.job))
+				matches2, _ := filepath.Glob(filepath.Join(dir, "cgroup", d, "*/*/"+tc.job))
 				for _, m := range append(matches, matches2...) {
 					if err := os.RemoveAll(m); err != nil {
 						t.Fatal(err)
@@ -145,7 +147,7 @@ func TestVanishingJob(t *testing.T) {
 					t.Errorf("vanished job reported values: %+v", s)
 				}
 			}
-			if _, err := New(fixtureConfig(dir, tc.v), Target{JobID: 4242, UID: 1000, Host: "node01"}); !errors.Is(err, os.ErrNotExist) {
+			if _, err := New(fixtureConfig(dir, tc.v), loadExpected(t, dir).target()); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("New on a vanished job: err = %v, want os.ErrNotExist", err)
 			}
 		})
@@ -184,7 +186,7 @@ func testVanishingAndNewPID(t *testing.T, maxOpen int) {
 	e := loadExpected(t, dir)
 	cfg := fixtureConfig(dir, VersionV1)
 	cfg.MaxOpenProcesses = maxOpen
-	set, err := New(cfg, Target{JobID: e.JobID, UID: e.UID, Host: e.Host})
+	set, err := New(cfg, e.target())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -423,7 +425,7 @@ func TestProcFilesCapped(t *testing.T) {
 	e := loadExpected(t, dir)
 	cfg := fixtureConfig(dir, VersionV1)
 	cfg.MaxOpenProcesses = 8
-	set, err := New(cfg, Target{JobID: e.JobID, UID: e.UID, Host: e.Host})
+	set, err := New(cfg, e.target())
 	if err != nil {
 		t.Fatal(err)
 	}

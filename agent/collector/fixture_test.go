@@ -12,6 +12,10 @@ import (
 const (
 	fixtureV1 = "testdata/cgroupv1-slurm-handmade"
 	fixtureV2 = "testdata/cgroupv2-slurm-kerneldoc"
+	// fixtureV2SLUID is the same job as fixtureV2 with its directory
+	// named by its SLUID, as Slurm 26.05 names it without
+	// CgroupJobIdPaths=yes, and another job's directory beside it.
+	fixtureV2SLUID = "testdata/cgroupv2-slurm26-sluid"
 )
 
 // expected is testdata/*/expected.json, written by testdata/gen together
@@ -20,6 +24,7 @@ type expected struct {
 	JobID          uint64 `json:"job_id"`
 	UID            uint32 `json:"uid"`
 	Host           string `json:"host"`
+	SLUID          string `json:"sluid"`
 	CPUUsageNanos  uint64 `json:"cpu_usage_nanos"`
 	MemoryUsed     uint64 `json:"memory_used_bytes"`
 	MemoryRSS      uint64 `json:"memory_rss_bytes"`
@@ -49,6 +54,11 @@ func loadExpected(t testing.TB, dir string) expected {
 		t.Fatalf("%s/expected.json: %v", dir, err)
 	}
 	return e
+}
+
+// target is the fixture's job.
+func (e expected) target() Target {
+	return Target{JobID: e.JobID, UID: e.UID, SLUID: e.SLUID, Host: e.Host}
 }
 
 // copyTree copies a fixture into a temporary directory a test may change.
@@ -83,7 +93,7 @@ func fixtureConfig(dir string, v Version) Config {
 func newFixtureSet(t testing.TB, dir string, v Version) (Set, expected) {
 	t.Helper()
 	e := loadExpected(t, dir)
-	set, err := New(fixtureConfig(dir, v), Target{JobID: e.JobID, UID: e.UID, Host: e.Host})
+	set, err := New(fixtureConfig(dir, v), e.target())
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

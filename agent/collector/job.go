@@ -66,6 +66,11 @@ func (c Config) withDefaults() (Config, error) {
 type Target struct {
 	JobID uint64
 	UID   uint32 // the job's owner (the v1 layout names it)
+	// SLUID is the job's SLUID ("sBX9M87FEJGA00"; empty when unknown), by
+	// which Slurm 26.05's cgroup/v2 names the job's directory unless
+	// cgroup.conf sets CgroupJobIdPaths=yes. It must be empty or valid
+	// (ValidSLUID).
+	SLUID string
 	Host  string // the slurmd node name, needed only with several slurmd per host
 }
 
@@ -122,7 +127,7 @@ func newJob(cfg Config, job Target, partial bool) (Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	dirs, err := FindJobDirs(cfg.CgroupRoot, cfg.Version, job.UID, job.JobID, job.Host)
+	dirs, err := FindJobDirs(cfg.CgroupRoot, cfg.Version, job)
 	if err != nil {
 		return nil, err
 	}

@@ -52,7 +52,7 @@ func TestFindJobDirsV1(t *testing.T) {
 	mkdirs(t, root,
 		"memory/slurm_n1/uid_1000/job_5", "cpu,cpuacct/slurm_n1/uid_1000/job_5", "cpuset/slurm_n1/uid_1000/job_5",
 		"memory/slurm/uid_1000/job_6", "cpuacct/slurm/uid_1000/job_6")
-	d, err := FindJobDirs(root, VersionV1, 1000, 5, "n1")
+	d, err := FindJobDirs(root, VersionV1, Target{UID: 1000, JobID: 5, Host: "n1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,21 +62,21 @@ func TestFindJobDirsV1(t *testing.T) {
 		t.Errorf("got %+v, want %+v", d, want)
 	}
 	// Without a host name, slurm_* directories are searched too.
-	if d, err := FindJobDirs(root, VersionHybrid, 1000, 5, ""); err != nil || d.Memory != want.Memory {
+	if d, err := FindJobDirs(root, VersionHybrid, Target{UID: 1000, JobID: 5}); err != nil || d.Memory != want.Memory {
 		t.Errorf("no host: %+v, %v", d, err)
 	}
-	if d, err := FindJobDirs(root, VersionV1, 1000, 6, ""); err != nil || d.CPUSet != "" || d.CPUAcct == "" {
+	if d, err := FindJobDirs(root, VersionV1, Target{UID: 1000, JobID: 6}); err != nil || d.CPUSet != "" || d.CPUAcct == "" {
 		t.Errorf("plain slurm dir: %+v, %v", d, err)
 	}
 	for _, tc := range []struct {
 		uid uint32
 		job uint64
 	}{{1000, 7}, {1001, 5}} {
-		if _, err := FindJobDirs(root, VersionV1, tc.uid, tc.job, ""); !errors.Is(err, os.ErrNotExist) {
+		if _, err := FindJobDirs(root, VersionV1, Target{UID: tc.uid, JobID: tc.job}); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("uid %d job %d: err = %v, want os.ErrNotExist", tc.uid, tc.job, err)
 		}
 	}
-	if _, err := FindJobDirs(root, VersionAuto, 1000, 5, ""); err == nil {
+	if _, err := FindJobDirs(root, VersionAuto, Target{UID: 1000, JobID: 5}); err == nil {
 		t.Error("VersionAuto accepted")
 	}
 }
@@ -100,7 +100,7 @@ func TestFindJobDirsV2(t *testing.T) {
 		{3, "", "slurm.slice/slurmstepd.scope/job_3", nil},
 		{4, "", "", os.ErrNotExist},
 	} {
-		d, err := FindJobDirs(root, VersionV2, 0, tc.job, tc.host)
+		d, err := FindJobDirs(root, VersionV2, Target{JobID: tc.job, Host: tc.host})
 		if tc.err != nil {
 			if !errors.Is(err, tc.err) {
 				t.Errorf("job %d host %q: err = %v, want %v", tc.job, tc.host, err, tc.err)
@@ -170,11 +170,11 @@ func TestCollectDoesNotAllocate(t *testing.T) {
 	for _, tc := range []struct {
 		dir string
 		v   Version
-	}{{fixtureV1, VersionV1}, {fixtureV2, VersionV2}} {
+	}{{fixtureV1, VersionV1}, {fixtureV2, VersionV2}, {fixtureV2SLUID, VersionV2}} {
 		e := loadExpected(t, tc.dir)
 		cfg := fixtureConfig(tc.dir, tc.v)
 		cfg.RescanEvery = -1
-		set, err := New(cfg, Target{JobID: e.JobID, UID: e.UID, Host: e.Host})
+		set, err := New(cfg, e.target())
 		if err != nil {
 			t.Fatal(err)
 		}

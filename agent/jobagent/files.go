@@ -55,6 +55,9 @@ type Checkpoint struct {
 	// that a resumed watch attributes the same GPUs.
 	GPUs      string `json:"gpus,omitempty"`
 	GPUsGiven bool   `json:"gpus_given,omitempty"`
+	// SLUID is the job's SLUID (the start request's, else squeue's), kept
+	// so that a resumed watch finds a cgroup v2 directory named by it.
+	SLUID string `json:"sluid,omitempty"`
 	// Finalized is set when the job's final documents were made but not
 	// all of them are safe (neither stored nor spooled: the spool's disk
 	// full). The checkpoint, then their last copy, is kept, and whoever

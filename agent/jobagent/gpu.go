@@ -173,7 +173,7 @@ func (a *Agent) cgroupGPUs(target collector.Target, devs []gpu.Device) ([]int, b
 	if a.GPU.Version != collector.VersionV1 && a.GPU.Version != collector.VersionHybrid {
 		return nil, false
 	}
-	dirs, err := collector.FindJobDirs(a.GPU.CgroupRoot, a.GPU.Version, target.UID, target.JobID, target.Host)
+	dirs, err := collector.FindJobDirs(a.GPU.CgroupRoot, a.GPU.Version, target)
 	if err != nil || dirs.Devices == "" {
 		return nil, false
 	}

@@ -39,6 +39,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/jobsight/jobsight/agent/collector"
 	"github.com/jobsight/jobsight/agent/monitor"
 )
 
@@ -51,6 +52,10 @@ type Request struct {
 	// it was set at all.
 	GPUs      string `json:"gpus,omitempty"`
 	GPUsGiven bool   `json:"gpus_given,omitempty"`
+	// SLUID is SLURM_JOB_SLUID as slurmd gave the prolog (Slurm 26.05 on;
+	// empty when unknown): the job's cgroup v2 directory is named by it
+	// unless cgroup.conf sets CgroupJobIdPaths=yes.
+	SLUID string `json:"sluid,omitempty"`
 }
 
 // Validate names what is wrong with a request.
@@ -63,6 +68,11 @@ func (r Request) Validate() error {
 	}
 	if len(r.GPUs) > 4096 {
 		return errors.New("request: gpus is longer than 4096 bytes")
+	}
+	if r.SLUID != "" && !collector.ValidSLUID(r.SLUID) {
+		// It becomes a path below the cgroup root: only Slurm's printed
+		// form is taken. At most 40 bytes of it are shown.
+		return fmt.Errorf("request: sluid %.40q is not a SLUID (\"s\" and 13 characters of Crockford's base32)", r.SLUID)
 	}
 	return nil
 }
@@ -476,7 +486,7 @@ func (n *nodeAgent) leftJobs() []Request {
 			a.Log.Warn("unreadable checkpoint left by an earlier agent", "path", p, "err", err)
 			continue
 		}
-		out = append(out, Request{Op: "start", JobID: id, UID: uidOf(ck.Job), GPUs: ck.GPUs, GPUsGiven: ck.GPUsGiven})
+		out = append(out, Request{Op: "start", JobID: id, UID: uidOf(ck.Job), GPUs: ck.GPUs, GPUsGiven: ck.GPUsGiven, SLUID: ck.SLUID})
 	}
 	return out
 }

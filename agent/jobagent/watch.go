@@ -75,7 +75,7 @@ func (w *jobWatch) start(ctx context.Context, req Request) error {
 	// writing its documents must not end with it.
 	lctx := context.WithoutCancel(ctx)
 
-	job := w.lookup(lctx, req.UID)
+	job, sluid := w.lookup(lctx, req.UID)
 	if w.f.isDone(timeOf(job.SubmitTime)) {
 		a.Log.Info("job already finalized on this node", "job_id", w.jobID)
 		return nil
@@ -84,6 +84,10 @@ func (w *jobWatch) start(ctx context.Context, req Request) error {
 	if ck != nil && ck.Finalized != nil {
 		a.Log.Warn("the job's final documents were not safe when they were made; writing them again", "job_id", w.jobID)
 		return w.finalize(context.Background(), ck, ck.Finalized.AgentState)
+	}
+	var ckSLUID string // an earlier agent's, kept if its checkpoint is begun anew
+	if ck != nil {
+		ckSLUID = ck.SLUID
 	}
 	if ck != nil && ck.State.Count > 0 {
 		if terminal(job.State) || ctx.Err() != nil || w.f.stopAsked(timeOf(job.StartTime)) {
@@ -97,6 +101,7 @@ func (w *jobWatch) start(ctx context.Context, req Request) error {
 		ck = w.newCheckpoint(lctx, job, started, true)
 		ck.GPUs, ck.GPUsGiven = req.GPUs, req.GPUsGiven
 	}
+	ck.SLUID = w.sluid(req.SLUID, ckSLUID, sluid)
 	w.host.watching()
 	_ = w.f.saveCheckpoint(ck)
 
@@ -130,7 +135,7 @@ func (w *jobWatch) stop(ctx context.Context) error {
 	// job's with this id (Slurm reuses ids, and slurmd skips the prolog of
 	// a reused id it still remembers, so no agent ever started for this
 	// one). One controller call, on this no-agent path only.
-	job := w.lookup(ctx, 0)
+	job, _ := w.lookup(ctx, 0)
 	ck := w.leftBehind(ctx, job)
 	if ck == nil {
 		if w.f.isDone(timeOf(job.SubmitTime)) {
@@ -148,18 +153,22 @@ func (w *jobWatch) stop(ctx context.Context) error {
 
 // lookup asks Slurm about the job, retrying briefly; without an answer the
 // job document carries only what the agent knows and names slurm_metadata
-// as missing.
-func (w *jobWatch) lookup(ctx context.Context, uid uint32) jobmodel.Job {
+// as missing. sluid is the job's SLUID where Slurm gave one (unchecked).
+func (w *jobWatch) lookup(ctx context.Context, uid uint32) (job jobmodel.Job, sluid string) {
 	a := w.a
 	var err error
 	for try := 0; try < 3; try++ {
-		var job jobmodel.Job
-		if job, err = a.Slurm.Lookup(ctx, a.Config.Cluster, w.jobID, uid); err == nil {
+		if s, ok := a.Slurm.(sluidSlurm); ok {
+			job, sluid, err = s.lookupSLUID(ctx, a.Config.Cluster, w.jobID, uid)
+		} else {
+			job, err = a.Slurm.Lookup(ctx, a.Config.Cluster, w.jobID, uid)
+		}
+		if err == nil {
 			job.Source = jobmodel.SourceSlurm
 			if job.State == "" || !terminal(job.State) {
 				job.State = jobmodel.StateRunning
 			}
-			return job
+			return job, sluid
 		}
 		select {
 		case <-ctx.Done():
@@ -169,7 +178,7 @@ func (w *jobWatch) lookup(ctx context.Context, uid uint32) jobmodel.Job {
 	}
 	a.Log.Warn("no job metadata from Slurm", "job_id", w.jobID, "err", err)
 	id := jobmodel.Identity{Cluster: a.Config.Cluster, JobID: w.jobID}
-	job := jobmodel.Job{
+	job = jobmodel.Job{
 		DocID: id.DocID(), SchemaVersion: jobmodel.SchemaVersion, Source: jobmodel.SourceSlurm,
 		Cluster: id.Cluster, JobID: id.Key(), SlurmJobID: w.jobID, State: jobmodel.StateRunning,
 		Nodes: []string{a.Config.Node}, NodeCount: 1, AgentVersion: Version,
@@ -178,7 +187,24 @@ func (w *jobWatch) lookup(ctx context.Context, uid uint32) jobmodel.Job {
 	if uid != 0 {
 		job.UID = jobmodel.Ptr(uid)
 	}
-	return job
+	return job, ""
+}
+
+// sluid picks the SLUID the job's cgroup is looked for by: the start
+// request's (SLURM_JOB_SLUID from the prolog), else the checkpoint's (an
+// earlier agent's), else Slurm's answer (squeue's step_id.sluid). One that
+// is not a SLUID is passed over with a warning: it would name a path.
+func (w *jobWatch) sluid(request, checkpoint, squeue string) string {
+	for _, c := range []struct{ from, sluid string }{{"start request", request}, {"checkpoint", checkpoint}, {"squeue", squeue}} {
+		switch {
+		case c.sluid == "":
+		case collector.ValidSLUID(c.sluid):
+			return c.sluid
+		default:
+			w.a.Log.Warn("ignoring a SLUID that is not one", "job_id", w.jobID, "from", c.from, "sluid", fmt.Sprintf("%.40q", c.sluid))
+		}
+	}
+	return ""
 }
 
 // leftBehind returns this job's checkpoint, left by an earlier agent that
@@ -231,7 +257,7 @@ func (w *jobWatch) newCheckpoint(ctx context.Context, job jobmodel.Job, at time.
 // watch samples the job until ctx ends or the job is gone.
 func (w *jobWatch) watch(ctx context.Context, uid uint32, ck *Checkpoint) {
 	a := w.a
-	target := collector.Target{JobID: w.jobID, UID: uid, Host: a.Config.Node}
+	target := collector.Target{JobID: w.jobID, UID: uid, SLUID: ck.SLUID, Host: a.Config.Node}
 	if a.Energy != nil {
 		ck.State.EnableEnergy() // even without a cgroup: energy is then named missing
 	}

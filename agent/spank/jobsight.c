@@ -6,9 +6,12 @@
  *
  * slurm_spank_job_prolog (slurmd context, as root, outside the job's cgroup)
  * and slurm_spank_job_epilog hand the job's start or end to the node's
- * agent over its Unix socket in STATE_DIR (one JSON line; a second at most).
+ * agent over its Unix socket in STATE_DIR (one JSON line; a second at most),
+ * with the job's SLURM_JOB_SLUID (Slurm 26.05 on: its cgroup v2 directory is
+ * named by it) when slurmd set one that is a SLUID.
  * When no agent answers they spawn "AGENT start --config CONFIG --job-id ID
- * --uid UID" or "AGENT stop --config CONFIG --job-id ID", fully detached,
+ * --uid UID" or "AGENT stop --config CONFIG --job-id ID", fully detached
+ * (SLURM_JOB_SLUID, when valid, in its environment),
  * which hands over or becomes the node's agent (one per node: the agent
  * takes a lock); the agent exits by itself once the node has no job left.
  * Users opt out with --jobsight=off. The job always wins: every hook
@@ -112,6 +115,31 @@ static int job_ids(spank_t sp, char *id, size_t idlen, char *uid, size_t uidlen)
 	return 0;
 }
 
+/* job_sluid returns the prolog's SLURM_JOB_SLUID (Slurm 26.05 on), or NULL
+ * when it is unset or is not a SLUID as Slurm prints it: "s" and 13
+ * characters of Crockford's base32 alphabet (upper case, no I, L, O, U),
+ * the first only 0-F (the top 4 of 64 bits). It goes into a JSON string and
+ * names a directory under the cgroup root, so nothing else is passed on; an
+ * invalid one is logged, once per hook. */
+static const char *job_sluid(const char *hook)
+{
+	static const char cb32[] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+	const char *s = getenv("SLURM_JOB_SLUID");
+	int ok;
+
+	if (!s || !*s)
+		return NULL;
+	ok = strlen(s) == 14 && s[0] == 's';
+	for (int i = 1; ok && i < 14; i++)
+		ok = s[i] != '\0' && strchr(i == 1 ? "0123456789ABCDEF" : cb32, s[i]) != NULL;
+	if (!ok) {
+		slurm_error("jobsight: %s: SLURM_JOB_SLUID is not a SLUID (\"s\" and 13 base32 characters); "
+			    "leaving it out, the agent looks the job's cgroup up without it", hook);
+		return NULL;
+	}
+	return s;
+}
+
 /* close_from closes every descriptor from lo up; only async-signal-safe
  * calls (it runs between fork and exec). close_range(2) where the kernel
  * and headers have it (Linux 5.9+; glibc before 2.34, e.g. RHEL/Rocky 8,
@@ -132,11 +160,11 @@ static void close_from(int lo, long max)
  * Everything the children need is prepared before fork: slurmd is
  * multithreaded, so between fork and exec only async-signal-safe calls
  * are allowed (no malloc, no stdio). */
-static void spawn(char *const argv[])
+static void spawn(char *const argv[], const char *sluid)
 {
 	static const char *keep[] = { "SLURM_CONF", "SLURMD_NODENAME", "SLURM_CLUSTER_NAME", "SLURM_JOB_GPUS", "TZ", NULL };
-	static char envbuf[8][4096];
-	char *env[8];
+	static char envbuf[10][4096];
+	char *env[10];
 	int n = 0;
 	long maxfd;
 	pid_t pid;
@@ -158,6 +186,11 @@ static void spawn(char *const argv[])
 			slurm_error("jobsight: %s is too long to pass to the agent; leaving it out", keep[i]);
 			continue;
 		}
+		env[n] = envbuf[n];
+		n++;
+	}
+	if (sluid) { /* checked by job_sluid: 14 characters */
+		snprintf(envbuf[n], sizeof(envbuf[n]), "SLURM_JOB_SLUID=%s", sluid);
 		env[n] = envbuf[n];
 		n++;
 	}
@@ -222,7 +255,7 @@ static int plain(const char *s)
  * spawns the agent, which hands over or becomes the node's agent itself.
  * This saves starting a process at every job start and end on a node
  * whose agent runs. */
-static int hand_over(const char *op, const char *id, const char *uid)
+static int hand_over(const char *op, const char *id, const char *uid, const char *sluid)
 {
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	struct timeval tv = { .tv_sec = 1, .tv_usec = 0 };
@@ -250,6 +283,8 @@ static int hand_over(const char *op, const char *id, const char *uid)
 		len += snprintf(msg + len, sizeof(msg) - (size_t)len, ",\"uid\":%s", uid);
 	if (gpus)
 		len += snprintf(msg + len, sizeof(msg) - (size_t)len, ",\"gpus\":\"%s\",\"gpus_given\":true", gpus);
+	if (sluid) /* checked by job_sluid: no character that needs escaping */
+		len += snprintf(msg + len, sizeof(msg) - (size_t)len, ",\"sluid\":\"%s\"", sluid);
 	len += snprintf(msg + len, sizeof(msg) - (size_t)len, "}\n");
 	if (len <= 0 || (size_t)len >= sizeof(msg))
 		return -1;
@@ -272,6 +307,7 @@ static int hand_over(const char *op, const char *id, const char *uid)
 int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
 {
 	char id[16], uid[24];
+	const char *sluid;
 
 	parse_args(ac, av);
 	if (opted_out(sp))
@@ -280,17 +316,19 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
 		slurm_error("jobsight: job_prolog: no job id; not starting %s", agent_path);
 		return 0;
 	}
-	if (hand_over("start", id, uid) == 0)
+	sluid = job_sluid("job_prolog");
+	if (hand_over("start", id, uid, sluid) == 0)
 		return 0;
 	char *argv[] = { (char *)agent_path, "start", "--config", (char *)config_path,
 			 "--job-id", id, "--uid", uid, NULL };
-	spawn(argv);
+	spawn(argv, sluid);
 	return 0;
 }
 
 int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
 {
 	char id[16], uid[24];
+	const char *sluid;
 
 	parse_args(ac, av);
 	if (opted_out(sp))
@@ -299,10 +337,11 @@ int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
 		slurm_error("jobsight: job_epilog: no job id; not running %s stop", agent_path);
 		return 0;
 	}
-	if (hand_over("stop", id, uid) == 0)
+	sluid = job_sluid("job_epilog");
+	if (hand_over("stop", id, uid, sluid) == 0)
 		return 0;
 	char *argv[] = { (char *)agent_path, "stop", "--config", (char *)config_path,
 			 "--job-id", id, NULL };
-	spawn(argv);
+	spawn(argv, sluid);
 	return 0;
 }

@@ -139,6 +139,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 				req.UID = uint32(*uid)
 			}
 			req.GPUs, req.GPUsGiven = os.LookupEnv("SLURM_JOB_GPUS")
+			req.SLUID = startSLUID(log)
 		}
 		if err := req.Validate(); err != nil {
 			fmt.Fprintf(stderr, "jobsight-agent %s: %v (--job-id is required)\n", cmd, err)
@@ -391,4 +392,18 @@ func maxOpenProcesses(n int) int {
 		return -1
 	}
 	return n
+}
+
+// startSLUID is the job's SLURM_JOB_SLUID (Slurm 26.05 on), which the
+// SPANK plugin passes a spawned agent from the prolog's environment: its
+// cgroup v2 directory is named by it. One that is not a SLUID is left out
+// with a warning (the job is still watched; its cgroup is then looked for
+// by its job id and squeue's SLUID).
+func startSLUID(log *slog.Logger) string {
+	v := os.Getenv("SLURM_JOB_SLUID")
+	if v != "" && !collector.ValidSLUID(v) {
+		log.Warn("SLURM_JOB_SLUID is not a SLUID; leaving it out", "value", fmt.Sprintf("%.40q", v))
+		return ""
+	}
+	return v
 }

@@ -1,8 +1,11 @@
 // Command gen writes the hand-made fixture trees of agent/collector
-// (testdata/cgroupv1-slurm-handmade, testdata/cgroupv2-slurm-kerneldoc):
-// one Slurm job with 64 processes, in Slurm's cgroup v1 and v2 layouts,
-// with the files in the formats the kernel documents, plus the matching
-// /proc/<pid>/{stat,io} files and expected.json with the totals.
+// (testdata/cgroupv1-slurm-handmade, testdata/cgroupv2-slurm-kerneldoc,
+// testdata/cgroupv2-slurm26-sluid): one Slurm job with 64 processes, in
+// Slurm's cgroup v1 and v2 layouts (v2 with the job directory named
+// job_<id>, as before Slurm 26.05 or with CgroupJobIdPaths=yes, and named
+// by the job's SLUID, as Slurm 26.05 does by default), with the files in
+// the formats the kernel documents, plus the matching /proc/<pid>/{stat,io}
+// files and expected.json with the totals.
 //
 //	go run ./agent/collector/testdata/gen -out agent/collector/testdata
 package main
@@ -35,6 +38,7 @@ type Expected struct {
 	JobID         uint64 `json:"job_id"`
 	UID           uint32 `json:"uid"`
 	Host          string `json:"host"`
+	SLUID         string `json:"sluid,omitempty"`
 	CPUUsageNanos uint64 `json:"cpu_usage_nanos"`
 	MemoryUsed    uint64 `json:"memory_used_bytes"`
 	MemoryRSS     uint64 `json:"memory_rss_bytes"`
@@ -70,6 +74,12 @@ const (
 	memInactiveFile = 536870912
 	cpuNanos        = 123456789000
 	stepdBase       = 9000
+	// sluid is the job's SLUID as Slurm 26.05 prints it (print_sluid):
+	// cluster 0x2a5, submitted at 1780272000000 ms, sequence 0.
+	// otherSLUID is the next job's (sequence 1), whose directory sits
+	// beside it in the SLUID tree and must never be read for it.
+	sluid      = "s2MNKT07NV0000"
+	otherSLUID = "s2MNKT07NV0001"
 )
 
 func main() {
@@ -90,7 +100,11 @@ func main() {
 	}
 	writeV1(filepath.Join(*out, "cgroupv1-slurm-handmade"), leaves, exp)
 	exp.IOStatRead, exp.IOStatWrite = 3221225472+1048576, 1073741824+524288
-	writeV2(filepath.Join(*out, "cgroupv2-slurm-kerneldoc"), leaves, exp)
+	writeV2(filepath.Join(*out, "cgroupv2-slurm-kerneldoc"), fmt.Sprintf("job_%d", jobID), leaves, exp)
+	exp.SLUID = sluid
+	dir := filepath.Join(*out, "cgroupv2-slurm26-sluid")
+	writeV2(dir, sluid, leaves, exp)
+	writeOtherJob(filepath.Join(dir, "cgroup", "system.slice", "slurmstepd.scope", otherSLUID))
 }
 
 // job is the fixture job: an extern step with one sleep, a batch step with
@@ -307,13 +321,17 @@ thp_fault_alloc 1000
 thp_collapse_alloc 0
 `
 
-func writeV2(dir string, leaves []leaf, exp Expected) {
+// writeV2 writes the job under system.slice/slurmstepd.scope/<jobDir>:
+// jobDir is job_<id> or the job's SLUID (Slurm 26.05's cgroup_p_step_create
+// names it by the SLUID unless CgroupJobIdPaths=yes; the steps below it are
+// the same either way).
+func writeV2(dir, jobDir string, leaves []leaf, exp Expected) {
 	if err := os.RemoveAll(dir); err != nil {
 		log.Fatal(err)
 	}
 	scope := filepath.Join(dir, "cgroup", "system.slice", "slurmstepd.scope")
 	write(filepath.Join(scope, "cgroup.procs"), "")
-	jd := filepath.Join(scope, fmt.Sprintf("job_%d", jobID))
+	jd := filepath.Join(scope, jobDir)
 	write(filepath.Join(jd, "cgroup.procs"), "")
 	write(filepath.Join(jd, "cgroup.controllers"), "cpuset cpu io memory pids\n")
 	write(filepath.Join(jd, "cgroup.subtree_control"), "cpuset cpu io memory pids\n")
@@ -370,4 +388,19 @@ func writeV2(dir string, leaves []leaf, exp Expected) {
 	}
 	writeProc(dir, all)
 	writeExpected(dir, exp)
+}
+
+// writeOtherJob writes another job's v2 directory (its counters only, far
+// from the fixture job's), to show that the fixture job's is the one read.
+func writeOtherJob(jd string) {
+	write(filepath.Join(jd, "cgroup.procs"), "")
+	write(filepath.Join(jd, "cpu.stat"), "usage_usec 1\nuser_usec 1\nsystem_usec 0\n")
+	write(filepath.Join(jd, "memory.current"), "4096\n")
+	write(filepath.Join(jd, "memory.peak"), "4096\n")
+	write(filepath.Join(jd, "memory.max"), "max\n")
+	write(filepath.Join(jd, "memory.stat"), strings.Replace(memStatV2, "anon 5368709120", "anon 4096", 1))
+	write(filepath.Join(jd, "cpuset.cpus.effective"), "8\n")
+	write(filepath.Join(jd, "step_extern", "cgroup.procs"), "")
+	write(filepath.Join(jd, "step_extern", "user", "cgroup.procs"), "")
+	write(filepath.Join(jd, "step_extern", "user", "task_special", "cgroup.procs"), "")
 }
