@@ -450,3 +450,22 @@ func TestUnreportedSeriesAndDocument(t *testing.T) {
 		}
 	}
 }
+
+// One check asks about at most maxCheckedPairs (job, node) pairs: a job
+// with more nodes than that is left unchecked (and counted so), never
+// sent as a search the store would truncate.
+func TestUnreportedBound(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1795455000, 0)
+	c := &Collector{cfg: DefaultConfig()}
+	snap := &Snapshot{Cluster: "c", Time: now, Running: []RunningJob{
+		{Key: "1", Nodes: fmt.Sprintf("n[1-%d]", maxCheckedPairs+1), Start: now.Add(-time.Hour).Unix()},
+		{Key: "2", Nodes: "n1", Start: now.Add(-time.Minute).Unix()}, // within the grace
+		{Key: "3", Nodes: "n1", Start: 0},                             // no start
+	}}
+	// c.es is nil: a search would panic, and none is needed.
+	u, err := c.unreported(context.Background(), snap, 5*time.Minute)
+	if err != nil || u.Checked != 0 || u.Unchecked != 1 || u.Jobs != 0 || len(u.Nodes) != 0 {
+		t.Errorf("unreported %+v, %v; want 1 job unchecked, nothing checked", u, err)
+	}
+}
