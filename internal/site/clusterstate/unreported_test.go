@@ -461,7 +461,7 @@ func TestUnreportedBound(t *testing.T) {
 	snap := &Snapshot{Cluster: "c", Time: now, Running: []RunningJob{
 		{Key: "1", Nodes: fmt.Sprintf("n[1-%d]", maxCheckedPairs+1), Start: now.Add(-time.Hour).Unix()},
 		{Key: "2", Nodes: "n1", Start: now.Add(-time.Minute).Unix()}, // within the grace
-		{Key: "3", Nodes: "n1", Start: 0},                             // no start
+		{Key: "3", Nodes: "n1", Start: 0},                            // no start
 	}}
 	// c.es is nil: a search would panic, and none is needed.
 	u, err := c.unreported(context.Background(), snap, 5*time.Minute)
