@@ -76,6 +76,8 @@ export const CLUSTER_SERIES = [
   'agent_processes_unheld',
   'clusterstate_poll_seconds',
   'clusterstate_poll_errors',
+  'clusterstate_node_unreported_jobs',
+  'clusterstate_unreported_jobs',
   'partition_pending_cpus',
   'partition_pending_gpus',
   'partition_allocated_ratio',

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -74,6 +75,22 @@ func clusterStateCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stdout, "cluster %s: %d nodes, %d partitions, %d running and %d pending jobs\n",
 			snap.Cluster, len(snap.Nodes), len(snap.Partitions), snap.RunningJobs, snap.PendingJobs)
+		if u := snap.Unreported; u != nil {
+			// The nodes running jobs that no agent reports on (a stale
+			// SPANK plugin, ...): docs/cluster-state.md.
+			var byNode []string
+			for _, n := range u.Nodes[:min(len(u.Nodes), 20)] {
+				byNode = append(byNode, fmt.Sprintf("%s %d", n.Node, n.Jobs))
+			}
+			if len(u.Nodes) > 20 {
+				byNode = append(byNode, fmt.Sprintf("and %d more nodes", len(u.Nodes)-20))
+			}
+			fmt.Fprintf(stdout, "%d running jobs without an agent report", u.Jobs)
+			if len(byNode) > 0 {
+				fmt.Fprintf(stdout, " (by node: %s)", strings.Join(byNode, ", "))
+			}
+			fmt.Fprintln(stdout)
+		}
 		return 0
 	}
 	if cfg.Listen != "" {

@@ -46,6 +46,7 @@ var ClusterSeriesNames = []string{
 	"agent_jobs_watched", "agent_wake_ms", "agent_send_queue",
 	"agent_spool_waiting", "agent_unsaved_finals", "agent_accept_errors", "agent_processes_unheld",
 	"clusterstate_poll_seconds", "clusterstate_poll_errors",
+	"clusterstate_node_unreported_jobs", "clusterstate_unreported_jobs",
 	"partition_pending_cpus", "partition_pending_gpus", "partition_allocated_ratio",
 }
 

@@ -83,6 +83,16 @@ var clusterSeriesCatalogue = map[string]clusterSeries{
 	"clusterstate_poll_seconds": {legend: "{cluster} poll time", unit: "s", expr: func(sel func(string) string, _ string) string {
 		return "max by (cluster) (" + sel("jobsight_clusterstate_poll_duration_seconds") + ")"
 	}},
+	// Running jobs without an agent's node document (a SPANK plugin built
+	// for another Slurm release, no plugstack.conf or agent on the node,
+	// or jobs that opted out): the collector's check, per node and for
+	// the cluster (0 included; absent where the store could not be read).
+	"clusterstate_node_unreported_jobs": {byNode: true, legend: "{cluster}/{node}", unit: "short", expr: func(sel func(string) string, _ string) string {
+		return "max by (cluster, node) (" + sel("jobsight_cluster_node_unreported_jobs") + ")"
+	}},
+	"clusterstate_unreported_jobs": {legend: "{cluster} running jobs without an agent report", unit: "short", expr: func(sel func(string) string, _ string) string {
+		return "max by (cluster) (" + sel("jobsight_cluster_unreported_jobs") + ")"
+	}},
 	"clusterstate_poll_errors": {legend: "{cluster} failed polls", unit: "short", expr: func(sel func(string) string, win string) string {
 		return "sum by (cluster) (increase(" + sel("jobsight_clusterstate_poll_errors_total") + "[" + win + "]))"
 	}},

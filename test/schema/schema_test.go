@@ -373,6 +373,10 @@ func TestDashboardMutations(t *testing.T) {
 				"current": jsonDoc{"selected": false, "text": "Prometheus", "value": "prometheus"}, "hide": 0, "refresh": 1, "regex": "", "options": []any{}})
 			target(t, panelByTitle(t, d, "GPUs in use by partition"), 0)["datasource"].(jsonDoc)["uid"] = "${prometheus}"
 		}, []string{`panel "GPUs in use by partition" (timeseries): targets[0] (refId A): datasource.uid`, "selects prometheus datasources"}},
+		{"unreported-jobs panel on a series the backend does not serve", "dashboards/agent-health.json", func(t *testing.T, d jsonDoc) {
+			target(t, panelByTitle(t, d, "Nodes running jobs without an agent report"), 0)["series"] = "jobsight_cluster_node_unreported_jobs"
+		}, []string{`panel "Nodes running jobs without an agent report" (timeseries): targets[0]`, "the backend refuses the query",
+			`series "jobsight_cluster_node_unreported_jobs" is unknown`}},
 		{"undefined datasource variable", "dashboards/agent-health.json", func(t *testing.T, d jsonDoc) {
 			p := panelByTitle(t, d, "Spool size")
 			p["datasource"].(jsonDoc)["uid"] = "${prom}"
@@ -672,4 +676,34 @@ func TestDocumentedLinksNameShippedDashboards(t *testing.T) {
 	if checked == 0 {
 		t.Error("no dashboard link found: the test reads nothing")
 	}
+}
+
+// Agent health shows the nodes whose jobs run without an agent (issue 20,
+// item 6: a SPANK plugin built for another Slurm release is refused
+// silently with `optional` in plugstack.conf): the collector's series per
+// node and the cluster's total, and a description that names the likely
+// causes and how to tell them from users opting out.
+func TestAgentHealthShowsUnreportedNodes(t *testing.T) {
+	d := loadJSON(t, "dashboards/agent-health.json")
+	p := panelByTitle(t, d, "Nodes running jobs without an agent report")
+	var series []string
+	for i := range p["targets"].([]any) {
+		tg := target(t, p, i)
+		if tg["queryType"] != "clusterSeries" {
+			t.Errorf("targets[%d] is a %v query, want clusterSeries", i, tg["queryType"])
+		}
+		series = append(series, tg["series"].(string))
+	}
+	if !slices.Equal(series, []string{"clusterstate_node_unreported_jobs", "clusterstate_unreported_jobs"}) {
+		t.Errorf("series %v, want the per-node series and the cluster total", series)
+	}
+	desc, _ := p["description"].(string)
+	for _, cause := range []string{"built for another Slurm release", "plugstack.conf says optional", "version mismatch",
+		"plugstack.conf is not on that node", "configless", "agent binary is missing", "--jobsight=off", "PrologFlags=Alloc"} {
+		if !strings.Contains(desc, cause) {
+			t.Errorf("the description does not name %q: %s", cause, desc)
+		}
+	}
+	raw, _ := json.Marshal(d)
+	report(t, CheckDashboard("dashboards/agent-health.json", raw, env(t)))
 }

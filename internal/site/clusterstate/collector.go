@@ -62,6 +62,11 @@ type Collector struct {
 	pollErrors  uint64
 	lastSuccess time.Time
 	lastLost    time.Time // the last check for lost jobs
+	// The unreported check's log state: the nodes last reported, and
+	// warnings given once.
+	lastUnreported    []string
+	warnedUnchecked   bool
+	warnedNoNodeIndex bool
 }
 
 // collectorMetrics are the collector's own metrics on /metrics.
@@ -196,8 +201,10 @@ func Background(ctx context.Context, cfg Config, opts Options) (stop func(), err
 	return func() { cancel(); <-done }, nil
 }
 
-// Poll reads the cluster once (two Slurm calls) and writes the series
-// and, at the start of each document bucket, the document. It returns the
+// Poll reads the cluster once (two Slurm calls), asks the node index which
+// running jobs lack an agent's report (one search; unreported.go), and
+// writes the series and, at the start of each document bucket, the
+// document. It returns the
 // snapshot; an error says which stage failed. A store that is down is not
 // an error of the poll: what it did not take waits in the spool.
 func (c *Collector) Poll(ctx context.Context) (*Snapshot, error) {
@@ -220,6 +227,7 @@ func (c *Collector) Poll(ctx context.Context) (*Snapshot, error) {
 	}
 	c.lastSuccess = start
 	c.metrics.lastSuccess.Set(float64(start.UnixMilli()) / 1000)
+	c.checkUnreported(ctx, snap)
 	for _, p := range snap.Problems {
 		c.log.Warn("partial data", "problem", p)
 	}

@@ -75,6 +75,11 @@ type ElasticsearchConfig struct {
 	// any update of its documents before the collector writes it final
 	// as lost. Default 30m; 0 never closes a job.
 	LostAfter time.Duration `yaml:"lost_after"`
+	// UnmonitoredAfter is how long a job runs before a node of it that
+	// has written no node document for it counts as running it without
+	// an agent (jobsight_cluster_node_unreported_jobs). Default 5m,
+	// 1m-24h; 0 turns the check off.
+	UnmonitoredAfter time.Duration `yaml:"unmonitored_after"`
 }
 
 // SpoolConfig bounds the collector's spool.
@@ -93,7 +98,8 @@ func DefaultConfig() Config {
 		Slurm:            SlurmConfig{Sinfo: "sinfo", Squeue: "squeue", Timeout: 20 * time.Second},
 		Prometheus:       PrometheusConfig{config.RemoteWrite{Timeout: 30 * time.Second}},
 		Elasticsearch: ElasticsearchConfig{Elasticsearch: config.Elasticsearch{Timeout: 30 * time.Second}, Index: DefaultIndex,
-			JobIndex: "jobsight-jobs", NodeIndex: "jobsight-nodes", LostAfter: DefaultLostAfter},
+			JobIndex: "jobsight-jobs", NodeIndex: "jobsight-nodes", LostAfter: DefaultLostAfter,
+			UnmonitoredAfter: DefaultUnmonitoredAfter},
 		Spool: SpoolConfig{Dir: "/var/spool/jobsight-cluster-state", MaxBytes: 64 << 20},
 	}
 }
@@ -153,6 +159,9 @@ func (c *Config) Validate() error {
 	}
 	if l := c.Elasticsearch.LostAfter; l != 0 && l < MinLostAfter {
 		bad("elasticsearch.lost_after", "%s is below %s: an agent updates a running job's node documents up to 10m apart, and finalizes an ended job within minutes (0 turns closing lost jobs off)", l, MinLostAfter)
+	}
+	if u := c.Elasticsearch.UnmonitoredAfter; u != 0 && (u < MinUnmonitoredAfter || u > MaxUnmonitoredAfter) {
+		bad("elasticsearch.unmonitored_after", "%s is outside 1m-24h: an agent writes a running job's first node document one flush_interval (at most 10m) after the job starts, and a job without a report should show within a day (0 turns the check off)", u)
 	}
 	if c.Elasticsearch.Timeout <= 0 {
 		bad("elasticsearch.timeout", "must be positive")

@@ -122,7 +122,8 @@ func TestConfig(t *testing.T) {
 	t.Parallel()
 	c, err := ParseConfig(strings.NewReader("cluster: c1\n"))
 	if err != nil || c.Interval != 30*time.Second || c.Elasticsearch.Index != DefaultIndex || !c.NodeSeries ||
-		c.Elasticsearch.LostAfter != DefaultLostAfter || c.Elasticsearch.JobIndex != "jobsight-jobs" {
+		c.Elasticsearch.LostAfter != DefaultLostAfter || c.Elasticsearch.JobIndex != "jobsight-jobs" ||
+		c.Elasticsearch.UnmonitoredAfter != DefaultUnmonitoredAfter {
 		t.Fatalf("defaults: %+v %v", c, err)
 	}
 	for in, want := range map[string]string{
@@ -139,6 +140,10 @@ func TestConfig(t *testing.T) {
 		"cluster: c1\nelasticsearch: {lost_after: 5m}\n":                     "elasticsearch.lost_after: 5m0s is below 15m",
 		"cluster: c1\nelasticsearch: {job_index: Jobs}\n":                    "elasticsearch.job_index:",
 		"cluster: c1\nelasticsearch: {node_index: jobsight-cluster-state}\n": "elasticsearch.node_index: must differ",
+		"cluster: c1\nelasticsearch: {unmonitored_after: 30s}\n":             "elasticsearch.unmonitored_after: 30s is outside 1m-24h",
+		"cluster: c1\nelasticsearch: {unmonitored_after: 25h}\n":             "elasticsearch.unmonitored_after: 25h0m0s is outside 1m-24h",
+		"cluster: c1\nelasticsearch: {unmonitored_after: -5m}\n":             "elasticsearch.unmonitored_after: -5m0s is outside 1m-24h",
+		"cluster: c1\nelasticsearch: {unmonitored_after: soon}\n":            "line 2: cannot unmarshal !!str `soon` into time.Duration",
 	} {
 		_, err := ParseConfig(strings.NewReader(in))
 		if err == nil || !strings.Contains(err.Error(), want) {

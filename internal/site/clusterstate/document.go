@@ -29,19 +29,26 @@ type Document struct {
 	PollSeconds  float64        `json:"poll_seconds"`
 	SlurmCalls   int64          `json:"slurm_calls"` // controller calls of this poll
 
-	Nodes        int64          `json:"nodes"`
-	NodeStates   []StateCount   `json:"node_states"` // nodes per base state and per flag
-	CPUs         DocAmount      `json:"cpus"`
-	MemoryBytes  DocAmount      `json:"memory_bytes"`
-	GPUs         DocAmount      `json:"gpus"`
-	GPUTypes     []GPUTypeDoc   `json:"gpu_types,omitempty"`
-	Partitions   []PartitionDoc `json:"partitions"`
-	Unavailable  []NodeDoc      `json:"unavailable_nodes,omitempty"` // nodes whose state keeps jobs off
-	RunningJobs  int64          `json:"running_jobs"`
-	PendingJobs  int64          `json:"pending_jobs"`
-	HeldJobs     int64          `json:"held_jobs"`
-	Problems     []string       `json:"problems,omitempty"`
-	CollectorVer string         `json:"collector_version,omitempty"`
+	Nodes       int64          `json:"nodes"`
+	NodeStates  []StateCount   `json:"node_states"` // nodes per base state and per flag
+	CPUs        DocAmount      `json:"cpus"`
+	MemoryBytes DocAmount      `json:"memory_bytes"`
+	GPUs        DocAmount      `json:"gpus"`
+	GPUTypes    []GPUTypeDoc   `json:"gpu_types,omitempty"`
+	Partitions  []PartitionDoc `json:"partitions"`
+	Unavailable []NodeDoc      `json:"unavailable_nodes,omitempty"` // nodes whose state keeps jobs off
+	RunningJobs int64          `json:"running_jobs"`
+	PendingJobs int64          `json:"pending_jobs"`
+	HeldJobs    int64          `json:"held_jobs"`
+	// UnreportedJobs, UnreportedNodeCount and UnreportedNodes (the first
+	// 100 by name) are the running jobs without an agent's report and
+	// the nodes running them (unreported.go); absent when the check did
+	// not run or could not read the store.
+	UnreportedJobs      *int64              `json:"unreported_jobs,omitempty"`
+	UnreportedNodeCount *int64              `json:"unreported_node_count,omitempty"`
+	UnreportedNodes     []UnreportedNodeDoc `json:"unreported_nodes,omitempty"`
+	Problems            []string            `json:"problems,omitempty"`
+	CollectorVer        string              `json:"collector_version,omitempty"`
 }
 
 // DocAmount is an Amount in a document.
@@ -84,6 +91,13 @@ type NodeDoc struct {
 	Node   string   `json:"node"`
 	States []string `json:"states"`
 	Reason string   `json:"reason,omitempty"` // the admin's (or Slurm's) reason, at most 256 bytes
+}
+
+// UnreportedNodeDoc is a node running jobs without its agent's report.
+type UnreportedNodeDoc struct {
+	Node   string   `json:"node"`
+	Jobs   int64    `json:"jobs"`
+	JobIDs []string `json:"job_ids"` // the first 10 job keys, sorted
 }
 
 func docAmount(a Amount) DocAmount {
@@ -129,6 +143,13 @@ func NewDocument(s *Snapshot, bucket time.Time, h Health, slurmCalls int64) Docu
 		}
 	}
 	d.CPUs, d.MemoryBytes, d.GPUs = docAmount(cpus), docAmount(mem), docAmount(gpus)
+	if u := s.Unreported; u != nil {
+		jobs, nodes := u.Jobs, int64(len(u.Nodes))
+		d.UnreportedJobs, d.UnreportedNodeCount = &jobs, &nodes
+		for _, n := range u.Nodes[:min(len(u.Nodes), maxUnreportedNodes)] {
+			d.UnreportedNodes = append(d.UnreportedNodes, UnreportedNodeDoc{Node: n.Node, Jobs: n.Jobs, JobIDs: n.Keys})
+		}
+	}
 	for st, c := range states {
 		d.NodeStates = append(d.NodeStates, StateCount{State: st, Nodes: c})
 	}

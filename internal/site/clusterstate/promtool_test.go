@@ -19,7 +19,9 @@ func TestSeriesPassPromtool(t *testing.T) {
 	}
 	byName := map[string][]string{}
 	var order []string
-	for _, s := range Series(fixtureSnapshot(t), Health{PollSeconds: 0.1, SlurmCalls: 2}, true) {
+	snap := fixtureSnapshot(t)
+	snap.Unreported = &Unreported{Jobs: 1, Nodes: []UnreportedNode{{Node: "csnode4", Jobs: 1, Keys: []string{"990943"}}}}
+	for _, s := range Series(snap, Health{PollSeconds: 0.1, SlurmCalls: 2}, true) {
 		var ls []string
 		for _, l := range s.Labels {
 			ls = append(ls, fmt.Sprintf("%s=%q", l.Name, l.Value))

@@ -20,9 +20,15 @@ const (
 	MetricNodeCPUs             = "jobsight_node_cpus"
 	MetricNodeMemory           = "jobsight_node_memory_bytes"
 	MetricNodeGPUs             = "jobsight_node_gpus"
-	MetricPollDuration         = "jobsight_clusterstate_poll_duration_seconds"
-	MetricSlurmCalls           = "jobsight_clusterstate_slurm_calls_total"
-	MetricPollErrors           = "jobsight_clusterstate_poll_errors_total"
+	// MetricNodeUnreportedJobs is per node, only nodes with such jobs;
+	// MetricUnreportedJobs the cluster's total, written whenever the
+	// check ran (0 included). Both are absent for a poll whose check
+	// could not read the store.
+	MetricNodeUnreportedJobs = "jobsight_cluster_node_unreported_jobs"
+	MetricUnreportedJobs     = "jobsight_cluster_unreported_jobs"
+	MetricPollDuration       = "jobsight_clusterstate_poll_duration_seconds"
+	MetricSlurmCalls         = "jobsight_clusterstate_slurm_calls_total"
+	MetricPollErrors         = "jobsight_clusterstate_poll_errors_total"
 )
 
 // MetricHelp gives each series' Prometheus type and help text (for
@@ -38,6 +44,8 @@ var MetricHelp = map[string][2]string{
 	MetricNodeCPUs:             {"gauge", "The node's CPUs by state."},
 	MetricNodeMemory:           {"gauge", "The node's memory by state."},
 	MetricNodeGPUs:             {"gauge", "The node's GPUs of one type by state."},
+	MetricNodeUnreportedJobs:   {"gauge", "Running jobs on the node without its agent's node document (past unmonitored_after)."},
+	MetricUnreportedJobs:       {"gauge", "Running jobs missing an agent's node document from at least one of their nodes."},
 	MetricPollDuration:         {"gauge", "Seconds the last poll took."},
 	MetricSlurmCalls:           {"counter", "Slurm commands the collector started."},
 	MetricPollErrors:           {"counter", "Polls that could not read Slurm."},
@@ -79,7 +87,8 @@ func (b *seriesBuilder) amount(name string, a Amount, labels ...string) {
 	}
 }
 
-// Series turns a snapshot into the series of docs/metrics.md. Labels are
+// Series turns a snapshot into the series of docs/metrics.md (the
+// unreported-jobs series only when s.Unreported is set). Labels are
 // bounded: cluster, partition, node, state (Slurm's fixed set of states
 // and flags, or total|allocated|idle|unavailable), type (GPU types) and
 // resource (cpu|gpu). perNode false leaves the node series out.
@@ -111,6 +120,13 @@ func Series(s *Snapshot, h Health, perNode bool) []promremote.Series {
 			for t, g := range n.GPUs {
 				b.amount(MetricNodeGPUs, g, "cluster", c, "node", n.Name, "type", t)
 			}
+		}
+	}
+	// Not behind perNode: a health signal, and few nodes have it.
+	if u := s.Unreported; u != nil {
+		b.add(MetricUnreportedJobs, float64(u.Jobs), "cluster", c)
+		for _, n := range u.Nodes {
+			b.add(MetricNodeUnreportedJobs, float64(n.Jobs), "cluster", c, "node", n.Node)
 		}
 	}
 	b.add(MetricPollDuration, h.PollSeconds, "cluster", c)

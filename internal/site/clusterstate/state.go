@@ -26,6 +26,13 @@ type Snapshot struct {
 	// final (pending, running, suspended, completing, ...): the jobs whose
 	// documents the collector leaves alone.
 	Listed map[string]bool
+	// Running are the jobs Slurm runs now (state RUNNING, not still
+	// CONFIGURING), with their node list and start: what the unreported
+	// check (unreported.go) asks the agents' node documents about.
+	Running []RunningJob
+	// Unreported is what that check found; nil when it did not run or
+	// could not read the store (its series and fields are then absent).
+	Unreported *Unreported
 	// Problems lists what could not be read (a node's malformed gres, ...);
 	// the rest of the snapshot stands.
 	Problems []string
@@ -167,6 +174,10 @@ func Build(cluster string, now time.Time, sinfoOut, squeueOut []byte) (*Snapshot
 		}
 		switch j.JobState {
 		case "RUNNING":
+			if k := listedKey(j); k != "" && j.Nodes != "" {
+				// A record without nodes cannot be checked: left out.
+				s.Running = append(s.Running, RunningJob{Key: k, Nodes: j.Nodes, Start: j.StartTime})
+			}
 			s.RunningJobs++
 			for _, pn := range splitList(j.Partition) {
 				part(pn).RunningJobs++

@@ -160,6 +160,7 @@ func TestBuildUnknownNodeFieldIsNamed(t *testing.T) {
 func TestSeriesContract(t *testing.T) {
 	t.Parallel()
 	s := fixtureSnapshot(t)
+	s.Unreported = &Unreported{Jobs: 1, Nodes: []UnreportedNode{{Node: "csnode4", Jobs: 1, Keys: []string{"990943"}}}}
 	series := Series(s, Health{PollSeconds: 0.1, SlurmCalls: 2}, true)
 	labelSets := map[string][]string{
 		MetricPartitionCPUs: {"cluster", "partition", "state"}, MetricPartitionGPUs: {"cluster", "partition", "state"},
@@ -168,6 +169,7 @@ func TestSeriesContract(t *testing.T) {
 		MetricNodeState: {"cluster", "node", "state"}, MetricNodeCPUs: {"cluster", "node", "state"},
 		MetricNodeMemory: {"cluster", "node", "state"}, MetricNodeGPUs: {"cluster", "node", "type", "state"},
 		MetricPollDuration: {"cluster"}, MetricSlurmCalls: {"cluster"}, MetricPollErrors: {"cluster"},
+		MetricUnreportedJobs: {"cluster"}, MetricNodeUnreportedJobs: {"cluster", "node"},
 	}
 	values := map[string]float64{}
 	for _, se := range series {
@@ -199,6 +201,8 @@ func TestSeriesContract(t *testing.T) {
 		"jobsight_node_gpus,cluster=csclu,node=csnode4,type=a100,state=allocated":       1,
 		"jobsight_node_memory_bytes,cluster=csclu,node=csnode1,state=allocated":         200 << 20,
 		"jobsight_clusterstate_slurm_calls_total,cluster=csclu":                         2,
+		"jobsight_cluster_unreported_jobs,cluster=csclu":                                1,
+		"jobsight_cluster_node_unreported_jobs,cluster=csclu,node=csnode4":              1,
 	} {
 		if got, ok := values[key]; !ok || got != want {
 			t.Errorf("%s = %v (present %v), want %v", key, got, ok, want)
@@ -207,7 +211,7 @@ func TestSeriesContract(t *testing.T) {
 	if _, err := promremote.Encode(series); err != nil {
 		t.Errorf("the series do not encode: %v", err)
 	}
-	if n := len(Series(s, Health{}, false)); n != 2*(4+4+3)+4+3 { // 2 partitions, 4 ratios, health
+	if n := len(Series(s, Health{}, false)); n != 2*(4+4+3)+4+3+2 { // 2 partitions, 4 ratios, health, unreported
 		t.Errorf("without node series: %d series", n)
 	}
 }
