@@ -94,13 +94,6 @@ type Slurm interface {
 	Lookup(ctx context.Context, cluster string, jobID uint64, uid uint32) (jobmodel.Job, error)
 }
 
-// sluidSlurm is a Slurm that also gives the job's SLUID (Slurm 26.05 on)
-// with its answer, as SlurmLookup does from squeue's step_id.sluid: the
-// watch uses it when the start request carries none.
-type sluidSlurm interface {
-	lookupSLUID(ctx context.Context, cluster string, jobID uint64, uid uint32) (jobmodel.Job, string, error)
-}
-
 // Sources builds the job's collectors, waiting for its cgroup to appear.
 type Sources func(ctx context.Context, target collector.Target) (collector.Collector, error)
 

@@ -31,9 +31,10 @@ type squeueSLUID struct {
 	sluid string
 }
 
-func (s squeueSLUID) lookupSLUID(ctx context.Context, cluster string, jobID uint64, uid uint32) (jobmodel.Job, string, error) {
-	j, err := s.Lookup(ctx, cluster, jobID, uid)
-	return j, s.sluid, err
+func (s squeueSLUID) Lookup(ctx context.Context, cluster string, jobID uint64, uid uint32) (jobmodel.Job, error) {
+	j, err := s.fakeSlurm.Lookup(ctx, cluster, jobID, uid)
+	j.SLUID = s.sluid
+	return j, err
 }
 
 // forgedSLUIDs are start messages whose sluid is not Slurm's printed form.

@@ -54,16 +54,8 @@ type lookupAnswer struct {
 // Lookup implements Slurm. uid, when not 0, is the job's uid as the SPANK
 // plugin got it from slurmd; it is trusted over Slurm's answer.
 func (l *SlurmLookup) Lookup(ctx context.Context, cluster string, jobID uint64, uid uint32) (jobmodel.Job, error) {
-	job, _, err := l.lookupSLUID(ctx, cluster, jobID, uid)
-	return job, err
-}
-
-// lookupSLUID is Lookup that also gives the job's SLUID as squeue has it
-// (step_id.sluid; empty before Slurm 26.05), unchecked: the watch looks
-// for the job's cgroup v2 directory by it when the start request had none.
-func (l *SlurmLookup) lookupSLUID(ctx context.Context, cluster string, jobID uint64, uid uint32) (jobmodel.Job, string, error) {
 	if jobID == 0 || jobID > math.MaxUint32 {
-		return jobmodel.Job{}, "", fmt.Errorf("job id %d: not a Slurm job id", jobID)
+		return jobmodel.Job{}, fmt.Errorf("job id %d: not a Slurm job id", jobID)
 	}
 	ch := make(chan lookupAnswer, 1)
 	l.mu.Lock()
@@ -79,12 +71,11 @@ func (l *SlurmLookup) lookupSLUID(ctx context.Context, cluster string, jobID uin
 	select {
 	case a := <-ch:
 		if a.err != nil {
-			return jobmodel.Job{}, "", a.err
+			return jobmodel.Job{}, a.err
 		}
-		job, err := FromSlurm(cluster, a.info, uid, l.StoreJobName)
-		return job, a.info.SLUID, err
+		return FromSlurm(cluster, a.info, uid, l.StoreJobName)
 	case <-ctx.Done():
-		return jobmodel.Job{}, "", ctx.Err()
+		return jobmodel.Job{}, ctx.Err()
 	}
 }
 

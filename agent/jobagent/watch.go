@@ -75,7 +75,14 @@ func (w *jobWatch) start(ctx context.Context, req Request) error {
 	// writing its documents must not end with it.
 	lctx := context.WithoutCancel(ctx)
 
-	job, sluid := w.lookup(lctx, req.UID)
+	job := w.lookup(lctx, req.UID)
+	// The prolog's SLURM_JOB_SLUID is the job's own; squeue's is the
+	// fallback (both name the same job when both are there).
+	if collector.ValidSLUID(req.SLUID) {
+		job.SLUID = req.SLUID
+	} else if !collector.ValidSLUID(job.SLUID) {
+		job.SLUID = ""
+	}
 	if w.f.isDone(timeOf(job.SubmitTime)) {
 		a.Log.Info("job already finalized on this node", "job_id", w.jobID)
 		return nil
@@ -101,7 +108,7 @@ func (w *jobWatch) start(ctx context.Context, req Request) error {
 		ck = w.newCheckpoint(lctx, job, started, true)
 		ck.GPUs, ck.GPUsGiven = req.GPUs, req.GPUsGiven
 	}
-	ck.SLUID = w.sluid(req.SLUID, ckSLUID, sluid)
+	ck.SLUID = w.sluid(req.SLUID, ckSLUID, job.SLUID)
 	w.host.watching()
 	_ = w.f.saveCheckpoint(ck)
 
@@ -135,7 +142,7 @@ func (w *jobWatch) stop(ctx context.Context) error {
 	// job's with this id (Slurm reuses ids, and slurmd skips the prolog of
 	// a reused id it still remembers, so no agent ever started for this
 	// one). One controller call, on this no-agent path only.
-	job, _ := w.lookup(ctx, 0)
+	job := w.lookup(ctx, 0)
 	ck := w.leftBehind(ctx, job)
 	if ck == nil {
 		if w.f.isDone(timeOf(job.SubmitTime)) {
@@ -153,22 +160,19 @@ func (w *jobWatch) stop(ctx context.Context) error {
 
 // lookup asks Slurm about the job, retrying briefly; without an answer the
 // job document carries only what the agent knows and names slurm_metadata
-// as missing. sluid is the job's SLUID where Slurm gave one (unchecked).
-func (w *jobWatch) lookup(ctx context.Context, uid uint32) (job jobmodel.Job, sluid string) {
+// as missing. job.SLUID is the job's SLUID where Slurm gave one
+// (unchecked).
+func (w *jobWatch) lookup(ctx context.Context, uid uint32) (job jobmodel.Job) {
 	a := w.a
 	var err error
 	for try := 0; try < 3; try++ {
-		if s, ok := a.Slurm.(sluidSlurm); ok {
-			job, sluid, err = s.lookupSLUID(ctx, a.Config.Cluster, w.jobID, uid)
-		} else {
-			job, err = a.Slurm.Lookup(ctx, a.Config.Cluster, w.jobID, uid)
-		}
+		job, err = a.Slurm.Lookup(ctx, a.Config.Cluster, w.jobID, uid)
 		if err == nil {
 			job.Source = jobmodel.SourceSlurm
 			if job.State == "" || !terminal(job.State) {
 				job.State = jobmodel.StateRunning
 			}
-			return job, sluid
+			return job
 		}
 		select {
 		case <-ctx.Done():
@@ -187,7 +191,7 @@ func (w *jobWatch) lookup(ctx context.Context, uid uint32) (job jobmodel.Job, sl
 	if uid != 0 {
 		job.UID = jobmodel.Ptr(uid)
 	}
-	return job, ""
+	return job
 }
 
 // sluid picks the SLUID the job's cgroup is looked for by: the start
