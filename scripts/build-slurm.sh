@@ -5,11 +5,16 @@
 # Usage: scripts/build-slurm.sh [VERSION]      (default 26.05.3)
 #
 # The tarball slurm-VERSION.tar.gz is looked up in $JOBSIGHT_SLURM_SOURCES, then
-# in ../shared/slurm/ beside the repository. The prefix is
-# $JOBSIGHT_CACHE/slurm-VERSION-<flags hash> (JOBSIGHT_CACHE defaults to
-# ~/.cache/jobsight); an existing, complete prefix is reused (the cold build
-# takes 10-20 minutes on two cores). The script prints the prefix on its last
-# line. Debian's build dependencies (libjson-c-dev for the JSON output,
+# in ../shared/slurm/ beside the repository. Slurm is installed under
+# $JOBSIGHT_SLURM_ROOT/slurm-VERSION-<flags hash> (default /opt/jobsight when
+# writable, else the cache): a place every user can reach, since the test
+# jobs of an unprivileged user run its srun, and the binaries find Slurm's
+# private library by the absolute prefix they were built with (~/.cache of
+# root is not reachable). The installed tree is also kept as
+# $JOBSIGHT_CACHE/slurm-VERSION-<hash>.tar.gz (JOBSIGHT_CACHE defaults to
+# ~/.cache/jobsight): a complete prefix is reused, else the archive is
+# unpacked (seconds), else Slurm is built (5-20 minutes on two cores). The
+# script prints the prefix on its last line. Debian's build dependencies (libjson-c-dev for the JSON output,
 # libmunge-dev, libyaml-dev, liblz4-dev, libhttp-parser-dev, libjwt-dev,
 # libdbus-1-dev) must be installed: .ci/run installs them.
 #
@@ -21,13 +26,31 @@ set -euo pipefail
 version="${1:-26.05.3}"
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 cache="${JOBSIGHT_CACHE:-${HOME}/.cache/jobsight}"
+root="${JOBSIGHT_SLURM_ROOT:-/opt/jobsight}"
+if ! mkdir -p "$root" 2>/dev/null || [[ ! -w "$root" ]]; then
+	root="$cache"
+fi
 flags=(--disable-debug --without-rpath --enable-multiple-slurmd)
-key=$(printf '%s\n' "${flags[@]}" | sha256sum | cut -c1-8)
-prefix="${cache}/slurm-${version}-${key}"
+key=$(printf '%s\n' "$root" "${flags[@]}" | sha256sum | cut -c1-8)
+name="slurm-${version}-${key}"
+prefix="${root}/${name}"
+archive="${cache}/${name}.tar.gz"
 
 if [[ -f "$prefix/.complete" ]]; then
 	echo "$prefix"
 	exit 0
+fi
+mkdir -p "$cache"
+if [[ -f "$archive" ]]; then
+	exec 9>"$prefix.lock"
+	flock 9
+	if [[ ! -f "$prefix/.complete" ]]; then
+		rm -rf "$prefix"
+		tar -xzf "$archive" -C "$root"
+		chmod 755 "$root"
+	fi
+	[[ -f "$prefix/.complete" ]] && { echo "$prefix"; exit 0; }
+	echo "build-slurm: $archive did not hold a complete $name; building" >&2
 fi
 
 src=""
@@ -49,7 +72,6 @@ for h in json-c/json.h munge.h yaml.h lz4.h http_parser.h jwt.h dbus-1.0/dbus/db
 	fi
 done
 
-mkdir -p "$cache"
 # One build at a time: test packages starting together wait for the first.
 exec 9>"$prefix.lock"
 flock 9
@@ -71,4 +93,7 @@ rm -rf "$prefix"
 	make install >"$work/install.log" 2>&1 || { tail -40 "$work/install.log" >&2; exit 1; }
 )
 printf '%s\n' "$version" "${flags[@]}" >"$prefix/.complete"
+chmod -R go+rX "$prefix"
+chmod 755 "$root"
+tar -czf "$archive.tmp" -C "$root" "$name" && mv -f "$archive.tmp" "$archive"
 echo "$prefix"

@@ -246,6 +246,7 @@ func startClusterState(ctx context.Context, log *slog.Logger, dir string, st *st
 	cfg := clusterstate.DefaultConfig()
 	cfg.Cluster, cfg.Listen, cfg.Interval = st.Slurm.ClusterName, "", 15*time.Second
 	cfg.Slurm.Conf = st.Slurm.Conf
+	cfg.Slurm.Sinfo, cfg.Slurm.Squeue = st.Slurm.Install.Bin("sinfo"), st.Slurm.Install.Bin("squeue")
 	cfg.Prometheus.RemoteWriteURL = st.Prometheus.URL + "/api/v1/write"
 	cfg.Spool.Dir = filepath.Join(dir, "cluster-state-spool")
 	return clusterstate.Background(ctx, cfg, clusterstate.Options{Logger: log.With("component", "cluster-state")})

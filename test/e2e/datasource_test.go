@@ -701,6 +701,7 @@ func pollClusterState(t *testing.T, e *env) {
 	cfg.Cluster = cluster
 	cfg.Listen = ""
 	cfg.Slurm.Conf = e.st.Slurm.Conf
+	cfg.Slurm.Sinfo, cfg.Slurm.Squeue = e.st.Slurm.Install.Bin("sinfo"), e.st.Slurm.Install.Bin("squeue")
 	cfg.Prometheus.RemoteWriteURL = e.st.Prometheus.URL + "/api/v1/write"
 	cfg.Spool.Dir = filepath.Join(t.TempDir(), "spool")
 	if err := cfg.Validate(); err != nil {

@@ -194,10 +194,11 @@ func startClusterState(ctx context.Context, dir string, st *stack.Stack) (string
 interval: 5s
 listen: 127.0.0.1:%d
 constants_file: %s
-slurm: {conf: %s}
+slurm: {conf: %s, sinfo: %q, squeue: %q}
 prometheus: {remote_write_url: %s/api/v1/write}
 spool: {dir: %s}
-`, cluster, port, filepath.Join(csDir, "constants.yaml"), st.Slurm.Conf, st.Prometheus.URL, filepath.Join(csDir, "spool"))
+`, cluster, port, filepath.Join(csDir, "constants.yaml"), st.Slurm.Conf, st.Slurm.Install.Bin("sinfo"), st.Slurm.Install.Bin("squeue"),
+		st.Prometheus.URL, filepath.Join(csDir, "spool"))
 	for name, text := range map[string]string{"constants.yaml": constants, "cluster-state.yaml": config} {
 		if err := os.WriteFile(filepath.Join(csDir, name), []byte(text), 0o644); err != nil {
 			return "", nil, err
