@@ -82,7 +82,13 @@ func decodeAnswer[A any, PA interface {
 	answer
 }](command, list string, out []byte) (*A, error) {
 	a := PA(new(A))
-	if err := json.Unmarshal(out, a); err != nil {
+	var err error
+	if d, ok := any(a).(interface{ decode([]byte) error }); ok {
+		err = d.decode(out)
+	} else {
+		err = json.Unmarshal(out, a)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", command, err)
 	}
 	if !a.listed() {

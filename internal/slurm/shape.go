@@ -43,8 +43,8 @@ func (r *record) bad(field string) {
 
 // get returns field's raw value; ok is false when absent or null.
 func (r *record) get(field string) (json.RawMessage, bool) {
-	v, ok := r.raw[field]
-	if !ok || bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
+	v := r.raw[field]
+	if len(v) == 0 || bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
 		return nil, false
 	}
 	return v, true
@@ -55,6 +55,11 @@ func (r *record) str(field string) string {
 	v, ok := r.get(field)
 	if !ok {
 		return ""
+	}
+	// Most strings need no unescaping: taken as they are (the decoder
+	// that cut v out has checked it is valid JSON).
+	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' && bytes.IndexByte(v, '\\') < 0 {
+		return string(v[1 : len(v)-1])
 	}
 	var s string
 	if err := json.Unmarshal(v, &s); err != nil {
@@ -110,6 +115,9 @@ func (r *record) num(field string) (int64, numKind) {
 	if n, ok := plainNumber(v); ok {
 		return n, numSet
 	}
+	if n, k, ok := slurmNumber(v); ok {
+		return n, k
+	}
 	var o struct {
 		Set      *bool           `json:"set"`
 		Infinite *bool           `json:"infinite"`
@@ -131,6 +139,73 @@ func (r *record) num(field string) (int64, numKind) {
 		return 0, numAbsent
 	}
 	return n, numSet
+}
+
+// slurmNumber reads {"set": B, "infinite": B, "number": N} as Slurm
+// prints it (those keys in that order, any spacing) without reflection;
+// ok is false for anything else, which num then decodes in full.
+func slurmNumber(v []byte) (int64, numKind, bool) {
+	rest, ok := cutKey(v, '{', "set")
+	if !ok {
+		return 0, 0, false
+	}
+	set, rest, ok := cutBool(rest)
+	if !ok {
+		return 0, 0, false
+	}
+	if rest, ok = cutKey(rest, ',', "infinite"); !ok {
+		return 0, 0, false
+	}
+	inf, rest, ok := cutBool(rest)
+	if !ok {
+		return 0, 0, false
+	}
+	if rest, ok = cutKey(rest, ',', "number"); !ok {
+		return 0, 0, false
+	}
+	rest = bytes.TrimSpace(rest)
+	if len(rest) < 2 || rest[len(rest)-1] != '}' {
+		return 0, 0, false
+	}
+	n, ok := plainNumber(rest[:len(rest)-1])
+	switch {
+	case !ok:
+		return 0, 0, false
+	case inf:
+		return 0, numInfinite, true
+	case !set:
+		return 0, numUnset, true
+	}
+	return n, numSet, true
+}
+
+// cutKey expects sep, then "key" and a colon, spaces allowed between.
+func cutKey(v []byte, sep byte, key string) ([]byte, bool) {
+	v = bytes.TrimLeft(v, " \t\r\n")
+	if len(v) == 0 || v[0] != sep {
+		return nil, false
+	}
+	v = bytes.TrimLeft(v[1:], " \t\r\n")
+	if len(v) < len(key)+2 || v[0] != '"' || string(v[1:1+len(key)]) != key || v[1+len(key)] != '"' {
+		return nil, false
+	}
+	v = bytes.TrimLeft(v[2+len(key):], " \t\r\n")
+	if len(v) == 0 || v[0] != ':' {
+		return nil, false
+	}
+	return v[1:], true
+}
+
+// cutBool reads true or false.
+func cutBool(v []byte) (bool, []byte, bool) {
+	v = bytes.TrimLeft(v, " \t\r\n")
+	switch {
+	case bytes.HasPrefix(v, []byte("true")):
+		return true, v[4:], true
+	case bytes.HasPrefix(v, []byte("false")):
+		return false, v[5:], true
+	}
+	return false, nil, false
 }
 
 // plainNumber reads a JSON number within int64.
@@ -248,6 +323,5 @@ func (r *record) sub(field string) *record {
 
 // null reports whether field is present and null.
 func (r *record) null(field string) bool {
-	v, ok := r.raw[field]
-	return ok && bytes.Equal(bytes.TrimSpace(v), []byte("null"))
+	return bytes.Equal(bytes.TrimSpace(r.raw[field]), []byte("null"))
 }

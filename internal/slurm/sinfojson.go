@@ -48,8 +48,11 @@ type SinfoAnswer struct {
 
 func (a *SinfoAnswer) listed() bool { return a.listedNodes }
 
-// UnmarshalJSON reads either shape.
-func (a *SinfoAnswer) UnmarshalJSON(b []byte) error {
+// UnmarshalJSON reads either shape (see decode).
+func (a *SinfoAnswer) UnmarshalJSON(b []byte) error { return a.decode(b) }
+
+// decode reads either shape; decodeAnswer calls it directly.
+func (a *SinfoAnswer) decode(b []byte) error {
 	var raw struct {
 		Envelope
 		Nodes []json.RawMessage `json:"nodes"`
@@ -75,12 +78,33 @@ func (a *SinfoAnswer) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// sinfoFields are the fields of a v0.0.38 node record that are read,
+// undecoded (the other fields are skipped without being built).
+type sinfoFields struct {
+	Name        json.RawMessage `json:"name"`
+	State       json.RawMessage `json:"state"`
+	StateFlags  json.RawMessage `json:"state_flags"`
+	Reason      json.RawMessage `json:"reason"`
+	CPUs        json.RawMessage `json:"cpus"`
+	AllocCPUs   json.RawMessage `json:"alloc_cpus"`
+	RealMemory  json.RawMessage `json:"real_memory"`
+	AllocMemory json.RawMessage `json:"alloc_memory"`
+	Gres        json.RawMessage `json:"gres"`
+	GresUsed    json.RawMessage `json:"gres_used"`
+	Partitions  json.RawMessage `json:"partitions"`
+}
+
 // sinfoNodeV38 reads a v0.0.38 node record.
 func sinfoNodeV38(b []byte) (SinfoNode, error) {
-	var r record
-	if err := r.init(b); err != nil {
+	var f sinfoFields
+	if err := json.Unmarshal(b, &f); err != nil {
 		return SinfoNode{}, fmt.Errorf("node record: %w", err)
 	}
+	r := record{raw: map[string]json.RawMessage{
+		"name": f.Name, "state": f.State, "state_flags": f.StateFlags, "reason": f.Reason, "cpus": f.CPUs,
+		"alloc_cpus": f.AllocCPUs, "real_memory": f.RealMemory, "alloc_memory": f.AllocMemory, "gres": f.Gres,
+		"gres_used": f.GresUsed, "partitions": f.Partitions,
+	}}
 	n := SinfoNode{
 		Name: r.str("name"), State: r.str("state"), StateFlags: r.strs("state_flags"), Reason: r.str("reason"),
 		CPUs: r.count("cpus"), AllocCPUs: r.count("alloc_cpus"), RealMemory: r.count("real_memory"),

@@ -2,6 +2,8 @@ package slurm
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -77,13 +79,73 @@ type SqueueJob struct {
 	Unknown []string
 }
 
+// squeueFields are the fields of a job record that are read, undecoded:
+// decoding into them skips every other field (a record holds over a
+// hundred) without building it, which a map of every field would.
+type squeueFields struct {
+	JobID           json.RawMessage `json:"job_id"`
+	ArrayJobID      json.RawMessage `json:"array_job_id"`
+	ArrayTaskID     json.RawMessage `json:"array_task_id"`
+	HetJobID        json.RawMessage `json:"het_job_id"`
+	HetJobOffset    json.RawMessage `json:"het_job_offset"`
+	ArrayTaskString json.RawMessage `json:"array_task_string"`
+	Name            json.RawMessage `json:"name"`
+	UserName        json.RawMessage `json:"user_name"`
+	UserID          json.RawMessage `json:"user_id"`
+	GroupName       json.RawMessage `json:"group_name"`
+	GroupID         json.RawMessage `json:"group_id"`
+	Account         json.RawMessage `json:"account"`
+	Partition       json.RawMessage `json:"partition"`
+	QOS             json.RawMessage `json:"qos"`
+	JobState        json.RawMessage `json:"job_state"`
+	StateReason     json.RawMessage `json:"state_reason"`
+	ExitCode        json.RawMessage `json:"exit_code"`
+	SubmitTime      json.RawMessage `json:"submit_time"`
+	StartTime       json.RawMessage `json:"start_time"`
+	EndTime         json.RawMessage `json:"end_time"`
+	TimeLimit       json.RawMessage `json:"time_limit"`
+	Nodes           json.RawMessage `json:"nodes"`
+	NodeCount       json.RawMessage `json:"node_count"`
+	CPUs            json.RawMessage `json:"cpus"`
+	Tasks           json.RawMessage `json:"tasks"`
+	MemoryPerNode   json.RawMessage `json:"memory_per_node"`
+	MemoryPerCPU    json.RawMessage `json:"memory_per_cpu"`
+	TRESAlloc       json.RawMessage `json:"tres_alloc_str"`
+	TRESReq         json.RawMessage `json:"tres_req_str"`
+	TRESPerNode     json.RawMessage `json:"tres_per_node"`
+	TRESPerJob      json.RawMessage `json:"tres_per_job"`
+	TRESPerSocket   json.RawMessage `json:"tres_per_socket"`
+	TRESPerTask     json.RawMessage `json:"tres_per_task"`
+	Cluster         json.RawMessage `json:"cluster"`
+	GresDetail      json.RawMessage `json:"gres_detail"`
+	SLUID           json.RawMessage `json:"sluid"`
+	StepID          json.RawMessage `json:"step_id"`
+}
+
 // UnmarshalJSON reads one job record of any supported data parser version.
 // Only a record that is not a JSON object is an error.
 func (j *SqueueJob) UnmarshalJSON(b []byte) error {
-	var r record
-	if err := r.init(b); err != nil {
+	var f squeueFields
+	if err := json.Unmarshal(b, &f); err != nil {
 		return fmt.Errorf("job record: %w", err)
 	}
+	j.read(&f)
+	return nil
+}
+
+// read fills j from the fields of one record.
+func (j *SqueueJob) read(f *squeueFields) {
+	r := record{raw: map[string]json.RawMessage{
+		"job_id": f.JobID, "array_job_id": f.ArrayJobID, "array_task_id": f.ArrayTaskID, "het_job_id": f.HetJobID,
+		"het_job_offset": f.HetJobOffset, "array_task_string": f.ArrayTaskString, "name": f.Name, "user_name": f.UserName,
+		"user_id": f.UserID, "group_name": f.GroupName, "group_id": f.GroupID, "account": f.Account, "partition": f.Partition,
+		"qos": f.QOS, "job_state": f.JobState, "state_reason": f.StateReason, "exit_code": f.ExitCode,
+		"submit_time": f.SubmitTime, "start_time": f.StartTime, "end_time": f.EndTime, "time_limit": f.TimeLimit,
+		"nodes": f.Nodes, "node_count": f.NodeCount, "cpus": f.CPUs, "tasks": f.Tasks, "memory_per_node": f.MemoryPerNode,
+		"memory_per_cpu": f.MemoryPerCPU, "tres_alloc_str": f.TRESAlloc, "tres_req_str": f.TRESReq,
+		"tres_per_node": f.TRESPerNode, "tres_per_job": f.TRESPerJob, "tres_per_socket": f.TRESPerSocket,
+		"tres_per_task": f.TRESPerTask, "cluster": f.Cluster, "gres_detail": f.GresDetail, "sluid": f.SLUID, "step_id": f.StepID,
+	}}
 	*j = SqueueJob{
 		JobID: r.id("job_id"), ArrayJobID: r.id("array_job_id"), ArrayTaskID: r.opt("array_task_id"),
 		HetJobID: r.id("het_job_id"), HetJobOffset: int(r.count("het_job_offset")),
@@ -112,13 +174,42 @@ func (j *SqueueJob) UnmarshalJSON(b []byte) error {
 		}
 	}
 	j.Unknown = r.unknown
-	return nil
 }
 
 // SqueueAnswer is a decoded `squeue --json` answer.
 type SqueueAnswer struct {
 	Envelope
 	Jobs []SqueueJob `json:"jobs"`
+}
+
+// UnmarshalJSON decodes the answer (see decode).
+func (a *SqueueAnswer) UnmarshalJSON(b []byte) error { return a.decode(b) }
+
+// decode decodes the answer in one pass: the records' fields are cut out
+// as the answer is decoded (decoding each record on its own would scan it
+// twice more). decodeAnswer calls it directly, which spares
+// encoding/json's validation pass over the whole answer that an
+// UnmarshalJSON behind json.Unmarshal costs.
+func (a *SqueueAnswer) decode(b []byte) error {
+	var raw struct {
+		Envelope
+		Jobs []squeueFields `json:"jobs"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && strings.HasPrefix(te.Field, "jobs") {
+			return fmt.Errorf("job record: %w", err)
+		}
+		return err
+	}
+	*a = SqueueAnswer{Envelope: raw.Envelope}
+	if raw.Jobs != nil {
+		a.Jobs = make([]SqueueJob, len(raw.Jobs))
+		for i := range raw.Jobs {
+			a.Jobs[i].read(&raw.Jobs[i])
+		}
+	}
+	return nil
 }
 
 func (a *SqueueAnswer) listed() bool { return a.Jobs != nil }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
 	"testing"
 	"time"
 
@@ -109,6 +110,49 @@ func BenchmarkPoll(b *testing.B) {
 // BenchmarkBuild is decoding and the snapshot alone.
 func BenchmarkBuild(b *testing.B) {
 	sinfo, squeue := synthetic(b, 2000, 10000)
+	now := time.Unix(1795455000, 0)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Build("big", now, sinfo, squeue); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkBuild26 is BenchmarkBuild with the squeue answer in Slurm
+// 26.05's shape (data_parser v0.0.45: numbers and times as {"set",
+// "infinite", "number"}, job_state a list, exit_code an object; each
+// record built from the captured 26.05 job), 10,000 jobs, a third
+// pending; sinfo as in BenchmarkBuild.
+func BenchmarkBuild26(b *testing.B) {
+	sinfo, _ := synthetic(b, 2000, 1)
+	raw, err := os.ReadFile("../../slurm/testdata/squeue-26.05-running.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var sq map[string]any
+	if err := json.Unmarshal(raw, &sq); err != nil {
+		b.Fatal(err)
+	}
+	tmpl := sq["jobs"].([]any)
+	running, pending := tmpl[0].(map[string]any), tmpl[2].(map[string]any)
+	out := make([]any, 10000)
+	for i := range out {
+		src := running
+		if i%3 == 0 {
+			src = pending
+		}
+		j := maps.Clone(src)
+		j["job_id"] = map[string]any{"set": true, "infinite": false, "number": 1000000 + i}
+		j["partition"] = fmt.Sprintf("p%d", i%8)
+		out[i] = j
+	}
+	sq["jobs"] = out
+	squeue, err := json.Marshal(sq)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("squeue --json (26.05) %d KiB", len(squeue)>>10)
 	now := time.Unix(1795455000, 0)
 	b.ReportAllocs()
 	for b.Loop() {
