@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -67,7 +65,7 @@ func slurmLookups(pending, rounds int) error {
 		{"every job (squeue --json --states=all)", []string{"--json", "--states=all"}},
 		{"that job (squeue --json --states=all --jobs=<id>)", []string{"--json", "--states=all", "--jobs=" + target}},
 	} {
-		before, err := rpcCounts(ctx, sl)
+		before, err := sl.RPCCounts(ctx)
 		if err != nil {
 			return err
 		}
@@ -85,7 +83,7 @@ func slurmLookups(pending, rounds int) error {
 				return fmt.Errorf("squeue %s: job %s not in the answer", strings.Join(c.args, " "), target)
 			}
 		}
-		after, err := rpcCounts(ctx, sl)
+		after, err := sl.RPCCounts(ctx)
 		if err != nil {
 			return err
 		}
@@ -113,26 +111,4 @@ func human(n int) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
-}
-
-var rpcLine = regexp.MustCompile(`(?m)^\s*(\w+)\s+\(\s*\d+\)\s+count:(\d+)`)
-
-// rpcCounts reads slurmctld's RPC counters by message type from sdiag.
-func rpcCounts(ctx context.Context, sl *stack.Slurm) (map[string]int, error) {
-	out, err := sl.Command(ctx, "sdiag").Output()
-	if err != nil {
-		return nil, fmt.Errorf("sdiag: %w", err)
-	}
-	text := string(out)
-	if i := strings.Index(text, "Remote Procedure Call statistics by message type"); i >= 0 {
-		text = text[i:]
-	}
-	if i := strings.Index(text, "Remote Procedure Call statistics by user"); i >= 0 {
-		text = text[:i]
-	}
-	m := map[string]int{}
-	for _, sub := range rpcLine.FindAllStringSubmatch(text, -1) {
-		m[sub[1]], _ = strconv.Atoi(sub[2])
-	}
-	return m, nil
 }

@@ -2,14 +2,11 @@ package plugin
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"math"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -34,14 +31,8 @@ func TestSilentJobIsNotRunning(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	srv, err := stack.StartElasticsearch(ctx, filepath.Join(t.TempDir(), "es"))
-	if err != nil {
-		stack.Unavailable(t, "the Elasticsearch-API server: %v", err)
-	}
-	defer srv.Stop()
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	jobIx, nodeIx := "jobsight-test-jobs-"+hex.EncodeToString(b), "jobsight-test-nodes-"+hex.EncodeToString(b)
+	srv, suffix := stack.TestElasticsearch(t, ctx)
+	jobIx, nodeIx := "jobsight-test-jobs-"+suffix, "jobsight-test-nodes-"+suffix
 	es, err := elasticsearch.New(elasticsearch.Config{URLs: []string{srv.URL}, Username: srv.User, Password: srv.Password,
 		CACertFile: srv.CACertFile, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {

@@ -2,6 +2,8 @@ package stack
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
@@ -97,4 +99,21 @@ func DumpLog(path string, max int) {
 		b = b[len(b)-max:]
 	}
 	fmt.Fprintf(os.Stderr, "--- last of %s ---\n%s\n", path, b)
+}
+
+// TestElasticsearch starts the Elasticsearch-API server for one test
+// (StartElasticsearch: ZincSearch, or the cluster JOBSIGHT_TEST_ES_URL
+// names), stopped when the test ends, and returns it with a random
+// suffix for the test's index names (an external cluster may hold other
+// data). It skips, or fails with CI=true, when no server can start.
+func TestElasticsearch(t testing.TB, ctx context.Context) (*ESServer, string) {
+	t.Helper()
+	srv, err := StartElasticsearch(ctx, filepath.Join(t.TempDir(), "es"))
+	if err != nil {
+		Unavailable(t, "the Elasticsearch-API server: %v", err)
+	}
+	t.Cleanup(func() { _ = srv.Stop() })
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return srv, hex.EncodeToString(b)
 }

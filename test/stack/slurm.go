@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -671,4 +672,29 @@ func shortHostname() string {
 	h, _ := os.Hostname()
 	h, _, _ = strings.Cut(h, ".")
 	return h
+}
+
+// rpcLine is one "<MESSAGE_TYPE> (<id>) count:<n>" line of sdiag.
+var rpcLine = regexp.MustCompile(`(?m)^\s*(\w+)\s+\(\s*\d+\)\s+count:(\d+)`)
+
+// RPCCounts reads slurmctld's RPC counters by message type from sdiag
+// (for tests and benchmarks counting the load a product puts on the
+// controller; sdiag prints text, though none of this section is a user's).
+func (s *Slurm) RPCCounts(ctx context.Context) (map[string]int, error) {
+	out, err := s.Command(ctx, "sdiag").Output()
+	if err != nil {
+		return nil, fmt.Errorf("sdiag: %w", err)
+	}
+	text := string(out)
+	if i := strings.Index(text, "Remote Procedure Call statistics by message type"); i >= 0 {
+		text = text[i:]
+	}
+	if i := strings.Index(text, "Remote Procedure Call statistics by user"); i >= 0 {
+		text = text[:i]
+	}
+	m := map[string]int{}
+	for _, sub := range rpcLine.FindAllStringSubmatch(text, -1) {
+		m[sub[1]], _ = strconv.Atoi(sub[2])
+	}
+	return m, nil
 }

@@ -2,8 +2,6 @@ package clusterstate
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -33,14 +31,8 @@ func TestCollectorClosesLostJobs(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	srv, err := stack.StartElasticsearch(ctx, filepath.Join(t.TempDir(), "es"))
-	if err != nil {
-		stack.Unavailable(t, "the Elasticsearch-API server: %v", err)
-	}
-	defer srv.Stop()
-	suffix := make([]byte, 4)
-	_, _ = rand.Read(suffix)
-	ix := "-lost-" + hex.EncodeToString(suffix) // an external cluster may hold other data
+	srv, suffix := stack.TestElasticsearch(t, ctx)
+	ix := "-lost-" + suffix
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	es, err := elasticsearch.New(elasticsearch.Config{URLs: []string{srv.URL}, Username: srv.User, Password: srv.Password,
 		CACertFile: srv.CACertFile, Logger: quiet})

@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -58,25 +57,12 @@ func countingWrapper(t *testing.T, dir, name, log string) string {
 	return path
 }
 
-// rpcCounts reads slurmctld's RPC counters by message type from sdiag
-// (test-only: sdiag prints text, though none of it is user-controlled in
-// this section).
+// rpcCounts reads slurmctld's RPC counters by message type (sdiag).
 func rpcCounts(t *testing.T, ctx context.Context, s *stack.Slurm) map[string]int {
 	t.Helper()
-	out, err := s.Command(ctx, "sdiag").Output()
+	m, err := s.RPCCounts(ctx)
 	if err != nil {
-		t.Fatalf("sdiag: %v", err)
-	}
-	text := string(out)
-	if i := strings.Index(text, "Remote Procedure Call statistics by message type"); i >= 0 {
-		text = text[i:]
-	}
-	if i := strings.Index(text, "Remote Procedure Call statistics by user"); i >= 0 {
-		text = text[:i]
-	}
-	m := map[string]int{}
-	for _, sub := range regexp.MustCompile(`(?m)^\s*(\w+)\s+\(\s*\d+\)\s+count:(\d+)`).FindAllStringSubmatch(text, -1) {
-		m[sub[1]], _ = strconv.Atoi(sub[2])
+		t.Fatal(err)
 	}
 	return m
 }

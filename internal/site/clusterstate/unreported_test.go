@@ -3,8 +3,6 @@ package clusterstate
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -133,14 +131,8 @@ func TestUnreportedJobs(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	srv, err := stack.StartElasticsearch(ctx, filepath.Join(t.TempDir(), "es"))
-	if err != nil {
-		stack.Unavailable(t, "the Elasticsearch-API server: %v", err)
-	}
-	defer srv.Stop()
-	suffix := make([]byte, 4)
-	_, _ = rand.Read(suffix)
-	ix := "-unrep-" + hex.EncodeToString(suffix) // an external cluster may hold other data
+	srv, suffix := stack.TestElasticsearch(t, ctx)
+	ix := "-unrep-" + suffix
 	var logBuf bytes.Buffer
 	var logMu sync.Mutex
 	logger := slog.New(slog.NewTextHandler(lockedWriter{&logMu, &logBuf}, nil))
