@@ -50,9 +50,12 @@ for p in $parsers; do
 done
 scancel "$a" "$b"
 sleep 2
-sbatch --parsable -o /dev/null -c 1 --mem=50M --wrap 'sleep 300' : -c 1 --mem=50M --wrap 'sleep 300' >/dev/null
+# A heterogeneous job, cancelled (its two components cannot both run on
+# the one node; cancelled while pending).
+het=$(sbatch --parsable -o /dev/null -c 1 --mem=50M --wrap 'sleep 300' : -c 1 --mem=50M --wrap 'sleep 300')
 sleep 3
-scancel "$(squeue -h -o %F -t PD,R | sort -n | tail -1)" || true
+scancel "${het%%;*}"
+sleep 1
 sbatch --parsable -o /dev/null --time=5 -c 1 --mem=50M --wrap 'sleep 2' >/dev/null
 sbatch --parsable -o /dev/null -c 1 --mem=50M --wrap 'exit 3' >/dev/null
 sbatch --parsable -o /dev/null -c 1 --mem=50M --wrap 'kill -9 $$' >/dev/null

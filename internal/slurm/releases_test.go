@@ -197,3 +197,45 @@ func FuzzDecodeSinfo(f *testing.F) {
 		}
 	})
 }
+
+// Every release's "ended" capture holds the same jobs
+// (scripts/capture-slurm-fixtures.sh): whichever release and data parser
+// wrote them, they read as the same exit code, signal, time limit, GPUs
+// and array tasks.
+func TestEndedJobsOfEveryRelease(t *testing.T) {
+	t.Parallel()
+	files, _ := filepath.Glob("testdata/squeue-*-ended.json")
+	if len(files) < 10 {
+		t.Fatalf("ended captures: %v", files)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		jobs, err := ParseSqueueJSON(b)
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		var exit3, kill9, limited, forged, tasks int
+		for _, j := range jobs {
+			switch {
+			case j.JobState == "FAILED" && j.ExitCode == 3 && j.ExitSignal == 0:
+				exit3++
+			case j.JobState == "FAILED" && j.ExitSignal == 9:
+				kill9++
+			case j.JobState == "COMPLETED" && j.TimeLimitSeconds == 300 && !j.TimeLimitUnlimited:
+				limited++
+			case j.JobState == "CANCELLED" && strings.HasPrefix(j.JobName, "x UserId=root(0)") && j.ExitSignal == 15 && j.TRES.GPUs == 2:
+				forged++
+			case j.JobState == "COMPLETED" && j.ArrayJobID != 0 && (j.ArrayTaskID == "3" || j.ArrayTaskID == "4"):
+				tasks++
+			}
+		}
+		if exit3 != 1 || kill9 != 1 || limited != 1 || forged != 1 || tasks != 2 {
+			t.Errorf("%s: exit 3: %d, signal 9: %d, --time=5: %d, forged name cancelled: %d, array tasks 3 and 4: %d; want 1, 1, 1, 1, 2",
+				f, exit3, kill9, limited, forged, tasks)
+		}
+	}
+}
