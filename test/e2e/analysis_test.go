@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -36,9 +37,13 @@ func TestOverRequestingJobIsAnalysed(t *testing.T) {
 	// sleep ends), and one busy core started after the copy is done, so
 	// that no sample sees both at once on a loaded machine (the p95 of
 	// cores must be one core, not two).
+	// The busy core's CPU time as the kernel counted it (times) is what the
+	// efficiency is checked against: on a loaded node it gets less than 15 s.
 	id := e.submit(t, "-J", "overask", "-c", "2", "--mem=8G", "--time=60", "--wrap",
-		"(head -c 200M /dev/zero; sleep 18) | tail > /dev/null & sleep 2; timeout 15 sh -c 'while :; do :; done'; wait")
+		"(head -c 200M /dev/zero; sleep 18) | tail > /dev/null & sleep 2; timeout 15 sh -c 'while :; do :; done'; times > "+
+			e.dir+"/overask-$SLURM_JOB_ID.times; wait")
 	job := e.finalJob(t, e.docID(id), jobWait)
+	spin := childTimes(t, filepath.Join(e.dir, "overask-"+id+".times"))
 	a := job.Analysis
 	if a == nil {
 		t.Fatalf("final job document has no analysis; missing %v", job.MissingMetrics)
@@ -46,7 +51,11 @@ func TestOverRequestingJobIsAnalysed(t *testing.T) {
 	if a.Kind != jobmodel.KindCPU || (a.Class != jobmodel.ClassInefficient && a.Class != jobmodel.ClassWasted) {
 		t.Errorf("kind %s class %s score %v, want a CPU job classed inefficient or wasted", a.Kind, a.Class, deref(a.Score))
 	}
-	within(t, "figures.cpu_efficiency", deref(a.Figures.CPUEfficiency), 0.25, 0.6)
+	if spin < 3 || deref(job.ElapsedSeconds) <= 0 {
+		t.Fatalf("the busy core got %.2f core-s of 15 s (elapsed %v): the node is too loaded to tell", spin, deref(job.ElapsedSeconds))
+	}
+	want := spin / (2 * deref(job.ElapsedSeconds)) // 2 CPUs requested
+	within(t, "figures.cpu_efficiency", deref(a.Figures.CPUEfficiency), want-0.05, want+0.08)
 	within(t, "figures.memory_efficiency", deref(a.Figures.MemoryEfficiency), 0.01, 0.06)
 	ids := causeIDs(a)
 	if !slices.Contains(ids, "memory_overrequest") {
