@@ -476,6 +476,16 @@ func TestPluginHandsJobsToTheRunningNodeAgent(t *testing.T) {
 	if len(got) != 2 || got[0]["op"] != "start" || got[1]["op"] != "stop" || fmt.Sprint(got[0]["uid"]) != "0" {
 		t.Fatalf("job %s: requests %v, want a start (uid 0) then a stop", id, got)
 	}
+	// 26.05 gives the prolog the job's SLUID; the plugin hands it on with
+	// both, the same for both, and never where Slurm gives none (22.05).
+	sluid, _ := got[0]["sluid"].(string)
+	if c.Install.Release == "22.05" {
+		if _, ok := got[0]["sluid"]; ok {
+			t.Errorf("job %s: a SLUID %q from Slurm 22.05, which has none", id, sluid)
+		}
+	} else if len(sluid) != 14 || sluid[0] != 's' || got[1]["sluid"] != sluid {
+		t.Errorf("job %s: start SLUID %v, stop SLUID %v: want the job's SLUID (s + 13 characters) with both", id, got[0]["sluid"], got[1]["sluid"])
+	}
 	time.Sleep(time.Second)
 	if calls := c.callsFor(id); len(calls) != 0 {
 		t.Errorf("job %s: the agent was launched although the node's agent took the job: %q", id, calls)
