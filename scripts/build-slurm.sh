@@ -28,6 +28,7 @@ repo="$(cd "$(dirname "$0")/.." && pwd)"
 cache="${JOBSIGHT_CACHE:-${HOME}/.cache/jobsight}"
 root="${JOBSIGHT_SLURM_ROOT:-/opt/jobsight}"
 if ! mkdir -p "$root" 2>/dev/null || [[ ! -w "$root" ]]; then
+	echo "build-slurm: $root is not writable; installing under $cache, which other users (the tests' unprivileged jobs) may not reach: set JOBSIGHT_SLURM_ROOT" >&2
 	root="$cache"
 fi
 flags=(--disable-debug --without-rpath --enable-multiple-slurmd)
@@ -92,8 +93,8 @@ rm -rf "$prefix"
 	make -j"$(nproc)" >"$work/make.log" 2>&1 || { tail -60 "$work/make.log" >&2; exit 1; }
 	make install >"$work/install.log" 2>&1 || { tail -40 "$work/install.log" >&2; exit 1; }
 )
-printf '%s\n' "$version" "${flags[@]}" >"$prefix/.complete"
 chmod -R go+rX "$prefix"
 chmod 755 "$root"
+printf '%s\n' "$version" "${flags[@]}" >"$prefix/.complete" # last: a complete prefix is a readable one
 tar -czf "$archive.tmp" -C "$root" "$name" && mv -f "$archive.tmp" "$archive"
 echo "$prefix"

@@ -228,11 +228,23 @@ func plainNumber(v json.RawMessage) (int64, bool) {
 // and absent alike: counts, ids, times).
 func (r *record) count(field string) int64 {
 	n, k := r.num(field)
-	if k != numSet {
+	switch {
+	case k != numSet:
+		return 0
+	case n == noVal32 || n == infinite32:
+		return 0 // v0.0.38 writes NO_VAL and INFINITE as plain numbers
+	case n < 0:
+		r.bad(field)
 		return 0
 	}
 	return n
 }
+
+// Slurm's NO_VAL and INFINITE of a 32-bit field, as v0.0.38 prints them.
+const (
+	noVal32    = 0xfffffffe
+	infinite32 = 0xffffffff
+)
 
 // opt reads a number that may be unset: nil unless set.
 func (r *record) opt(field string) *int64 {
@@ -267,6 +279,13 @@ func (r *record) waitStatus(field string) *int64 {
 		return nil
 	}
 	if n, ok := plainNumber(v); ok {
+		switch {
+		case n == noVal32 || n == infinite32:
+			return nil // not set
+		case n < 0 || n > 0xffff:
+			r.bad(field)
+			return nil
+		}
 		return &n
 	}
 	var o struct {
@@ -295,10 +314,19 @@ func (r *record) waitStatus(field string) *int64 {
 	switch {
 	case strings.Contains(status, "PENDING"):
 		return nil // the job has not ended
+	case strings.Contains(status, "INVALID"):
+		// Neither exited nor signalled (return_code is then the raw
+		// status): no exit code to tell.
+		r.bad(field)
+		return nil
 	case sigKind == numSet && sig > 0:
-		ws = sig & 0x7f
-	case rcKind == numSet:
-		ws = (rc & 0xff) << 8
+		if sig > 127 {
+			r.bad(field)
+			return nil
+		}
+		ws = sig
+	case rcKind == numSet && rc >= 0 && rc <= 255:
+		ws = rc << 8
 	default:
 		r.bad(field)
 		return nil

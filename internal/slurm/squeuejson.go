@@ -163,8 +163,10 @@ func (j *SqueueJob) read(f *squeueFields) {
 	if n, k := r.num("time_limit"); k == numSet {
 		j.TimeLimit = &n
 	} else {
-		// v0.0.38 writes an unlimited time limit as null.
-		j.TimeLimitInfinite = k == numInfinite || r.null("time_limit")
+		// v0.0.38 writes an unlimited time limit as null, and a limit
+		// not yet set (a pending job's, taken from the partition when
+		// it starts) as null too: only a job past pending is unlimited.
+		j.TimeLimitInfinite = k == numInfinite || (r.null("time_limit") && !strings.HasPrefix(j.JobState, "PENDING"))
 	}
 	j.SLUID = r.str("sluid")
 	if step := r.sub("step_id"); step != nil && j.SLUID == "" {

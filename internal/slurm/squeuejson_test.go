@@ -133,6 +133,13 @@ func TestSqueueJSONBadFieldCostsOnlyThatField(t *testing.T) {
 		{"exit_code", `"exit_code":{"weird":1}`, func(j *Job) bool { return j.ExitCode == 0 && j.ExitSignal == 0 }},
 		{"memory_per_node", `"memory_per_node":"lots"`, func(j *Job) bool { return j.MinMemoryNodeBytes == 0 }},
 		{"step_id.sluid", `"step_id":{"sluid":7}`, func(j *Job) bool { return j.SLUID == "" }},
+		// Neither exited nor signalled: return_code is the raw status, no exit code.
+		{"exit_code", `"exit_code":{"status":["INVALID"],"return_code":{"set":true,"number":4991},"signal":{"id":{"set":false}}}`,
+			func(j *Job) bool { return j.ExitCode == 0 && j.ExitSignal == 0 }},
+		{"exit_code", `"exit_code":{"status":["SIGNALED"],"signal":{"id":{"set":true,"number":128}}}`, func(j *Job) bool { return j.ExitSignal == 0 }},
+		{"exit_code", `"exit_code":{"status":["ERROR"],"return_code":{"set":true,"number":256}}`, func(j *Job) bool { return j.ExitCode == 0 }},
+		{"exit_code", `"exit_code":70000`, func(j *Job) bool { return j.ExitCode == 0 && j.ExitSignal == 0 }},
+		{"node_count", `"node_count":-3`, func(j *Job) bool { return j.NumNodes == 0 }},
 	} {
 		in := `{"meta":{"plugin":{"data_parser":"data_parser/v0.0.99"},"slurm":{"release":"27.05.0"}},"jobs":[` +
 			`{"job_id":5,"user_name":"ann","account":"physics",` + tc.rec + `},{"job_id":6,"user_name":"bob"}]}`
@@ -153,8 +160,17 @@ func TestSqueueJSONBadFieldCostsOnlyThatField(t *testing.T) {
 			t.Errorf("%s: the other record: %+v", tc.rec, o)
 		}
 	}
+	// v0.0.38's NO_VAL: not set, not a figure (a pending job's exit code
+	// and het offset; a pending job's null time limit is not yet set, a
+	// running job's is unlimited).
+	jobs, err := ParseSqueueJSON([]byte(`{"jobs":[{"job_id":5,"job_state":"PENDING","exit_code":4294967294,"het_job_offset":4294967294,"time_limit":null},` +
+		`{"job_id":6,"job_state":"RUNNING","time_limit":null}]}`))
+	if err != nil || jobs[5] == nil || jobs[5].ExitSignal != 0 || jobs[5].ExitCode != 0 || jobs[5].HetJobOffset != 0 ||
+		jobs[5].TimeLimitUnlimited || jobs[5].Missing != nil || jobs[6] == nil || !jobs[6].TimeLimitUnlimited {
+		t.Errorf("NO_VAL: %+v %+v %v", jobs[5], jobs[6], err)
+	}
 	// A record whose job id cannot be read cannot be told apart: skipped.
-	jobs, err := ParseSqueueJSON([]byte(`{"jobs":[{"job_id":0},{"job_id":"x"},{"job_id":7}]}`))
+	jobs, err = ParseSqueueJSON([]byte(`{"jobs":[{"job_id":0},{"job_id":"x"},{"job_id":7}]}`))
 	if err != nil || len(jobs) != 1 || jobs[7] == nil {
 		t.Errorf("records without a job id: %v, %v", jobs, err)
 	}

@@ -59,7 +59,7 @@ func BuildAgentFor(ctx context.Context, repo, out string, in SlurmInstall) (agen
 	ldflags := "-s -w -X github.com/jobsight/jobsight/agent/jobagent.Version=" + AgentVersion(ctx, repo)
 	for _, c := range [][]string{
 		{"go", "build", "-trimpath", "-ldflags=" + ldflags, "-o", agent, "./cmd/jobsight-agent"},
-		{"make", "-s", "-C", "agent/spank", "OUT=" + out, "SLURM_INCLUDE=" + in.Include()},
+		{"make", "-s", "-B", "-C", "agent/spank", "OUT=" + out, "SLURM_INCLUDE=" + in.Include()},
 	} {
 		cmd := exec.CommandContext(ctx, c[0], c[1:]...)
 		cmd.Dir = repo
