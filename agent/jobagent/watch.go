@@ -76,13 +76,9 @@ func (w *jobWatch) start(ctx context.Context, req Request) error {
 	lctx := context.WithoutCancel(ctx)
 
 	job := w.lookup(lctx, req.UID)
-	// The prolog's SLURM_JOB_SLUID is the job's own; squeue's is the
-	// fallback (both name the same job when both are there).
-	if collector.ValidSLUID(req.SLUID) {
-		job.SLUID = req.SLUID
-	} else if !collector.ValidSLUID(job.SLUID) {
-		job.SLUID = ""
-	}
+	// The job's SLUID: the prolog's SLURM_JOB_SLUID, else squeue's (one
+	// that is not a SLUID is passed over, with a warning).
+	job.SLUID = w.sluid(req.SLUID, "", job.SLUID)
 	if w.f.isDone(timeOf(job.SubmitTime)) {
 		a.Log.Info("job already finalized on this node", "job_id", w.jobID)
 		return nil
@@ -108,7 +104,10 @@ func (w *jobWatch) start(ctx context.Context, req Request) error {
 		ck = w.newCheckpoint(lctx, job, started, true)
 		ck.GPUs, ck.GPUsGiven = req.GPUs, req.GPUsGiven
 	}
-	ck.SLUID = w.sluid(req.SLUID, ckSLUID, job.SLUID)
+	// A checkpoint left behind is this job's (leftBehind): its SLUID, if
+	// any, is the job's, and stands in where neither the prolog nor squeue
+	// gave one.
+	ck.SLUID = w.sluid(job.SLUID, ckSLUID, "")
 	w.host.watching()
 	_ = w.f.saveCheckpoint(ck)
 

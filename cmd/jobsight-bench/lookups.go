@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jobsight/jobsight/internal/textfmt"
 	"github.com/jobsight/jobsight/test/stack"
 )
 
@@ -96,19 +97,9 @@ func slurmLookups(pending, rounds int) error {
 		}
 		slices.Sort(rpcs)
 		fmt.Printf("%-52s %9s per call, squeue %6.1f / %6.1f / %6.1f ms (min/median/max), RPCs per call: %s\n",
-			c.name, human(size), ms(times[0]), ms(times[len(times)/2]), ms(times[len(times)-1]), strings.Join(rpcs, ", "))
+			c.name, textfmt.Bytes(size), ms(times[0]), ms(times[len(times)/2]), ms(times[len(times)-1]), strings.Join(rpcs, ", "))
 	}
 	return nil
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-func human(n int) string {
-	switch {
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
-}

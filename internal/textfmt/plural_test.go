@@ -17,3 +17,11 @@ func TestPlural(t *testing.T) {
 		}
 	}
 }
+
+func TestBytes(t *testing.T) {
+	for n, want := range map[int]string{0: "0 B", 1023: "1023 B", 1024: "1.0 KiB", 10444: "10.2 KiB", 82627297: "78.8 MiB"} {
+		if got := Bytes(n); got != want {
+			t.Errorf("Bytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

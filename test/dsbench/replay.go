@@ -16,6 +16,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/jobsight/jobsight/internal/textfmt"
 )
 
 // Recorder is a reverse proxy in front of the seeded Elasticsearch and
@@ -111,20 +113,10 @@ func (rc Recording) Describe() string {
 		if a.Encoding != "" {
 			enc = " " + a.Encoding
 		}
-		parts = append(parts, fmt.Sprintf("%s %s%s in %s", p, humanBytes(len(a.Body)), enc, a.Took.Round(time.Millisecond)))
+		parts = append(parts, fmt.Sprintf("%s %s%s in %s", p, textfmt.Bytes(len(a.Body)), enc, a.Took.Round(time.Millisecond)))
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, ", ")
-}
-
-func humanBytes(n int) string {
-	switch {
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }
 
 // Replayer answers every request with the recorded body for its path and

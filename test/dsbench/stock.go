@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jobsight/jobsight/internal/jobmodel"
+	"github.com/jobsight/jobsight/internal/textfmt"
 )
 
 // Panel is one benchmarked panel: the Jobsight query and the requests
@@ -188,7 +189,7 @@ func (c *StockClient) Run(ctx context.Context, p Panel) (StockResult, error) {
 			mu.Lock()
 			res.Bytes += n
 			res.Rows += rows
-			res.Detail = append(res.Detail, fmt.Sprintf("%s %q: %d rows, %s, %s", r.Backend, r.What, rows, humanBytes(n), took.Round(100*time.Microsecond)))
+			res.Detail = append(res.Detail, fmt.Sprintf("%s %q: %d rows, %s, %s", r.Backend, r.What, rows, textfmt.Bytes(n), took.Round(100*time.Microsecond)))
 			if err != nil && firstErr == nil {
 				firstErr = fmt.Errorf("%s (%s): %w", r.What, r.Backend, err)
 			}

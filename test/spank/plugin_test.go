@@ -86,9 +86,18 @@ func start(t *testing.T) *cluster {
 	return c
 }
 
+// writePlugstack loads the plugin as "required" with agent (none: an
+// empty plugstack.conf).
 func (c *cluster) writePlugstack(t *testing.T, agent string) {
 	t.Helper()
-	line := fmt.Sprintf("required %s agent=%s config=/etc/jobsight/test.yaml state_dir=%s\n", c.plugin, agent, c.stateDir)
+	c.writePlugstackAs(t, "required", agent)
+}
+
+// writePlugstackAs loads the plugin with the given plugstack.conf flag
+// ("required" or "optional").
+func (c *cluster) writePlugstackAs(t *testing.T, flag, agent string) {
+	t.Helper()
+	line := fmt.Sprintf("%s %s agent=%s config=/etc/jobsight/test.yaml state_dir=%s\n", flag, c.plugin, agent, c.stateDir)
 	if agent == "" {
 		line = ""
 	}
@@ -296,10 +305,7 @@ func TestStalePluginIsRefusedAndJobsRunUnmonitored(t *testing.T) {
 		stack.Unavailable(t, "Debian's Slurm 22.05 headers: %v", err)
 	}
 	c.plugin = buildPlugin(t, t.TempDir(), old)
-	line := fmt.Sprintf("optional %s agent=%s config=/etc/jobsight/test.yaml state_dir=%s\n", c.plugin, c.stub, c.stateDir)
-	if err := os.WriteFile(c.plugstack, []byte(line), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	c.writePlugstackAs(t, "optional", c.stub)
 	if err := c.RestartSlurmd(ctx); err != nil {
 		t.Fatal(err)
 	}
