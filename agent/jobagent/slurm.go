@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jobsight/jobsight/agent/monitor"
 	"github.com/jobsight/jobsight/internal/jobmodel"
 	"github.com/jobsight/jobsight/internal/slurm"
 )
@@ -39,6 +40,9 @@ type SlurmLookup struct {
 	// not be read, naming it and the Slurm release (once per field and
 	// release for the process).
 	Log *slog.Logger
+	// Phases, when set, counts the CPU of reading squeue's answers
+	// (squeue's own is the agent's children's).
+	Phases *monitor.Phases
 
 	warned    sync.Map // "<field>|<source>" → true
 	mu        sync.Mutex
@@ -95,7 +99,9 @@ func (l *SlurmLookup) call() {
 	sort.Strings(ids)
 	opts := l.Options
 	opts.Env = append(slices.Clip(opts.Env), "JOBSIGHT_LOOKUP_JOBS="+strings.Join(ids, ","))
+	cpu := monitor.ProcessCPU()
 	jobs, err := slurm.LookupAll(context.Background(), opts, ids...)
+	l.Phases.Add(monitor.PhaseSlurm, monitor.ProcessCPU()-cpu)
 	for id, chs := range batch {
 		a := lookupAnswer{err: err}
 		if err == nil {

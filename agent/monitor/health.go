@@ -58,6 +58,10 @@ type Health struct {
 	// (proc_max_open_per_job); ProcessesUnheld is how many it reads so now.
 	ProcessesCapped prometheus.Counter
 	ProcessesUnheld prometheus.Gauge
+	// Phases counts the agent's CPU time by phase of its work
+	// (jobsight_agent_phase_cpu_seconds_total), beside the process's
+	// whole CPU, its context switches and the Go runtime's GC.
+	Phases *Phases
 }
 
 // NewHealth registers the agent's health metrics in a registry of its own.
@@ -116,6 +120,8 @@ func NewHealth() *Health {
 		Name: "jobsight_agent_processes_capped_total", Help: "Processes read without kept-open /proc files because their job reached proc_max_open_per_job."})
 	h.ProcessesUnheld = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "jobsight_agent_processes_unheld", Help: "Processes read now without kept-open /proc files (beyond their job's proc_max_open_per_job)."})
+	h.Phases = &Phases{}
+	h.Registry.MustRegister(newPhaseCollector(h.Phases))
 	h.Registry.MustRegister(h.JobsWatched, h.Wakes, h.WakeSeconds, h.SendQueue, h.AcceptErrors, h.ProcessesCapped, h.ProcessesUnheld)
 	h.Registry.MustRegister(h.Samples, h.SampleSeconds, h.CollectorErrors, h.CollectorSuccess, h.CollectorDuration,
 		h.SinkFailures, h.SpoolBytes, h.SpoolItems, h.SpoolDropped, h.SpoolSetAside, h.SinkRefused,
@@ -129,6 +135,8 @@ func NewHealth() *Health {
 // Series returns the health metrics as series with one point at tsMs,
 // carrying the job's labels plus each metric's own.
 func (h *Health) Series(tsMs int64, labels []Label) ([]Series, error) {
+	t0 := ThreadCPU()
+	defer func() { h.Phases.Since(PhaseHealth, t0) }()
 	families, err := h.Registry.Gather()
 	if err != nil {
 		return nil, err

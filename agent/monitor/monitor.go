@@ -188,6 +188,7 @@ func (m *Monitor) End(sampleLast bool) {
 
 // sample takes one pass over the collectors.
 func (m *Monitor) sample(s *collector.Sample) error {
+	cpu0 := ThreadCPU()
 	start := m.opts.Now()
 	s.Reset(start)
 	var err error
@@ -211,11 +212,13 @@ func (m *Monitor) sample(s *collector.Sample) error {
 	}
 	m.health.Samples.Inc()
 	m.health.SampleSeconds.Add(m.opts.Now().Sub(start).Seconds())
+	cpu1 := m.health.Phases.Since(PhaseSample, cpu0)
 	m.State.Add(s)
 	m.buf.Add(s)
 	if m.State.Energy != nil {
 		m.buf.addEnergy(s.Time.UnixMilli(), m.State)
 	}
+	m.health.Phases.Since(PhaseAggregate, cpu1)
 	return err
 }
 
@@ -267,6 +270,7 @@ func (m *Monitor) collected(name string, took time.Duration, err error) {
 
 // push sends buffered points and the health metrics to Prometheus.
 func (m *Monitor) push() {
+	defer m.health.Phases.Since(PhasePush, ThreadCPU())
 	series := make([]Series, 0, len(JobMetrics)+16)
 	for i, pts := range m.buf.Points {
 		if len(pts) > 0 {
@@ -308,11 +312,14 @@ func (m *Monitor) pushStale() {
 // whether the job is still being watched) and checkpoints.
 func (m *Monitor) flush(running bool) {
 	m.push()
+	cpu := ThreadCPU()
 	m.snd.AddNode(m.NodeDoc(running))
+	cpu = m.health.Phases.Since(PhaseFlush, cpu)
 	if m.opts.Checkpoint != nil {
 		if err := m.opts.Checkpoint(m.State, m.Doc); err != nil {
 			m.log.Warn("writing checkpoint", "err", err)
 		}
+		m.health.Phases.Since(PhaseCheckpoint, cpu)
 	}
 }
 

@@ -200,7 +200,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	agent := &jobagent.Agent{
 		Config:  cfg,
 		Outputs: out,
-		Slurm:   &jobagent.SlurmLookup{Options: slurmOpts(cfg), StoreJobName: cfg.StoreJobName, Log: log},
+		Slurm:   &jobagent.SlurmLookup{Options: slurmOpts(cfg), StoreJobName: cfg.StoreJobName, Log: log, Phases: health.Phases},
 		Sources: jobagent.CgroupSources(collector.Config{CgroupRoot: cfg.Cgroup.Root, ProcRoot: cfg.ProcRoot, Version: mustVersion(cfg.Cgroup.Version),
 			MaxOpenProcesses: maxOpenProcesses(cfg.ProcMaxOpenPerJob)}, cfg.Cgroup.Wait),
 		Health:    health,
