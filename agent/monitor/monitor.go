@@ -188,7 +188,7 @@ func (m *Monitor) End(sampleLast bool) {
 
 // sample takes one pass over the collectors.
 func (m *Monitor) sample(s *collector.Sample) error {
-	cpu0 := ThreadCPU()
+	cpu0 := ProcessCPU()
 	start := m.opts.Now()
 	s.Reset(start)
 	var err error
@@ -270,7 +270,7 @@ func (m *Monitor) collected(name string, took time.Duration, err error) {
 
 // push sends buffered points and the health metrics to Prometheus.
 func (m *Monitor) push() {
-	defer m.health.Phases.Since(PhasePush, ThreadCPU())
+	defer m.health.Phases.Since(PhasePush, ProcessCPU())
 	series := make([]Series, 0, len(JobMetrics)+16)
 	for i, pts := range m.buf.Points {
 		if len(pts) > 0 {
@@ -312,7 +312,7 @@ func (m *Monitor) pushStale() {
 // whether the job is still being watched) and checkpoints.
 func (m *Monitor) flush(running bool) {
 	m.push()
-	cpu := ThreadCPU()
+	cpu := ProcessCPU()
 	m.snd.AddNode(m.NodeDoc(running))
 	cpu = m.health.Phases.Since(PhaseFlush, cpu)
 	if m.opts.Checkpoint != nil {

@@ -36,24 +36,18 @@ var phaseNames = [nPhases]string{"sample", "aggregate", "push", "flush", "checkp
 
 func (p Phase) String() string { return phaseNames[p] }
 
-// Phases counts CPU time by phase. The wake-up's own phases are timed on
-// the calling thread's CPU clock (the scheduler's goroutine does not block
-// in them, so it stays on its thread); the sender's and the lookups',
-// which wait on the network or a child process, on the process's clock.
-// What no phase claims — the Go runtime (garbage collection, timers,
-// goroutine hand-offs between threads), the kernel's wake-up and the
-// socket — is the process's CPU minus every phase, reported as "other".
+// Phases counts CPU time by phase, on the process's CPU clock (every
+// thread's). The agent runs Go code on one thread at a time (GOMAXPROCS
+// 1), so a phase's figure is its own work plus what the runtime's
+// monitor thread and the kernel did for the process meanwhile. (A
+// thread's own clock would be finer, but the scheduler's goroutine
+// changes threads when a slow system call gives its processor away, and
+// a difference of two threads' clocks means nothing.) What no phase
+// claims — the Go runtime between phases (garbage collection, timers,
+// goroutine hand-offs), the kernel's wake-up, the socket — is the
+// process's CPU minus every phase, reported as "other".
 type Phases struct {
 	byPhase [nPhases]atomic.Int64 // nanoseconds
-}
-
-// ThreadCPU is the CPU time the calling thread has used (user + system).
-func ThreadCPU() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(unix.RUSAGE_THREAD, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // ProcessCPU is the CPU time of the whole process, every thread.
@@ -73,13 +67,13 @@ func (ph *Phases) Add(p Phase, d time.Duration) {
 	ph.byPhase[p].Add(int64(d))
 }
 
-// Since counts the thread CPU used since from (a ThreadCPU reading) to p
-// and returns the new reading, so consecutive phases chain.
+// Since counts the CPU used since from (a ProcessCPU reading) to p and
+// returns the new reading, so consecutive phases chain.
 func (ph *Phases) Since(p Phase, from time.Duration) time.Duration {
 	if ph == nil {
 		return 0
 	}
-	now := ThreadCPU()
+	now := ProcessCPU()
 	ph.Add(p, now-from)
 	return now
 }

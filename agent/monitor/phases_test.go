@@ -8,8 +8,8 @@ import (
 
 // burn spends about d of CPU on the calling thread.
 func burn(d time.Duration) {
-	start := ThreadCPU()
-	for x := 0; ThreadCPU()-start < d; x++ {
+	start := ProcessCPU()
+	for x := 0; ProcessCPU()-start < d; x++ {
 		for i := 0; i < 1000; i++ {
 			x ^= i
 		}
@@ -21,7 +21,7 @@ func burn(d time.Duration) {
 // than the process used, and a phase's figure is the CPU spent in it.
 func TestPhaseCPUInHealthSeries(t *testing.T) {
 	h := NewHealth()
-	cpu := ThreadCPU()
+	cpu := ProcessCPU()
 	burn(30 * time.Millisecond)
 	h.Phases.Since(PhaseSample, cpu)
 	cpu = ProcessCPU()

@@ -27,8 +27,8 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -38,22 +38,29 @@ import (
 )
 
 func main() {
-	jobs := flag.String("jobs", "1,8,64", "concurrent job counts, comma-separated")
-	intervals := flag.String("intervals", "1s,5s", "sampling (and scrape) intervals, comma-separated")
-	window := flag.Duration("window", 60*time.Second, "measurement window per configuration")
-	warmup := flag.Duration("warmup", 15*time.Second, "time after every job is watched before the window opens")
-	busy := flag.Int("busy", 4, "at most this many jobs spin a core (the others sleep); half the jobs when fewer")
+	jobs := flag.String("jobs", "8", "concurrent job counts, comma-separated")
+	intervals := flag.String("intervals", "1s", "sampling (and scrape) intervals, comma-separated")
+	window := flag.Duration("window", 120*time.Second, "length of one measurement window")
+	windows := flag.Int("windows", 3, "measurement windows per configuration (the spread is over these)")
+	warmup := flag.Duration("warmup", 15*time.Second, "time after every job is watched before the first window opens")
+	loads := flag.String("load", "busy,quiet", "node loads, comma-separated: busy (the jobs saturate every core: half of them spin, at least one per core) or quiet (every job sleeps)")
+	configs := flag.String("config", "production,stack", "agent configurations, comma-separated: production (info log, no GPU backend) or stack (what jobsight-stack up ships: debug log, 8 simulated GPUs); both with remote write every 10 s and node documents every 30 s")
+	peerModes := flag.String("peers", "job", "how the peers run, comma-separated: job (CEEMS's Slurm collector alone, cgroup_exporter's defaults), default (their default collectors) or proc (with per-process collection); each mode gets its own windows on the same jobs")
 	tools := flag.String("tools", os.Getenv("JOBSIGHT_BENCH_TOOLS"), "directory with ceems_exporter and cgroup_exporter (skipped when absent)")
-	profile := flag.String("profile", "", "write the node agents' CPU profiles to this directory (cpu_profile_dir)")
+	profile := flag.String("profile", "", "write the node agents' CPU profiles (cpu_profile_dir, 5 kHz) into this directory, one per configuration and load")
 	floor := flag.Bool("floor", false, "only measure this machine's floor: the CPU a Go process spends waking from a timer")
+	idle := flag.Duration("idle-ticker", 0, "internal: be a Go process that wakes every this long and does nothing (the wake-up floor, measured beside the agent)")
 	lookups := flag.Int("slurm-lookups", 0, "only measure one job's metadata lookup on a cluster holding this many pending jobs (bytes, time, controller RPCs; the release JOBSIGHT_SLURM names)")
 	rounds := flag.Int("rounds", 20, "with -slurm-lookups: calls of each kind")
 	flag.Parse()
-	if *floor {
+	switch {
+	case *floor:
 		wakeFloor()
 		return
-	}
-	if *lookups > 0 {
+	case *idle > 0:
+		idleTicker(*idle)
+		return
+	case *lookups > 0:
 		if err := slurmLookups(*lookups, max(*rounds, 1)); err != nil {
 			fail(err)
 		}
@@ -71,9 +78,33 @@ func main() {
 		}
 		ivs = append(ivs, d)
 	}
-	if err := run(counts, ivs, *window, *warmup, *busy, *tools, *profile); err != nil {
+	p := plan{counts: counts, intervals: ivs, window: *window, windows: max(*windows, 1), warmup: *warmup,
+		tools: *tools, profile: *profile}
+	if p.loads, err = choices("-load", *loads, "busy", "quiet"); err != nil {
 		fail(err)
 	}
+	if p.configs, err = choices("-config", *configs, "production", "stack"); err != nil {
+		fail(err)
+	}
+	if p.peerModes, err = choices("-peers", *peerModes, "job", "default", "proc"); err != nil {
+		fail(err)
+	}
+	if err := p.run(); err != nil {
+		fail(err)
+	}
+}
+
+// choices splits a comma-separated flag and checks every value is known.
+func choices(flagName, s string, known ...string) ([]string, error) {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		v = strings.TrimSpace(v)
+		if !slices.Contains(known, v) {
+			return nil, fmt.Errorf("%s: %q is not one of %s", flagName, v, strings.Join(known, ", "))
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }
 
 func fail(err error) {
@@ -93,148 +124,11 @@ func ints(s string) ([]int, error) {
 	return out, nil
 }
 
-// exporter is a third-party exporter run beside the agent.
-type exporter struct {
-	name, url string
-	cmd       *exec.Cmd
-}
-
-func run(counts []int, intervals []time.Duration, window, warmup time.Duration, busyMax int, tools, profile string) error {
-	dir, err := os.MkdirTemp("", "jobsight-bench-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	ctx := context.Background()
-	agent, plugin, err := stack.BuildAgent(ctx, ".", filepath.Join(dir, "bin"))
-	if err != nil {
-		return err
-	}
-	const node = "benchnode"
-	extra := ""
-	if profile != "" {
-		if profile, err = filepath.Abs(profile); err != nil {
-			return err
-		}
-		extra = fmt.Sprintf("cpu_profile_dir: %q\n", profile)
-	}
-	st, err := stack.Up(ctx, dir, stack.Options{
-		Slurm: stack.SlurmOptions{ClusterName: "bench", NodeName: node, GPUs: -1, Dense: true},
-		Agent: &stack.AgentOptions{Binary: agent, Plugin: plugin, Interval: intervals[0],
-			FlushInterval: 30 * time.Second, PushInterval: 10 * time.Second, Extra: extra},
-	})
-	if err != nil {
-		return err
-	}
-	defer st.Down()
-
-	// The exporters start once the first jobs run: CEEMS looks for Slurm's
-	// cgroup root when it starts, and slurmd makes it with the first job.
-	var exporters []*exporter
-	started := false
-	start := func() []*exporter {
-		if !started {
-			exporters, started = startExporters(tools, node, dir), true
-		}
-		return exporters
-	}
-	defer func() {
-		for _, x := range exporters {
-			_ = x.cmd.Process.Kill()
-			_, _ = x.cmd.Process.Wait()
-		}
-	}()
-
-	fmt.Printf("whole-process CPU per job per sample (µs), %s windows, jobs half busy (at most %d spinning) half asleep, on partition dense of one node\n\n", window, busyMax)
-	fmt.Printf("| interval | jobs | process | CPU over the window | µs per job per sample | share of one core | RSS (peak) | + squeue |\n|---|---|---|---|---|---|---|---|\n")
-	for _, iv := range intervals {
-		if err := setInterval(st.Agent.Config, iv); err != nil {
-			return err
-		}
-		for _, n := range counts {
-			if err := phase(ctx, st, node, n, iv, window, warmup, min(n/2, busyMax), start); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// phase runs n jobs, measures the agent and the exporters over the
-// window, then ends the jobs and waits for the node agent to exit.
-func phase(ctx context.Context, st *stack.Stack, node string, n int, iv, window, warmup time.Duration, busy int, startExporters func() []*exporter) error {
-	var ids []string
-	for i := 0; i < n; i++ {
-		script := "sleep 100000"
-		if i < busy {
-			script = "while :; do :; done"
-		}
-		id, err := st.Slurm.Sbatch(ctx, "--output=/dev/null", "--chdir=/tmp", "-J", "bench", "-p", "dense", "-c", "1", "--mem=16M", "--wrap", script)
-		if err != nil {
-			return err
-		}
-		ids = append(ids, id)
-	}
-	defer func() {
-		_ = st.Slurm.Scancel(ctx, ids...)
-		waitAgentGone(st.Agent, node, 3*time.Minute)
-	}()
-	deadline := time.Now().Add(3 * time.Minute)
-	pid := 0
-	for {
-		pid = st.Agent.NodeAgentPID(node)
-		if pid != 0 && watching(st.Prometheus.URL, node) >= float64(n) {
-			break
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%d jobs: the node agent (pid %d) never watched them all", n, pid)
-		}
-		time.Sleep(time.Second)
-	}
-	exporters := startExporters()
-	time.Sleep(warmup)
-
-	stopScrapes := make(chan struct{})
-	for _, x := range exporters {
-		go scrape(x.url, iv, stopScrapes)
-	}
-	time.Sleep(iv) // one scrape in before the window
-	procs := map[string]int{"jobsight-agent (node agent)": pid}
-	for _, x := range exporters {
-		procs[x.name] = x.cmd.Process.Pid
-	}
-	before := map[string]usage{}
-	for name, p := range procs {
-		before[name] = readUsage(p)
-	}
-	t0 := time.Now()
-	time.Sleep(window)
-	wall := time.Since(t0)
-	close(stopScrapes)
-	samples := float64(n) * wall.Seconds() / iv.Seconds()
-	for _, name := range []string{"jobsight-agent (node agent)", "ceems_exporter", "cgroup_exporter"} {
-		p, ok := procs[name]
-		if !ok {
-			continue
-		}
-		after := readUsage(p)
-		if after.cpu == 0 {
-			fmt.Printf("| %s | %d | %s | process gone | | | | |\n", iv, n, name)
-			continue
-		}
-		cpu := after.cpu - before[name].cpu
-		child := after.childCPU - before[name].childCPU
-		fmt.Printf("| %s | %d | %s | %.1f ms | **%.0f** | %.3f %% | %.1f MiB (%.1f) | %.0f ms |\n", iv, n, name,
-			float64(cpu.Microseconds())/1000, float64(cpu.Microseconds())/samples, 100*cpu.Seconds()/wall.Seconds(),
-			float64(after.rss)/(1<<20), float64(after.hwm)/(1<<20), float64(child.Microseconds())/1000)
-	}
-	return nil
-}
-
 // usage is what one process used so far.
 type usage struct {
 	cpu, childCPU time.Duration
 	rss, hwm      int64
+	ctxsw         int64 // context switches of its threads, voluntary and not
 }
 
 // readUsage reads a process's CPU time (its threads' schedstat run time:
@@ -242,9 +136,9 @@ type usage struct {
 // it reaped (squeue runs; clock ticks) and its RSS.
 func readUsage(pid int) usage {
 	var u usage
-	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*", pid))
 	for _, t := range tasks {
-		b, err := os.ReadFile(t)
+		b, err := os.ReadFile(t + "/schedstat")
 		if err != nil {
 			continue
 		}
@@ -252,6 +146,13 @@ func readUsage(pid int) usage {
 		if len(f) > 0 {
 			ns, _ := strconv.ParseInt(f[0], 10, 64)
 			u.cpu += time.Duration(ns)
+		}
+		st, _ := os.ReadFile(t + "/status")
+		for _, l := range strings.Split(string(st), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.HasSuffix(k, "ctxt_switches") {
+				n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+				u.ctxsw += n
+			}
 		}
 	}
 	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
@@ -296,67 +197,6 @@ func watching(prom, node string) float64 {
 		return 0
 	}
 	return v
-}
-
-// setInterval rewrites the agent's interval in its config; the next node
-// agent (after the last one exited) reads it.
-func setInterval(config string, iv time.Duration) error {
-	b, err := os.ReadFile(config)
-	if err != nil {
-		return err
-	}
-	lines := strings.Split(string(b), "\n")
-	for i, l := range lines {
-		if strings.HasPrefix(l, "interval:") {
-			lines[i] = "interval: " + iv.String()
-		}
-	}
-	return os.WriteFile(config, []byte(strings.Join(lines, "\n")), 0o644)
-}
-
-// startExporters starts the third-party exporters found in tools.
-func startExporters(tools, node, dir string) []*exporter {
-	if tools == "" {
-		fmt.Fprintln(os.Stderr, "no -tools directory: measuring Jobsight only")
-		return nil
-	}
-	var out []*exporter
-	try := func(name, port string, args ...string) {
-		bin := filepath.Join(tools, name)
-		if _, err := os.Stat(bin); err != nil {
-			fmt.Fprintf(os.Stderr, "%s not in %s: skipped\n", name, tools)
-			return
-		}
-		cmd := exec.Command(bin, args...)
-		logf, _ := os.Create(filepath.Join(dir, name+".log"))
-		cmd.Stdout, cmd.Stderr = logf, logf
-		if err := cmd.Start(); err != nil {
-			fmt.Fprintf(os.Stderr, "%s: %v: skipped\n", name, err)
-			return
-		}
-		x := &exporter{name: name, url: "http://127.0.0.1:" + port + "/metrics", cmd: cmd}
-		for i := 0; i < 50; i++ {
-			if err := get(x.url); err == nil {
-				out = append(out, x)
-				fmt.Fprintf(os.Stderr, "%s running (pid %d, %s)\n", name, cmd.Process.Pid, strings.Join(args, " "))
-				return
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-		fmt.Fprintf(os.Stderr, "%s did not answer on %s: skipped (log %s)\n", name, x.url, logf.Name())
-		_ = cmd.Process.Kill()
-	}
-	try("ceems_exporter", "19306", exporterArgs("CEEMS", "--web.listen-address=127.0.0.1:19306 --collector.slurm --collector.disable-defaults")...)
-	try("cgroup_exporter", "19307", exporterArgs("CGROUP_EXPORTER", "--web.listen-address=127.0.0.1:19307 --config.paths=/slurm_"+node+" --collect.proc")...)
-	return out
-}
-
-// exporterArgs are the exporter's flags: def, or JOBSIGHT_BENCH_<NAME>_ARGS.
-func exporterArgs(name, def string) []string {
-	if v := os.Getenv("JOBSIGHT_BENCH_" + name + "_ARGS"); v != "" {
-		return strings.Fields(v)
-	}
-	return strings.Fields(def)
 }
 
 // scrape gets url every interval until stop, as Prometheus would.
