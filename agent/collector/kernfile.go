@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -20,6 +22,8 @@ type kernFile struct {
 	path string
 	fd   int
 	err  error
+	// raw: read without telling the Go scheduler (see openCgroupFile).
+	raw bool
 }
 
 // openKernFile opens path read-only. A missing file gives a kernFile whose
@@ -31,6 +35,20 @@ func openKernFile(path string) kernFile {
 		return kernFile{path: path, fd: -1, err: fileError("opening", path, err)}
 	}
 	return kernFile{path: path, fd: fd}
+}
+
+// openCgroupFile opens a cgroupfs file: one the kernel answers from the
+// cgroup's own counters, under at most a short lock, never waiting on a
+// process (unlike /proc/<pid>/io, which waits while the process execs).
+// It is read with a raw system call: the Go scheduler is not told, so it
+// neither hands the agent's one processor to another thread nor makes
+// its monitor thread poll every 20 µs while the reads go on. On a busy
+// node that bookkeeping cost more than the reads themselves (a wake-up
+// of a dozen reads per job made twenty context switches).
+func openCgroupFile(path string) kernFile {
+	f := openKernFile(path)
+	f.raw = true
+	return f
 }
 
 // ok reports whether the file is open.
@@ -46,7 +64,7 @@ func (f *kernFile) read(buf *[]byte) ([]byte, error) {
 		return nil, fmt.Errorf("reading %s: file is closed: %w", f.path, os.ErrClosed)
 	}
 	for {
-		n, err := unix.Pread(f.fd, *buf, 0)
+		n, err := f.pread(*buf)
 		if err != nil {
 			if errors.Is(err, unix.EINTR) {
 				continue
@@ -61,6 +79,18 @@ func (f *kernFile) read(buf *[]byte) ([]byte, error) {
 		}
 		*buf = make([]byte, 2*len(*buf))
 	}
+}
+
+// pread reads buf's length at offset 0.
+func (f *kernFile) pread(buf []byte) (int, error) {
+	if !f.raw || len(buf) == 0 {
+		return unix.Pread(f.fd, buf, 0)
+	}
+	n, _, errno := syscall.RawSyscall6(syscall.SYS_PREAD64, uintptr(f.fd), uintptr(unsafe.Pointer(unsafe.SliceData(buf))), uintptr(len(buf)), 0, 0, 0)
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(n), nil
 }
 
 // close releases the descriptor; closing twice is harmless.
