@@ -51,6 +51,16 @@ func openCgroupFile(path string) kernFile {
 	return f
 }
 
+// openProcStat opens a process's /proc/<pid>/stat to keep: read with a
+// raw system call as cgroupfs files are. The kernel fills it in under
+// spinlocks and RCU only, never waiting on the process (its io file, in
+// contrast, waits while the process execs, and keeps the ordinary call).
+func openProcStat(path string) kernFile {
+	f := openKernFile(path)
+	f.raw = true
+	return f
+}
+
 // ok reports whether the file is open.
 func (f *kernFile) ok() bool { return f.fd >= 0 }
 

@@ -221,7 +221,7 @@ func (w *jobWatch) leftBehind(ctx context.Context, job jobmodel.Job) *Checkpoint
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
 			w.a.Log.Warn("unreadable checkpoint of an earlier agent; removing it", "err", err)
-			_ = os.Remove(w.f.checkpoint())
+			w.f.removeCheckpoint()
 		}
 		return nil
 	}
@@ -278,6 +278,8 @@ func (w *jobWatch) watch(ctx context.Context, uid uint32, ck *Checkpoint) {
 	}
 	src = a.addEnergy(src, ck.State)
 	defer src.Close()
+	ckw := newCheckpointWriter(w.f)
+	defer ckw.close()
 	opts := monitor.Options{
 		Interval:        a.Config.Interval,
 		FlushInterval:   a.Config.FlushInterval,
@@ -286,7 +288,7 @@ func (w *jobWatch) watch(ctx context.Context, uid uint32, ck *Checkpoint) {
 		Labels:          Labels(ck.Job.Cluster, ck.Job.JobID, a.Config.Node, ck.Job.SubmitTime),
 		GoneAfter:       max(3*a.Config.Interval, 10*time.Second),
 		Checkpoint: func(s *monitor.NodeState, _ jobmodel.Node) error {
-			return w.f.saveCheckpoint(ck)
+			return ckw.save(ck)
 		},
 		Now: a.Now,
 	}

@@ -1,0 +1,79 @@
+package jobagent
+
+import (
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jobsight/jobsight/agent/monitor"
+	"github.com/jobsight/jobsight/internal/jobmodel"
+)
+
+// A running watch's checkpoint is written in place, in turn to its two
+// slots: a load reads the newest whole save, and a save the agent died
+// in the middle of (a slot cut short, or a shorter text over a longer
+// one) costs only that save: the other slot is read.
+func TestCheckpointSlotsSurviveATornWrite(t *testing.T) {
+	dir := t.TempDir()
+	if err := ensureStateDirs(dir); err != nil {
+		t.Fatal(err)
+	}
+	f := jobFiles(dir, "c", "n1", 9)
+	job := jobmodel.Job{DocID: "c:9", Cluster: "c", JobID: "9"}
+	ck := &Checkpoint{Job: job, Node: nodeTemplate(job, "n1"), State: monitor.NewNodeState(time.Unix(0, 0), time.Second, 0), Leader: true}
+	if err := f.saveCheckpoint(ck); err != nil { // the watch's start
+		t.Fatal(err)
+	}
+	w := newCheckpointWriter(f)
+	defer w.close()
+	count := func() int {
+		t.Helper()
+		got, err := f.loadCheckpoint()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return int(got.State.Count)
+	}
+	for i := 1; i <= 5; i++ {
+		ck.State.Count = int64(i)
+		if err := w.save(ck); err != nil {
+			t.Fatal(err)
+		}
+		if got := count(); got != i {
+			t.Fatalf("after save %d the checkpoint reads count %d", i, got)
+		}
+	}
+	// Save 5 went to the twin (start: the checkpoint, then twin, first,
+	// twin, first, twin). Cut it short: save 4 is read.
+	b, _ := os.ReadFile(f.checkpointTwin())
+	if err := os.WriteFile(f.checkpointTwin(), b[:len(b)/2], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := count(); got != 4 {
+		t.Fatalf("with the newest slot cut short the checkpoint reads count %d, want the earlier save's 4", got)
+	}
+	// A later save over it is read again.
+	ck.State.Count = 6
+	_ = w.save(ck) // to the first slot
+	ck.State.Count = 7
+	_ = w.save(ck) // to the twin
+	if got := count(); got != 7 {
+		t.Fatalf("count %d, want 7", got)
+	}
+	// A shorter text written over a longer one, the agent dying before it
+	// cut the file: the trailing bytes make it unreadable, the other is read.
+	first, _ := os.ReadFile(f.checkpoint())
+	if err := os.WriteFile(f.checkpointTwin(), append(first[:len(first)-1], []byte(`}, "tail": 1}`)...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := count(); got != 6 {
+		t.Fatalf("with trailing text in the newest slot the checkpoint reads count %d, want 6", got)
+	}
+	// The watch ends: done removes both slots.
+	f.markDone(time.Unix(0, 0))
+	for _, p := range []string{f.checkpoint(), f.checkpointTwin()} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s is still there after the job was finalized", p)
+		}
+	}
+}
