@@ -34,12 +34,12 @@ func jobFiles(stateDir, cluster, node string, jobID uint64) files {
 
 func (f files) lock() string       { return f.base + ".lock" }
 func (f files) checkpoint() string { return f.base + ".checkpoint.json" }
+func (f files) stopped() string    { return f.base + ".stop" }
+func (f files) done() string       { return f.base + ".done" }
 
 // checkpointTwin is the checkpoint's second slot, which a running watch
 // writes in turn with the first (checkpointWriter).
 func (f files) checkpointTwin() string { return f.base + ".checkpoint.2.json" }
-func (f files) stopped() string        { return f.base + ".stop" }
-func (f files) done() string           { return f.base + ".done" }
 
 // tryLock takes the job's lock without waiting. ok is false when another
 // watch holds it (in this process or another). The lock is released when

@@ -76,3 +76,18 @@ func BenchmarkReplay(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkStatsEmpty is the check an agent makes before every push: is
+// anything spooled (nothing, on a healthy node)?
+func BenchmarkStatsEmpty(b *testing.B) {
+	s, err := Open(b.TempDir(), Options{Logger: quietLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if st, err := s.Stats(); err != nil || st.Items != 0 {
+			b.Fatal(st, err)
+		}
+	}
+}
