@@ -128,9 +128,9 @@ func (ls *leafSet) rescan() error {
 			leaves = append(leaves, l)
 			continue
 		}
-		l := leaf{dir: d, procs: openCgroupFile(filepath.Join(d, "cgroup.procs")), tasks: kernFile{fd: -1}}
+		l := leaf{dir: d, procs: openKernFile(filepath.Join(d, "cgroup.procs")), tasks: kernFile{fd: -1}}
 		if ls.v1 {
-			l.tasks = openCgroupFile(filepath.Join(d, "tasks"))
+			l.tasks = openKernFile(filepath.Join(d, "tasks"))
 		}
 		leaves = append(leaves, l)
 	}
@@ -145,7 +145,7 @@ func (ls *leafSet) rescan() error {
 	}
 	ls.userDirs = ls.userDirs[:0]
 	for _, d := range userDirs {
-		ls.userDirs = append(ls.userDirs, openCgroupFile(filepath.Join(d, "pids.current")))
+		ls.userDirs = append(ls.userDirs, openKernFile(filepath.Join(d, "pids.current")))
 	}
 
 	for _, w := range ls.watched {

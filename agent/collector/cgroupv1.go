@@ -58,7 +58,7 @@ func newCgroupV1(dirs JobDirs, l layout, rescanEvery int) (*CgroupV1, error) {
 		if dir == "" {
 			return kernFile{path: name, fd: -1}
 		}
-		return openCgroupFile(filepath.Join(dir, name))
+		return openKernFile(filepath.Join(dir, name))
 	}
 	c.usage = open(dirs.CPUAcct, "cpuacct.usage")
 	c.memUsage = open(dirs.Memory, "memory.usage_in_bytes")

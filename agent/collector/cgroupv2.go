@@ -45,7 +45,7 @@ func newCgroupV2(dir string, l layout, rescanEvery int) (*CgroupV2, error) {
 		return nil, fmt.Errorf("cgroup v2 collector: %w", err)
 	}
 	c := &CgroupV2{dir: dir, cgroupJob: cgroupJob{leaves: ls}, buf: newBuf()}
-	open := func(name string) kernFile { return openCgroupFile(filepath.Join(dir, name)) }
+	open := func(name string) kernFile { return openKernFile(filepath.Join(dir, name)) }
 	c.cpuStat = open("cpu.stat")
 	c.memCurrent = open("memory.current")
 	c.memStat = open("memory.stat")

@@ -3,11 +3,10 @@ package collector
 import (
 	"errors"
 	"fmt"
-	"os"
-	"syscall"
-	"unsafe"
-
 	"golang.org/x/sys/unix"
+	"os"
+
+	"github.com/jobsight/jobsight/agent/rawio"
 )
 
 // maxFileSize bounds how far a kernel file's read buffer may grow; a file
@@ -22,8 +21,6 @@ type kernFile struct {
 	path string
 	fd   int
 	err  error
-	// raw: read without telling the Go scheduler (see openCgroupFile).
-	raw bool
 }
 
 // openKernFile opens path read-only. A missing file gives a kernFile whose
@@ -35,30 +32,6 @@ func openKernFile(path string) kernFile {
 		return kernFile{path: path, fd: -1, err: fileError("opening", path, err)}
 	}
 	return kernFile{path: path, fd: fd}
-}
-
-// openCgroupFile opens a cgroupfs file: one the kernel answers from the
-// cgroup's own counters, under at most a short lock, never waiting on a
-// process (unlike /proc/<pid>/io, which waits while the process execs).
-// It is read with a raw system call: the Go scheduler is not told, so it
-// neither hands the agent's one processor to another thread nor makes
-// its monitor thread poll every 20 µs while the reads go on. On a busy
-// node that bookkeeping cost more than the reads themselves (a wake-up
-// of a dozen reads per job made twenty context switches).
-func openCgroupFile(path string) kernFile {
-	f := openKernFile(path)
-	f.raw = true
-	return f
-}
-
-// openProcStat opens a process's /proc/<pid>/stat to keep: read with a
-// raw system call as cgroupfs files are. The kernel fills it in under
-// spinlocks and RCU only, never waiting on the process (its io file, in
-// contrast, waits while the process execs, and keeps the ordinary call).
-func openProcStat(path string) kernFile {
-	f := openKernFile(path)
-	f.raw = true
-	return f
 }
 
 // ok reports whether the file is open.
@@ -91,16 +64,13 @@ func (f *kernFile) read(buf *[]byte) ([]byte, error) {
 	}
 }
 
-// pread reads buf's length at offset 0.
+// pread reads buf's length at offset 0, without telling the Go scheduler
+// (agent/rawio): every file read here is one the kernel fills in from its
+// counters — cgroupfs, /proc/<pid>/stat, and /proc/<pid>/io, whose read
+// waits at most for the short section of an exec in which the process
+// swaps its memory map, never for I/O.
 func (f *kernFile) pread(buf []byte) (int, error) {
-	if !f.raw || len(buf) == 0 {
-		return unix.Pread(f.fd, buf, 0)
-	}
-	n, _, errno := syscall.RawSyscall6(syscall.SYS_PREAD64, uintptr(f.fd), uintptr(unsafe.Pointer(unsafe.SliceData(buf))), uintptr(len(buf)), 0, 0, 0)
-	if errno != 0 {
-		return 0, errno
-	}
-	return int(n), nil
+	return rawio.Pread(f.fd, buf)
 }
 
 // close releases the descriptor; closing twice is harmless.

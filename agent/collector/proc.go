@@ -103,7 +103,7 @@ func (t *procTable) open(pid int32, errs *errList) (*procEntry, bool) {
 	dir := t.procRoot + "/" + strconv.FormatInt(int64(pid), 10)
 	e := &procEntry{pid: pid, stat: kernFile{path: dir + "/stat", fd: -1}, io: kernFile{path: dir + "/io", fd: -1}}
 	if t.held < t.maxHeld {
-		e.stat = openProcStat(e.stat.path)
+		e.stat = openKernFile(e.stat.path)
 		if !e.stat.ok() {
 			if !isGone(e.stat.err) {
 				errs.add(e.stat.err)
@@ -154,7 +154,7 @@ func (t *procTable) promote() {
 		if e.held {
 			continue
 		}
-		stat := openProcStat(e.stat.path)
+		stat := openKernFile(e.stat.path)
 		if !stat.ok() {
 			continue // read again without kept-open files next pass
 		}

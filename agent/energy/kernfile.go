@@ -1,10 +1,11 @@
 package energy
 
 import (
-	"errors"
 	"fmt"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/jobsight/jobsight/agent/rawio"
 )
 
 // openFunc opens a file read-only and returns its descriptor; tests inject
@@ -17,17 +18,15 @@ func openReadOnly(path string) (int, error) {
 
 // preadAll re-reads a small kernel file at offset 0 into buf (sysfs and
 // procfs regenerate it on every read at offset 0) and returns the bytes.
+// The read is a raw system call (agent/rawio): /proc/stat and powercap's
+// energy counters are the kernel's own figures (a RAPL counter read is one
+// MSR read, on another CPU at worst).
 func preadAll(fd int, buf []byte) ([]byte, error) {
-	for {
-		n, err := unix.Pread(fd, buf, 0)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		return buf[:n], nil
+	n, err := rawio.Pread(fd, buf)
+	if err != nil {
+		return nil, err
 	}
+	return buf[:n], nil
 }
 
 // parseUint parses a decimal number with surrounding blanks, allocating

@@ -8,7 +8,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/sys/unix"
+
+	"github.com/jobsight/jobsight/agent/rawio"
 )
 
 // Phase is a part of the node agent's work whose CPU time the health
@@ -50,14 +51,10 @@ type Phases struct {
 	byPhase [nPhases]atomic.Int64 // nanoseconds
 }
 
-// ProcessCPU is the CPU time of the whole process, every thread.
-func ProcessCPU() time.Duration {
-	var ts unix.Timespec
-	if unix.ClockGettime(unix.CLOCK_PROCESS_CPUTIME_ID, &ts) != nil {
-		return 0
-	}
-	return time.Duration(ts.Nano())
-}
+// ProcessCPU is the CPU time of the whole process, every thread: a raw
+// system call (agent/rawio), so that timing a phase of the wake-up does
+// not itself wake the Go runtime's monitor thread.
+func ProcessCPU() time.Duration { return rawio.ProcessCPU() }
 
 // Add counts d of CPU time to phase p.
 func (ph *Phases) Add(p Phase, d time.Duration) {
