@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/jobsight/jobsight/agent/rawio"
 )
 
 // layout says which cgroups below a job's directory hold its processes.
@@ -83,7 +85,7 @@ func (ls *leafSet) refresh() error {
 	var st unix.Stat_t
 	for i := range ls.watched {
 		w := &ls.watched[i]
-		if err := unix.Fstat(w.fd, &st); err != nil {
+		if err := rawio.Fstat(w.fd, &st); err != nil {
 			ls.dirty = true
 			continue
 		}

@@ -22,6 +22,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // Pread reads len(buf) bytes at offset 0 of fd (kernel files regenerate
@@ -51,4 +53,13 @@ func ProcessCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ts.Nano())
+}
+
+// Fstat stats an open descriptor (the agent's kept-open cgroup
+// directories, whose link count says whether a step came or went).
+func Fstat(fd int, st *unix.Stat_t) error {
+	if _, _, errno := syscall.RawSyscall(unix.SYS_FSTAT, uintptr(fd), uintptr(unsafe.Pointer(st)), 0); errno != 0 {
+		return errno
+	}
+	return nil
 }

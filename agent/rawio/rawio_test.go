@@ -6,6 +6,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Pread reads what an ordinary read reads, again and again from the
@@ -47,5 +49,28 @@ func TestProcessCPU(t *testing.T) {
 		if time.Now().After(end) {
 			t.Fatalf("2 s of spinning, the process clock moved %v", ProcessCPU()-c1)
 		}
+	}
+}
+
+// Fstat says what an ordinary fstat says.
+func TestFstat(t *testing.T) {
+	d := t.TempDir()
+	f, err := os.Open(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var st, want unix.Stat_t
+	if err := Fstat(int(f.Fd()), &st); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Fstat(int(f.Fd()), &want); err != nil {
+		t.Fatal(err)
+	}
+	if st != want {
+		t.Fatalf("Fstat = %+v, want %+v", st, want)
+	}
+	if err := Fstat(-1, &st); err != syscall.EBADF {
+		t.Fatalf("Fstat(-1) = %v, want EBADF", err)
 	}
 }
