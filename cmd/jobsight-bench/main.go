@@ -49,6 +49,7 @@ func main() {
 	tools := flag.String("tools", os.Getenv("JOBSIGHT_BENCH_TOOLS"), "directory with ceems_exporter and cgroup_exporter (skipped when absent)")
 	profile := flag.String("profile", "", "write the node agents' CPU profiles (cpu_profile_dir, 5 kHz) into this directory, one per configuration and load")
 	floor := flag.Bool("floor", false, "only measure this machine's floor: the CPU a Go process spends waking from a timer")
+	agentFrom := flag.String("agent-from", ".", "the checkout to build the agent from (an earlier commit's worktree, for a before-and-after with this benchmark)")
 	idle := flag.Duration("idle-ticker", 0, "internal: be a Go process that wakes every this long and does nothing (the wake-up floor, measured beside the agent)")
 	lookups := flag.Int("slurm-lookups", 0, "only measure one job's metadata lookup on a cluster holding this many pending jobs (bytes, time, controller RPCs; the release JOBSIGHT_SLURM names)")
 	rounds := flag.Int("rounds", 20, "with -slurm-lookups: calls of each kind")
@@ -79,7 +80,7 @@ func main() {
 		ivs = append(ivs, d)
 	}
 	p := plan{counts: counts, intervals: ivs, window: *window, windows: max(*windows, 1), warmup: *warmup,
-		tools: *tools, profile: *profile}
+		tools: *tools, profile: *profile, agentFrom: *agentFrom}
 	if p.loads, err = choices("-load", *loads, "busy", "quiet"); err != nil {
 		fail(err)
 	}

@@ -26,11 +26,13 @@ type plan struct {
 	windows                   int
 	loads, configs, peerModes []string
 	tools, profile            string
+	// agentFrom is the checkout the agent is built from ("." unless
+	// -agent-from names an earlier one, for a before-and-after).
+	agentFrom string
 }
 
 const (
 	benchNode   = "benchnode"
-	debugListen = "127.0.0.1:19308"
 	agentName   = "jobsight-agent"
 	ceemsName   = "ceems_exporter"
 	cgexpName   = "cgroup_exporter"
@@ -56,14 +58,14 @@ func (p plan) run() error {
 	}
 	defer os.RemoveAll(dir)
 	ctx := context.Background()
-	agent, plugin, err := stack.BuildAgent(ctx, ".", filepath.Join(dir, "bin"))
+	agent, plugin, err := stack.BuildAgent(ctx, p.agentFrom, filepath.Join(dir, "bin"))
 	if err != nil {
 		return err
 	}
 	st, err := stack.Up(ctx, dir, stack.Options{
 		Slurm: stack.SlurmOptions{ClusterName: "bench", NodeName: benchNode, GPUs: -1, Dense: true},
 		Agent: &stack.AgentOptions{Binary: agent, Plugin: plugin, Interval: p.intervals[0],
-			FlushInterval: 30 * time.Second, PushInterval: 10 * time.Second, Extra: "debug_listen: " + debugListen + "\n"},
+			FlushInterval: 30 * time.Second, PushInterval: 10 * time.Second},
 	})
 	if err != nil {
 		return err
@@ -80,8 +82,8 @@ func (p plan) run() error {
 	r := &runner{plan: p, st: st, self: self, dir: dir}
 	defer r.unbindCpuacct()
 	defer r.stopPeers()
-	fmt.Printf("jobsight-bench: whole-process CPU per job per sample (µs), %d windows of %s per configuration, %d cores, %s\n\n",
-		p.windows, p.window, runtime.NumCPU(), st.Slurm.Install)
+	fmt.Printf("jobsight-bench: whole-process CPU per job per sample (µs), %d windows of %s per configuration, %d cores, %s, agent %s\n\n",
+		p.windows, p.window, runtime.NumCPU(), st.Slurm.Install, stack.AgentVersion(ctx, p.agentFrom))
 	fmt.Println("| config | load | jobs | interval | peers | window | node busy | Jobsight | idle Go ticker (per wake) | CEEMS | cgroup_exporter | × CEEMS | × cgroup_exporter | Jobsight RSS | Jobsight ctx switches per wake |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	var all []measured
