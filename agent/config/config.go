@@ -7,11 +7,8 @@
 package config
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"net"
-	"strconv"
 	"strings"
 	"time"
 
@@ -47,12 +44,6 @@ type Config struct {
 	// CPUProfileDir, when set, makes every agent process write a CPU
 	// profile of its whole life there (for diagnosing the agent's own cost).
 	CPUProfileDir string `yaml:"cpu_profile_dir"`
-	// DebugListen, when set (a loopback address such as 127.0.0.1:6061),
-	// makes the node agent serve Go's profiling endpoints
-	// (/debug/pprof/) there while it runs: a CPU profile of the running
-	// agent on a busy node. Off by default; only loopback addresses are
-	// taken, the endpoints have no authentication.
-	DebugListen string `yaml:"debug_listen"`
 
 	Cgroup   CgroupConfig `yaml:"cgroup"`
 	ProcRoot string       `yaml:"proc_root"`
@@ -238,11 +229,6 @@ func (c *Config) Validate() error {
 	if c.ProcMaxOpenPerJob < 0 || c.ProcMaxOpenPerJob > 1<<16 {
 		bad("proc_max_open_per_job", "%d is outside 0..65536", c.ProcMaxOpenPerJob)
 	}
-	if c.DebugListen != "" {
-		if err := checkLoopback(c.DebugListen); err != nil {
-			bad("debug_listen", "%q: %v", c.DebugListen, err)
-		}
-	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
@@ -387,24 +373,4 @@ func validProfile(p string) bool {
 		return true
 	}
 	return false
-}
-
-// checkLoopback accepts host:port where host is a loopback address or
-// "localhost": the debug endpoints must never be reachable from the
-// network.
-func checkLoopback(addr string) error {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return err
-	}
-	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
-		return fmt.Errorf("port %q is not a port number", port)
-	}
-	if host == "localhost" {
-		return nil
-	}
-	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-		return errors.New("not a loopback address (127.0.0.1, ::1 or localhost): the profiling endpoints have no authentication")
-	}
-	return nil
 }

@@ -213,7 +213,7 @@ func (n *nodeAgent) serve(ctx context.Context, first Request) error {
 	_ = os.Chmod(n.paths.sock, 0o600)
 	_ = writeAtomic(n.paths.pid, []byte(strconv.Itoa(os.Getpid())+"\n"))
 	cleanOld(a.Config.StateDir)
-	defer serveDebug(a.Config.DebugListen, a.Log)()
+	defer profileOnSignal(filepath.Join(a.Config.StateDir, "profiles"), a.Config.Node, a.Log)()
 
 	n.snd = monitor.NewSender(a.Outputs, a.Health, a.Log)
 	schedCtx, stopSched := context.WithCancel(context.Background())

@@ -32,11 +32,11 @@ type plan struct {
 }
 
 const (
-	benchNode   = "benchnode"
-	agentName   = "jobsight-agent"
-	ceemsName   = "ceems_exporter"
-	cgexpName   = "cgroup_exporter"
-	tickerName  = "idle Go ticker"
+	benchNode  = "benchnode"
+	agentName  = "jobsight-agent"
+	ceemsName  = "ceems_exporter"
+	cgexpName  = "cgroup_exporter"
+	tickerName = "idle Go ticker"
 )
 
 // measured is one window's figures.
