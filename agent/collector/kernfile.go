@@ -21,6 +21,9 @@ type kernFile struct {
 	path string
 	fd   int
 	err  error
+	// mayWait: a read can wait on another process (openProcIO), so it is
+	// an ordinary system call; every other kernel file is read raw.
+	mayWait bool
 }
 
 // openKernFile opens path read-only. A missing file gives a kernFile whose
@@ -64,13 +67,27 @@ func (f *kernFile) read(buf *[]byte) ([]byte, error) {
 	}
 }
 
-// pread reads buf's length at offset 0, without telling the Go scheduler
-// (agent/rawio): every file read here is one the kernel fills in from its
-// counters — cgroupfs, /proc/<pid>/stat, and /proc/<pid>/io, whose read
-// waits at most for the short section of an exec in which the process
-// swaps its memory map, never for I/O.
+// pread reads buf's length at offset 0. Kernel files the agent reads at
+// every wake-up are read without telling the Go scheduler (agent/rawio):
+// cgroupfs files and /proc/<pid>/stat, which the kernel fills in from its
+// counters under short locks. /proc/<pid>/io is not: its read waits while
+// the process is in the middle of an exec, and an exec closing a file on
+// a hung NFS server can hold that for as long as the server is gone; an
+// ordinary call lets the rest of the agent (its socket, its sender) go
+// on meanwhile.
 func (f *kernFile) pread(buf []byte) (int, error) {
+	if f.mayWait {
+		return unix.Pread(f.fd, buf, 0)
+	}
 	return rawio.Pread(f.fd, buf)
+}
+
+// openProcIO opens a process's /proc/<pid>/io (read with an ordinary
+// system call: see pread).
+func openProcIO(path string) kernFile {
+	f := openKernFile(path)
+	f.mayWait = true
+	return f
 }
 
 // close releases the descriptor; closing twice is harmless.

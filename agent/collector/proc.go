@@ -101,7 +101,7 @@ func maxHeldProcs(n int) int {
 // under its cap. ok is false when it has already exited.
 func (t *procTable) open(pid int32, errs *errList) (*procEntry, bool) {
 	dir := t.procRoot + "/" + strconv.FormatInt(int64(pid), 10)
-	e := &procEntry{pid: pid, stat: kernFile{path: dir + "/stat", fd: -1}, io: kernFile{path: dir + "/io", fd: -1}}
+	e := &procEntry{pid: pid, stat: kernFile{path: dir + "/stat", fd: -1}, io: kernFile{path: dir + "/io", fd: -1, mayWait: true}}
 	if t.held < t.maxHeld {
 		e.stat = openKernFile(e.stat.path)
 		if !e.stat.ok() {
@@ -120,7 +120,7 @@ func (t *procTable) open(pid int32, errs *errList) (*procEntry, bool) {
 		return nil, false
 	}
 	if e.held {
-		e.io = openKernFile(e.io.path)
+		e.io = openProcIO(e.io.path)
 		t.held++
 	} else {
 		t.capped++
@@ -158,7 +158,7 @@ func (t *procTable) promote() {
 		if !stat.ok() {
 			continue // read again without kept-open files next pass
 		}
-		e.stat, e.io, e.held = stat, openKernFile(e.io.path), true
+		e.stat, e.io, e.held = stat, openProcIO(e.io.path), true
 		t.held++
 	}
 }
@@ -170,6 +170,7 @@ func (t *procTable) read(f *kernFile, held bool) ([]byte, error) {
 		return f.read(&t.buf)
 	}
 	once := openKernFile(f.path)
+	once.mayWait = f.mayWait
 	if !once.ok() {
 		return nil, once.err
 	}

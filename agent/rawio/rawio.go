@@ -14,8 +14,10 @@
 // The calls here are made with syscall.RawSyscall6: they are for reads
 // the kernel answers from its own counters under short locks, which never
 // wait on a device, the network or another process's progress (cgroupfs,
-// procfs, sysfs). Such a call stalls the agent's other goroutines for
-// its few microseconds; one that could block for long must not come here.
+// /proc/<pid>/stat, /proc/stat, sysfs). Such a call stalls the agent's
+// other goroutines for its few microseconds; one that could block for
+// long must not come here (/proc/<pid>/io, which waits while its process
+// is in an exec, does not).
 package rawio
 
 import (
