@@ -1,22 +1,30 @@
 // Command jobsight-bench measures what the node agent costs, as a whole
 // process, on real jobs: it starts the local stack (Slurm with the SPANK
-// plugin, Prometheus, the Elasticsearch-API server), and for each
-// sampling interval and job count runs that many concurrent jobs on one
-// node (partition "dense", whose cores the jobs share), waits until the
-// node agent watches them all, and reads the agent process's CPU time
-// (the sum of its threads' schedstat run time, in nanoseconds) and its
-// RSS over a window. Delivery uses production settings: node documents
-// every 30 s, remote write every 10 s.
+// plugin, Prometheus, the Elasticsearch-API server), and for each agent
+// configuration (production, or the stack's shipped one), node load
+// (busy: the jobs saturate every core; quiet: they sleep), interval and
+// job count runs that many concurrent jobs on one node (partition
+// "dense", whose cores the jobs share), waits until the node agent
+// watches them all, and measures over several windows every process's CPU
+// time (the sum of its threads' schedstat run time, in nanoseconds), its
+// RSS and the agent's context switches, with the node's busy share and
+// the agent's own account by phase (its health series). Delivery uses
+// production settings: node documents every 30 s, remote write every 10 s.
 //
-// Beside it, in the same run and on the same jobs, it runs the exporters
-// it finds in -tools (CEEMS' ceems_exporter, treydock's cgroup_exporter;
-// built outside this repository, see docs/performance.md) and scrapes each
-// at the same interval, measuring their processes the same way.
+// Beside it, in the same run and on the same jobs, it runs an idle Go
+// ticker (the wake-up floor on that node) and the exporters it finds in
+// -tools (CEEMS' ceems_exporter, treydock's cgroup_exporter; built outside
+// this repository by scripts/build-peers.sh), scraped at the same
+// interval in each peer mode, and prints the ratio of each to the agent
+// window by window, then the spread over the windows.
 //
-//	sudo go run ./cmd/jobsight-bench [-jobs 1,8,64] [-intervals 1s,5s] [-window 60s] [-tools DIR]
+//	sudo go run ./cmd/jobsight-bench -tools DIR [-load busy,quiet] [-config production,stack]
+//	    [-peers job,default,proc] [-jobs 8] [-intervals 1s] [-windows 3] [-window 120s]
+//	    [-agent-from CHECKOUT] [-profile DIR]
 //	sudo go run ./cmd/jobsight-bench -floor
+//	sudo go run ./cmd/jobsight-bench -slurm-lookups 10000
 //
-// Needs root.
+// Needs root. Nothing else may run on the machine meanwhile.
 package main
 
 import (
