@@ -36,7 +36,8 @@ git clone -q --no-checkout "$CGEXP" "$WORK/cgroup_exporter"
 git clone -q --no-checkout "$CEEMS" "$WORK/ceems"
 (
 	cd "$WORK/ceems"
-	# A test fixture some mirrors lack is not needed to build.
+	# A test fixture some mirrors lack is not needed to build (git may still
+	# name it as an invalid object: harmless).
 	git sparse-checkout set --no-cone '/*' '!/pkg/collector/testdata/sys.ttar'
 	git -c advice.detachedHead=false checkout -q v0.10.2
 	test -f cmd/ceems_exporter/main.go

@@ -77,3 +77,52 @@ func TestCheckpointSlotsSurviveATornWrite(t *testing.T) {
 		}
 	}
 }
+
+// A twin left by another job (its checkpoint kept after finalizing, or a
+// crash between removing the two slots, then the id reused) never
+// outranks the new job's checkpoint, however high its save number: the
+// new job's first save removes it, and a twin of another job is not read.
+func TestStaleCheckpointTwinIsNotRead(t *testing.T) {
+	dir := t.TempDir()
+	if err := ensureStateDirs(dir); err != nil {
+		t.Fatal(err)
+	}
+	f := jobFiles(dir, "c", "n1", 9)
+	newCk := func(docID string, count int64) *Checkpoint {
+		job := jobmodel.Job{DocID: docID, Cluster: "c", JobID: "9"}
+		ck := &Checkpoint{Job: job, Node: nodeTemplate(job, "n1"), State: monitor.NewNodeState(time.Unix(0, 0), time.Second, 0)}
+		ck.State.Count = count
+		return ck
+	}
+	// The earlier job: many in-place saves, its twin well ahead.
+	old := newCk("c:9@100", 50)
+	if err := f.saveCheckpoint(old); err != nil {
+		t.Fatal(err)
+	}
+	w := newCheckpointWriter(f)
+	for i := 0; i < 9; i++ {
+		_ = w.save(old)
+	}
+	w.close()
+	twin, _ := os.ReadFile(f.checkpointTwin())
+
+	// The id is reused: the new job's start removes the twin.
+	if err := f.saveCheckpoint(newCk("c:9@200", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(f.checkpointTwin()); !os.IsNotExist(err) {
+		t.Fatalf("the earlier job's twin is still there after the new job's checkpoint: %v", err)
+	}
+	// A twin of the earlier job back (a crash between the two removals):
+	// not read, whatever its save number.
+	if err := os.WriteFile(f.checkpointTwin(), twin, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.loadCheckpoint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Job.DocID != "c:9@200" || got.State.Count != 1 {
+		t.Fatalf("loaded %s with %d samples, want the new job c:9@200's checkpoint", got.Job.DocID, got.State.Count)
+	}
+}

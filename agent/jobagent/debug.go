@@ -9,6 +9,8 @@ import (
 	"runtime/pprof"
 	"syscall"
 	"time"
+
+	"github.com/jobsight/jobsight/internal/privdir"
 )
 
 // ProfileSeconds is how long the CPU profile SIGUSR1 asks for runs.
@@ -33,6 +35,10 @@ func profileOnSignal(dir, node string, log *slog.Logger) (stop func()) {
 			case <-ch:
 			}
 			paths, err := writeProfiles(dir, node, ProfileSeconds*time.Second, done)
+			select { // a signal that came while profiling is dropped
+			case <-ch:
+			default:
+			}
 			if err != nil {
 				log.Warn("SIGUSR1: no profile", "err", err)
 				continue
@@ -47,7 +53,7 @@ func profileOnSignal(dir, node string, log *slog.Logger) (stop func()) {
 // and then a heap profile into dir.
 func writeProfiles(dir, node string, d time.Duration, done <-chan struct{}) ([2]string, error) {
 	var paths [2]string
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := privdir.Ensure(dir); err != nil { // 0700, root's, no link
 		return paths, err
 	}
 	stamp := time.Now().UTC().Format("20060102T150405Z")

@@ -85,13 +85,24 @@ type Finalized struct {
 // saveCheckpoint writes the checkpoint atomically (a new file renamed over
 // the old): at a watch's start and end. While it runs, a checkpointWriter
 // writes it at every flush.
+//
+// The twin is removed once the checkpoint is in place: whatever it held
+// is older (the same watch's earlier in-place save) or another job's (an
+// id reused while a finalized job's checkpoint stayed), whose save number
+// could otherwise outrank this one.
 func (f files) saveCheckpoint(c *Checkpoint) error {
 	c.Seq++
 	b, err := json.Marshal(c)
 	if err != nil {
 		return err
 	}
-	return writeAtomic(f.checkpoint(), b)
+	if err := writeAtomic(f.checkpoint(), b); err != nil {
+		return err
+	}
+	if err := os.Remove(f.checkpointTwin()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("removing %s: %w", f.checkpointTwin(), err)
+	}
+	return nil
 }
 
 // loadCheckpoint reads the checkpoint: of its two slots, the newer one
@@ -103,6 +114,11 @@ func (f files) loadCheckpoint() (*Checkpoint, error) {
 		return nil, err // no checkpoint: the second slot never stands alone
 	}
 	second, err2 := f.readCheckpoint(f.checkpointTwin())
+	if err2 == nil && err == nil && second.Job.DocID != first.Job.DocID {
+		// Another job's (a crash between removing the two slots, and the
+		// id reused): never read in place of this one's.
+		err2 = fmt.Errorf("checkpoint %s: job %s, not %s", f.checkpointTwin(), second.Job.DocID, first.Job.DocID)
+	}
 	switch {
 	case err == nil && (err2 != nil || first.Seq >= second.Seq):
 		return first, nil

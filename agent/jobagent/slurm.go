@@ -99,9 +99,9 @@ func (l *SlurmLookup) call() {
 	sort.Strings(ids)
 	opts := l.Options
 	opts.Env = append(slices.Clip(opts.Env), "JOBSIGHT_LOOKUP_JOBS="+strings.Join(ids, ","))
-	cpu := monitor.ProcessCPU()
+	span := l.Phases.Begin()
 	jobs, err := slurm.LookupAll(context.Background(), opts, ids...)
-	l.Phases.Add(monitor.PhaseSlurm, monitor.ProcessCPU()-cpu)
+	l.Phases.End(monitor.PhaseSlurm, span)
 	for id, chs := range batch {
 		a := lookupAnswer{err: err}
 		if err == nil {

@@ -135,8 +135,7 @@ func NewHealth() *Health {
 // Series returns the health metrics as series with one point at tsMs,
 // carrying the job's labels plus each metric's own.
 func (h *Health) Series(tsMs int64, labels []Label) ([]Series, error) {
-	t0 := ProcessCPU()
-	defer func() { h.Phases.Since(PhaseHealth, t0) }()
+	defer h.Phases.End(PhaseHealth, h.Phases.Begin())
 	families, err := h.Registry.Gather()
 	if err != nil {
 		return nil, err

@@ -188,7 +188,7 @@ func (m *Monitor) End(sampleLast bool) {
 
 // sample takes one pass over the collectors.
 func (m *Monitor) sample(s *collector.Sample) error {
-	cpu0 := ProcessCPU()
+	span := m.health.Phases.Begin()
 	start := m.opts.Now()
 	s.Reset(start)
 	var err error
@@ -212,13 +212,14 @@ func (m *Monitor) sample(s *collector.Sample) error {
 	}
 	m.health.Samples.Inc()
 	m.health.SampleSeconds.Add(m.opts.Now().Sub(start).Seconds())
-	cpu1 := m.health.Phases.Since(PhaseSample, cpu0)
+	m.health.Phases.End(PhaseSample, span)
+	span = m.health.Phases.Begin()
 	m.State.Add(s)
 	m.buf.Add(s)
 	if m.State.Energy != nil {
 		m.buf.addEnergy(s.Time.UnixMilli(), m.State)
 	}
-	m.health.Phases.Since(PhaseAggregate, cpu1)
+	m.health.Phases.End(PhaseAggregate, span)
 	return err
 }
 
@@ -270,7 +271,7 @@ func (m *Monitor) collected(name string, took time.Duration, err error) {
 
 // push sends buffered points and the health metrics to Prometheus.
 func (m *Monitor) push() {
-	defer m.health.Phases.Since(PhasePush, ProcessCPU())
+	defer m.health.Phases.End(PhasePush, m.health.Phases.Begin())
 	series := make([]Series, 0, len(JobMetrics)+16)
 	for i, pts := range m.buf.Points {
 		if len(pts) > 0 {
@@ -312,14 +313,15 @@ func (m *Monitor) pushStale() {
 // whether the job is still being watched) and checkpoints.
 func (m *Monitor) flush(running bool) {
 	m.push()
-	cpu := ProcessCPU()
+	span := m.health.Phases.Begin()
 	m.snd.AddNode(m.NodeDoc(running))
-	cpu = m.health.Phases.Since(PhaseFlush, cpu)
+	m.health.Phases.End(PhaseFlush, span)
 	if m.opts.Checkpoint != nil {
+		span = m.health.Phases.Begin()
 		if err := m.opts.Checkpoint(m.State, m.Doc); err != nil {
 			m.log.Warn("writing checkpoint", "err", err)
 		}
-		m.health.Phases.Since(PhaseCheckpoint, cpu)
+		m.health.Phases.End(PhaseCheckpoint, span)
 	}
 }
 

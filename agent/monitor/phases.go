@@ -39,17 +39,24 @@ func (p Phase) String() string { return phaseNames[p] }
 
 // Phases counts CPU time by phase, on the process's CPU clock (every
 // thread's). The agent runs Go code on one thread at a time (GOMAXPROCS
-// 1), so a phase's figure is its own work plus what the runtime's
-// monitor thread and the kernel did for the process meanwhile. (A
-// thread's own clock would be finer, but the scheduler's goroutine
-// changes threads when a slow system call gives its processor away, and
-// a difference of two threads' clocks means nothing.) What no phase
-// claims — the Go runtime between phases (garbage collection, timers,
-// goroutine hand-offs), the kernel's wake-up, the socket — is the
-// process's CPU minus every phase, reported as "other".
+// 1), so a span's CPU is its own work plus what the runtime's monitor
+// thread and the kernel did for the process meanwhile. (A thread's own
+// clock would be finer, but the scheduler's goroutine changes threads
+// when a slow system call gives its processor away, and a difference of
+// two threads' clocks means nothing.) A span that waits (the sender's
+// request, a squeue run) lets other phases run meanwhile, and a phase may
+// run inside another (the health gather inside a push): a span counts
+// only what no phase it overlapped claimed, so each CPU second is counted
+// once. What no phase claims — the Go runtime between phases (garbage
+// collection, timers, goroutine hand-offs), the kernel's wake-up, the
+// socket — is the process's CPU minus every phase, reported as "other".
 type Phases struct {
 	byPhase [nPhases]atomic.Int64 // nanoseconds
+	claimed atomic.Int64          // every phase's, in all
 }
+
+// Span is the start of a timed phase (Begin).
+type Span struct{ cpu, claimed time.Duration }
 
 // ProcessCPU is the CPU time of the whole process, every thread: a raw
 // system call (agent/rawio), so that timing a phase of the wake-up does
@@ -62,17 +69,26 @@ func (ph *Phases) Add(p Phase, d time.Duration) {
 		return
 	}
 	ph.byPhase[p].Add(int64(d))
+	ph.claimed.Add(int64(d))
 }
 
-// Since counts the CPU used since from (a ProcessCPU reading) to p and
-// returns the new reading, so consecutive phases chain.
-func (ph *Phases) Since(p Phase, from time.Duration) time.Duration {
+// Begin starts timing a phase.
+func (ph *Phases) Begin() Span {
 	if ph == nil {
-		return 0
+		return Span{}
 	}
-	now := ProcessCPU()
-	ph.Add(p, now-from)
-	return now
+	return Span{cpu: ProcessCPU(), claimed: time.Duration(ph.claimed.Load())}
+}
+
+// End counts to p the CPU used since s, less what other phases claimed
+// meanwhile (nested in it, or run while it waited). A phase that both
+// began before s and ended inside it is taken off whole: the figure
+// errs low, never twice.
+func (ph *Phases) End(p Phase, s Span) {
+	if ph == nil {
+		return
+	}
+	ph.Add(p, ProcessCPU()-s.cpu-(time.Duration(ph.claimed.Load())-s.claimed))
 }
 
 // phaseCollector exports the phases, the process's CPU, the remainder no

@@ -159,20 +159,19 @@ func (s *Sender) logFailure(what string, err error) {
 // deliver sends one batch: the series first, then the node documents.
 func (s *Sender) deliver(series []Series, nodes []jobmodel.Node) {
 	if len(series) > 0 {
-		cpu := ProcessCPU()
+		span := s.health.Phases.Begin()
 		ctx, cancel := context.WithTimeout(s.base, s.timeout)
 		if err := s.sink.PushSeries(ctx, series); err != nil {
 			s.health.SinkFailures.WithLabelValues("prometheus").Inc()
 			s.logFailure("pushing series", err)
 		}
 		cancel()
-		s.health.Phases.Add(PhaseRemoteWrite, ProcessCPU()-cpu)
+		s.health.Phases.End(PhaseRemoteWrite, span)
 	}
 	if len(nodes) == 0 {
 		return
 	}
-	cpu := ProcessCPU()
-	defer func() { s.health.Phases.Add(PhaseNodeDocs, ProcessCPU()-cpu) }()
+	defer s.health.Phases.End(PhaseNodeDocs, s.health.Phases.Begin())
 	ctx, cancel := context.WithTimeout(s.base, s.timeout)
 	defer cancel()
 	if b, ok := s.sink.(NodeBatchSink); ok {

@@ -12,12 +12,16 @@
 // most of them the monitor's nanosleep).
 //
 // The calls here are made with syscall.RawSyscall6: they are for reads
-// the kernel answers from its own counters under short locks, which never
-// wait on a device, the network or another process's progress (cgroupfs,
-// /proc/<pid>/stat, /proc/stat, sysfs). Such a call stalls the agent's
-// other goroutines for its few microseconds; one that could block for
-// long must not come here (/proc/<pid>/io, which waits while its process
-// is in an exec, does not).
+// the kernel answers from its own counters, which never wait on a device,
+// the network or another process's progress (cgroupfs, /proc/<pid>/stat,
+// /proc/stat, sysfs). Such a call holds the agent's one processor while it
+// runs: microseconds as a rule, and at worst as long as a kernel lock
+// another cgroup operation holds (kernfs' mutex on kernels before 5.15
+// during a storm of cgroup creation, the statistics flush of a large
+// memory cgroup, a CPU hot-plug for a RAPL counter): milliseconds, during
+// which the agent's socket and sender wait too. A call that could block
+// without bound must not come here (/proc/<pid>/io, which waits while its
+// process is in an exec, does not).
 package rawio
 
 import (

@@ -153,6 +153,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
+	// SIGUSR1 asks the node agent for a profile (it listens once it
+	// runs); every other agent process, and the node agent before then,
+	// ignores it rather than die of it.
+	signal.Ignore(syscall.SIGUSR1)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if cmd == "run" {

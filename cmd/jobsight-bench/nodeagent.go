@@ -272,7 +272,13 @@ func (r *runner) phase(ctx context.Context, cfg, load string, n int, iv time.Dur
 func (r *runner) startPeers(mode string, iv time.Duration) {
 	start := func(name, url, bin string, args ...string) {
 		cmd := exec.Command(bin, args...)
-		logf, _ := os.Create(filepath.Join(r.dir, strings.ReplaceAll(name, " ", "-")+".log"))
+		logName := filepath.Join(r.dir, strings.ReplaceAll(name, " ", "-")+".log")
+		logf, err := os.Create(logName)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %v: skipped\n", name, err)
+			return
+		}
+		defer logf.Close() // the child holds its own copy
 		cmd.Stdout, cmd.Stderr = logf, logf
 		if err := cmd.Start(); err != nil {
 			fmt.Fprintf(os.Stderr, "%s: %v: skipped\n", name, err)
@@ -290,7 +296,7 @@ func (r *runner) startPeers(mode string, iv time.Duration) {
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
-		fmt.Fprintf(os.Stderr, "%s did not answer on %s: skipped (log %s)\n", name, url, logf.Name())
+		fmt.Fprintf(os.Stderr, "%s did not answer on %s: skipped (log %s)\n", name, url, logName)
 		_ = cmd.Process.Kill()
 		_, _ = cmd.Process.Wait()
 	}
