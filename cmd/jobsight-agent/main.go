@@ -153,10 +153,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
-	// SIGUSR1 asks the node agent for a profile (it listens once it
-	// runs); every other agent process, and the node agent before then,
-	// ignores it rather than die of it.
-	signal.Ignore(syscall.SIGUSR1)
+	catchProfileSignal()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if cmd == "run" {
@@ -410,4 +407,13 @@ func startSLUID(log *slog.Logger) string {
 		return ""
 	}
 	return v
+}
+
+// catchProfileSignal catches SIGUSR1 and drops it: it asks the node agent
+// for a profile (which listens once it runs), and every other agent
+// process, and the node agent before then, must not die of it. Caught,
+// not ignored: an ignored signal stays ignored across exec, and `run`
+// starts the job's own command, which may use SIGUSR1.
+func catchProfileSignal() {
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGUSR1)
 }
