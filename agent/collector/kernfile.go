@@ -3,8 +3,9 @@ package collector
 import (
 	"errors"
 	"fmt"
-	"golang.org/x/sys/unix"
 	"os"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/jobsight/jobsight/agent/rawio"
 )

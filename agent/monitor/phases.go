@@ -55,13 +55,10 @@ type Phases struct {
 	claimed atomic.Int64          // every phase's, in all
 }
 
-// Span is the start of a timed phase (Begin).
+// Span is the start of a timed phase (Begin). The clock is a raw system
+// call (agent/rawio), so timing the wake-up does not itself wake the Go
+// runtime's monitor thread.
 type Span struct{ cpu, claimed time.Duration }
-
-// ProcessCPU is the CPU time of the whole process, every thread: a raw
-// system call (agent/rawio), so that timing a phase of the wake-up does
-// not itself wake the Go runtime's monitor thread.
-func ProcessCPU() time.Duration { return rawio.ProcessCPU() }
 
 // Add counts d of CPU time to phase p.
 func (ph *Phases) Add(p Phase, d time.Duration) {
@@ -77,7 +74,7 @@ func (ph *Phases) Begin() Span {
 	if ph == nil {
 		return Span{}
 	}
-	return Span{cpu: ProcessCPU(), claimed: time.Duration(ph.claimed.Load())}
+	return Span{cpu: rawio.ProcessCPU(), claimed: time.Duration(ph.claimed.Load())}
 }
 
 // End counts to p the CPU used since s, less what other phases claimed
@@ -88,7 +85,7 @@ func (ph *Phases) End(p Phase, s Span) {
 	if ph == nil {
 		return
 	}
-	ph.Add(p, ProcessCPU()-s.cpu-(time.Duration(ph.claimed.Load())-s.claimed))
+	ph.Add(p, rawio.ProcessCPU()-s.cpu-(time.Duration(ph.claimed.Load())-s.claimed))
 }
 
 // phaseCollector exports the phases, the process's CPU, the remainder no

@@ -4,12 +4,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jobsight/jobsight/agent/rawio"
 )
 
 // burn spends about d of CPU on the calling thread.
 func burn(d time.Duration) {
-	start := ProcessCPU()
-	for x := 0; ProcessCPU()-start < d; x++ {
+	start := rawio.ProcessCPU()
+	for x := 0; rawio.ProcessCPU()-start < d; x++ {
 		for i := 0; i < 1000; i++ {
 			x ^= i
 		}
