@@ -11,7 +11,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unkn
 AGENT_LDFLAGS = -s -w -X github.com/jobsight/jobsight/agent/jobagent.Version=$(VERSION)
 GOTEST_TIMEOUT ?= 20m
 
-.PHONY: all build agent agent-static site spank backend frontend test gotest grafana-test slurm22-test real-grafana-test frontend-test bench clean
+.PHONY: all build agent agent-static site spank backend frontend plugin-archive plugin-check test gotest grafana-test slurm22-test real-grafana-test frontend-test bench clean
 
 all: build
 
@@ -44,11 +44,28 @@ backend:
 frontend:
 	@if [ -f package.json ]; then npm run build; fi
 
+# The plugin as a Grafana admin installs it: dist/ built afresh (frontend,
+# then the backend for linux/amd64 and linux/arm64) and packed as
+# bin/plugin/<id>-<version>.zip (one directory named by the plugin id),
+# one archive per platform, and their SHA-256 sums (docs/grafana-install.md).
+PLUGIN_ID = jobsight-slurm-datasource
+PLUGIN_VERSION = $(shell sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' package.json | head -n 1)
+PLUGIN_ARCHIVE = bin/plugin/$(PLUGIN_ID)-$(PLUGIN_VERSION).zip
+plugin-archive:
+	rm -rf dist bin/plugin
+	npm run build
+	$(GO) run github.com/magefile/mage -v archive
+
+# Grafana's plugin validator on the archive (errors fail; warnings and
+# skipped analyzers are explained in docs/grafana-install.md).
+plugin-check: plugin-archive
+	scripts/validate-plugin.sh $(PLUGIN_ARCHIVE)
+
 # The frontend first: the Grafana-side tests check what it emits. The
 # real-cluster suites run on the Slurm release JOBSIGHT_SLURM names (default
 # 26.05, built from ../shared/slurm by scripts/build-slurm.sh); slurm22-test
 # then runs the smaller second round on Debian's 22.05.
-test: frontend-test gotest grafana-test slurm22-test
+test: frontend-test plugin-check gotest grafana-test slurm22-test
 
 # -count=1: never reuse cached results. The end-to-end tests build the agent
 # and the SPANK plugin at run time, which Go's test cache does not see.
@@ -66,8 +83,8 @@ gotest:
 # through it, and the editors in Chromium. With JOBSIGHT_TEST_GRAFANA_URL
 # (and JOBSIGHT_TEST_GRAFANA_USER/PASSWORD) naming a Grafana you installed,
 # test/grafana also provisions it and runs the @grafana/plugin-e2e specs.
-grafana-test:
-	$(GO) test -count=1 -p 1 -timeout $(GOTEST_TIMEOUT) $(GRAFANA_PKGS)
+grafana-test: plugin-archive
+	JOBSIGHT_PLUGIN_ARCHIVE=$(CURDIR)/$(PLUGIN_ARCHIVE) $(GO) test -count=1 -p 1 -timeout $(GOTEST_TIMEOUT) $(GRAFANA_PKGS)
 
 # Only the tests against a real Grafana (JOBSIGHT_TEST_GRAFANA_URL must be
 # set); JOBSIGHT_SCREENSHOTS=DIR also saves each dashboard's screenshot.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/jobsight/jobsight/internal/config"
 	"github.com/jobsight/jobsight/internal/site/clusterstate"
 )
 
@@ -54,6 +56,26 @@ func clusterStateCmd(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, "jobsight:", err)
 		return 2
+	}
+	// The token is read (and its file's mode checked) at start: --check
+	// says what a start would.
+	token, err := config.ReadSecret("listen_token_file", cfg.ListenTokenFile)
+	if err != nil {
+		fmt.Fprintln(stderr, "jobsight:", err)
+		return 2
+	}
+	if cfg.ListenTokenFile != "" && token == "" {
+		fmt.Fprintf(stderr, "jobsight: listen_token_file: %s is empty\n", cfg.ListenTokenFile)
+		return 2
+	}
+	var tlsCfg *tls.Config
+	if cfg.ListenTLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.ListenTLSCert, cfg.ListenTLSKey)
+		if err != nil {
+			fmt.Fprintln(stderr, "jobsight: listen_tls_cert/listen_tls_key:", err)
+			return 2
+		}
+		tlsCfg = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
 	if *check {
 		fmt.Fprintf(stdout, "config %s: ok\n", *cfgPath)
@@ -99,14 +121,19 @@ func clusterStateCmd(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "jobsight: listen:", err)
 			return 1
 		}
-		srv := &http.Server{Handler: c.Handler(constants, reg), ReadHeaderTimeout: 10 * time.Second}
+		srv := &http.Server{Handler: c.Handler(constants, reg, token), ReadHeaderTimeout: 10 * time.Second}
+		scheme := "http"
+		if tlsCfg != nil {
+			ln = tls.NewListener(ln, tlsCfg)
+			scheme = "https"
+		}
 		go func() {
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				log.Error("listener", "err", err)
 			}
 		}()
 		defer srv.Close()
-		log.Info("serving /constants, /metrics and /healthz", "addr", ln.Addr().String())
+		log.Info("serving /constants, /metrics and /healthz", "addr", ln.Addr().String(), "scheme", scheme, "bearer_token", token != "")
 	}
 	log.Info("polling", "interval", cfg.Interval)
 	if err := c.Run(ctx); err != nil {

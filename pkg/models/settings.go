@@ -46,6 +46,9 @@ const (
 	SecureElasticsearchPassword = "elasticsearchPassword"
 	SecurePrometheusBearerToken = "prometheusBearerToken"
 	SecurePrometheusPassword    = "prometheusPassword"
+	// SecureAllocationsToken is the bearer token allocationsUrl requires
+	// (the cluster-state collector's listen_token_file).
+	SecureAllocationsToken = "allocationsToken"
 )
 
 // Settings is the configuration of one Jobsight datasource instance.
@@ -176,6 +179,7 @@ type Secrets struct {
 	ElasticsearchPassword string
 	PrometheusBearerToken string
 	PrometheusPassword    string
+	AllocationsToken      string
 }
 
 // Timeout returns TimeoutSeconds as a duration.
@@ -209,6 +213,7 @@ func LoadSettings(inst backend.DataSourceInstanceSettings) (*Settings, error) {
 		ElasticsearchPassword: sec[SecureElasticsearchPassword],
 		PrometheusBearerToken: sec[SecurePrometheusBearerToken],
 		PrometheusPassword:    sec[SecurePrometheusPassword],
+		AllocationsToken:      sec[SecureAllocationsToken],
 	}
 	if err := s.Validate(); err != nil {
 		return nil, err

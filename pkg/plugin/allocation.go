@@ -53,6 +53,9 @@ func (d *Datasource) fetchAllocations(ctx context.Context, st *stats) ([]models.
 		return nil, fmt.Errorf("allocationsUrl: %w", err)
 	}
 	req.Header.Set("Accept", "application/json")
+	if tok := d.settings.Secrets.AllocationsToken; tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
 	st.other.Add(1)
 	resp, err := d.plain.Do(req)
 	if err != nil {
@@ -62,6 +65,9 @@ func (d *Datasource) fetchAllocations(ctx context.Context, st *stats) ([]models.
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	if err != nil {
 		return nil, fmt.Errorf("allocationsUrl %s: reading the answer: %v", u, err)
+	}
+	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+		return nil, fmt.Errorf("allocationsUrl %s answered HTTP %d: set the secure field allocationsToken to the token in the cluster-state collector's listen_token_file", u, resp.StatusCode)
 	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("allocationsUrl %s answered HTTP %d%s", u, resp.StatusCode, bodyHint(body))

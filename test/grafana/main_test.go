@@ -135,7 +135,7 @@ func start(ctx context.Context, dir string) (*env, func(), error) {
 	}
 	stops = append(stops, csStop)
 
-	exe, err := pluginhost.Build(ctx, repoRoot, filepath.Join(dir, "plugin"))
+	exe, err := pluginExecutable(ctx, dir)
 	if err != nil {
 		stop()
 		return nil, nil, err
@@ -154,7 +154,7 @@ func start(ctx context.Context, dir string) (*env, func(), error) {
 	}
 	stops = append(stops, ids.Close)
 	signViewer(ids)
-	provEnv := map[string]string{"JOBSIGHT_ALLOCATIONS_URL": allocURL}
+	provEnv := map[string]string{"JOBSIGHT_ALLOCATIONS_URL": allocURL, "JOBSIGHT_ALLOCATIONS_TOKEN": collectorToken}
 	for _, kv := range st.GrafanaEnv() {
 		k, v, _ := strings.Cut(kv, "=")
 		provEnv[k] = v
@@ -166,6 +166,39 @@ func start(ctx context.Context, dir string) (*env, func(), error) {
 	}
 	return &env{st: st, host: host, ds: ds, dir: dir, provEnv: provEnv}, stop, nil
 }
+
+// pluginExecutable installs the plugin from its archive
+// (JOBSIGHT_PLUGIN_ARCHIVE, which `make grafana-test` builds with `make
+// plugin-archive`) into a plugins directory as Grafana's installer would,
+// and returns the backend Grafana would start from there. Without the
+// variable the backend is built from the working tree, except under CI,
+// where that fails: what sites install is the archive.
+func pluginExecutable(ctx context.Context, dir string) (string, error) {
+	archive := os.Getenv("JOBSIGHT_PLUGIN_ARCHIVE")
+	if archive == "" {
+		if os.Getenv("CI") != "" {
+			return "", fmt.Errorf("JOBSIGHT_PLUGIN_ARCHIVE is not set: run make grafana-test, which builds the plugin archive and installs the plugin from it")
+		}
+		fmt.Fprintln(os.Stderr, "JOBSIGHT_PLUGIN_ARCHIVE not set: the plugin backend is built from the working tree, not installed from its archive")
+		return pluginhost.Build(ctx, repoRoot, filepath.Join(dir, "plugin"))
+	}
+	if !filepath.IsAbs(archive) {
+		archive = filepath.Join(repoRoot, archive)
+	}
+	in, err := pluginhost.Install(archive, filepath.Join(dir, "plugins"))
+	if err != nil {
+		return "", err
+	}
+	installed = in
+	return in.Executable, nil
+}
+
+// installed is the plugin as unpacked from its archive (nil when built
+// from the working tree).
+var installed *pluginhost.Installed
+
+// collectorToken is the bearer token the test's collector requires.
+var collectorToken string
 
 // startClusterState builds the site command and runs `jobsight
 // cluster-state` against the cluster every 5 s, serving allocations for the
@@ -190,14 +223,23 @@ func startClusterState(ctx context.Context, dir string, st *stack.Stack) (string
   - {cluster: %[1]s, resource: cpu, hours: 1000}
   - {cluster: %[1]s, account: dashboards, resource: gpu, hours: 10}
 `, cluster)
+	// As deployed where Grafana runs on another host: listening on every
+	// address, so a bearer token is required (listen_token_file), which the
+	// provisioned datasource sends (JOBSIGHT_ALLOCATIONS_TOKEN).
+	collectorToken = fmt.Sprintf("cs-token-%d-%d", os.Getpid(), time.Now().UnixNano())
+	tokenFile := filepath.Join(csDir, "token")
+	if err := os.WriteFile(tokenFile, []byte(collectorToken+"\n"), 0o600); err != nil {
+		return "", nil, err
+	}
 	config := fmt.Sprintf(`cluster: %s
 interval: 5s
-listen: 127.0.0.1:%d
+listen: 0.0.0.0:%d
+listen_token_file: %s
 constants_file: %s
 slurm: {conf: %s, sinfo: %q, squeue: %q}
 prometheus: {remote_write_url: %s/api/v1/write}
 spool: {dir: %s}
-`, cluster, port, filepath.Join(csDir, "constants.yaml"), st.Slurm.Conf, st.Slurm.Install.Bin("sinfo"), st.Slurm.Install.Bin("squeue"),
+`, cluster, port, tokenFile, filepath.Join(csDir, "constants.yaml"), st.Slurm.Conf, st.Slurm.Install.Bin("sinfo"), st.Slurm.Install.Bin("squeue"),
 		st.Prometheus.URL, filepath.Join(csDir, "spool"))
 	for name, text := range map[string]string{"constants.yaml": constants, "cluster-state.yaml": config} {
 		if err := os.WriteFile(filepath.Join(csDir, name), []byte(text), 0o644); err != nil {
@@ -222,7 +264,9 @@ spool: {dir: %s}
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		resp, err := http.Get(base + "/constants")
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/constants", nil)
+		req.Header.Set("Authorization", "Bearer "+collectorToken)
+		resp, err := http.DefaultClient.Do(req)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {

@@ -11,6 +11,7 @@ package clusterstate
 
 import (
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -391,12 +392,15 @@ func (c *Collector) Healthy() bool {
 }
 
 // Handler serves /constants (the allocations and constants), /metrics
-// (the collector's own metrics from gatherer) and /healthz.
-func (c *Collector) Handler(constants http.Handler, gatherer prometheus.Gatherer) http.Handler {
+// (the collector's own metrics from gatherer) and /healthz. A non-empty
+// token is required on /constants and /metrics as "Authorization: Bearer
+// <token>"; /healthz, which says only whether polls succeed, stays open
+// for load balancers and systemd checks.
+func (c *Collector) Handler(constants http.Handler, gatherer prometheus.Gatherer, token string) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/constants", constants)
+	mux.Handle("/constants", requireBearer(token, constants))
 	if gatherer != nil {
-		mux.Handle("/metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
+		mux.Handle("/metrics", requireBearer(token, promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{})))
 	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		if !c.Healthy() {
@@ -406,4 +410,21 @@ func (c *Collector) Handler(constants http.Handler, gatherer prometheus.Gatherer
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	return mux
+}
+
+// requireBearer answers 401 unless the request carries the token (compared
+// in constant time); an empty token lets every request through.
+func requireBearer(token string, next http.Handler) http.Handler {
+	if token == "" {
+		return next
+	}
+	want := []byte("Bearer " + token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="jobsight cluster-state"`)
+			http.Error(w, "a bearer token is required (listen_token_file)", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }

@@ -31,6 +31,13 @@ type Config struct {
 	// Listen is the address serving /constants, /metrics and /healthz;
 	// empty serves nothing. Default 127.0.0.1:9310.
 	Listen string `yaml:"listen"`
+	// ListenTokenFile names the file holding the bearer token that
+	// /constants and /metrics require (Authorization: Bearer <token>);
+	// /healthz stays open. Required when Listen is not a loopback address.
+	ListenTokenFile string `yaml:"listen_token_file"`
+	// ListenTLSCert and ListenTLSKey, both or neither, serve HTTPS.
+	ListenTLSCert string `yaml:"listen_tls_cert"`
+	ListenTLSKey  string `yaml:"listen_tls_key"`
 	// ConstantsFile is the allocations and constants file served at
 	// /constants (docs/cluster-state.md); empty serves an empty document.
 	ConstantsFile string `yaml:"constants_file"`
@@ -131,9 +138,17 @@ func (c *Config) Validate() error {
 		bad("document_interval", "%s is shorter than interval (%s)", c.DocumentInterval, c.Interval)
 	}
 	if c.Listen != "" {
-		if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		if host, _, err := net.SplitHostPort(c.Listen); err != nil {
 			bad("listen", "%q: want host:port (e.g. 127.0.0.1:9310)", c.Listen)
+		} else if !loopback(host) && c.ListenTokenFile == "" {
+			bad("listen", "%q is reachable from other hosts: set listen_token_file, the bearer token Grafana (the datasource's allocations token) and Prometheus send; a loopback address needs none", c.Listen)
 		}
+	}
+	if (c.ListenTLSCert == "") != (c.ListenTLSKey == "") {
+		bad("listen_tls_cert", "listen_tls_cert and listen_tls_key go together: set both or neither")
+	}
+	if c.Listen == "" && (c.ListenTokenFile != "" || c.ListenTLSCert != "") {
+		bad("listen", "empty (nothing is served), yet listen_token_file or listen_tls_cert is set")
 	}
 	if c.Slurm.Sinfo == "" {
 		bad("slurm.sinfo", "must not be empty")
@@ -173,4 +188,13 @@ func (c *Config) Validate() error {
 		bad("spool.max_bytes", "must not be negative")
 	}
 	return errs.Err()
+}
+
+// loopback reports whether a listen host is reachable from this host only.
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

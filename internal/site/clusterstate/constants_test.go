@@ -127,15 +127,20 @@ func TestConfig(t *testing.T) {
 		t.Fatalf("defaults: %+v %v", c, err)
 	}
 	for in, want := range map[string]string{
-		"":                                           "cluster: required",
-		"cluster: c1\nintervall: 5s\n":               `unknown option "intervall" at the top level`,
-		"cluster: c1\nslurm: {sqeue: x}\n":           `unknown option "sqeue" in section slurm`,
-		"cluster: c1\ninterval: 1s\n":                "interval: 1s is below 5s",
-		"cluster: c1\ndocument_interval: 10s\n":      "document_interval: 10s is shorter than interval",
-		"cluster: c1\nlisten: nowhere\n":             "listen:",
-		"cluster: 'a b'\n":                           "cluster:",
-		"cluster: c1\nelasticsearch: {index: X}\n":   "elasticsearch.index:",
-		"cluster: c1\nelasticsearch: {urls: [es]}\n": "elasticsearch.urls[0]:",
+		"":                                                                   "cluster: required",
+		"cluster: c1\nintervall: 5s\n":                                       `unknown option "intervall" at the top level`,
+		"cluster: c1\nslurm: {sqeue: x}\n":                                   `unknown option "sqeue" in section slurm`,
+		"cluster: c1\ninterval: 1s\n":                                        "interval: 1s is below 5s",
+		"cluster: c1\ndocument_interval: 10s\n":                              "document_interval: 10s is shorter than interval",
+		"cluster: c1\nlisten: nowhere\n":                                     "listen:",
+		"cluster: c1\nlisten: 0.0.0.0:9310\n":                                "listen: \"0.0.0.0:9310\" is reachable from other hosts: set listen_token_file",
+		"cluster: c1\nlisten: ':9310'\n":                                     "listen: \":9310\" is reachable from other hosts",
+		"cluster: c1\nlisten: cs.example.org:9310\n":                         "is reachable from other hosts",
+		"cluster: c1\nlisten_tls_cert: /c.pem\n":                             "listen_tls_cert: listen_tls_cert and listen_tls_key go together",
+		"cluster: c1\nlisten: ''\nlisten_token_file: /t\n":                   "listen: empty (nothing is served)",
+		"cluster: 'a b'\n":                                                   "cluster:",
+		"cluster: c1\nelasticsearch: {index: X}\n":                           "elasticsearch.index:",
+		"cluster: c1\nelasticsearch: {urls: [es]}\n":                         "elasticsearch.urls[0]:",
 		"cluster: c1\nprometheus: {remote_write_url: x, username: u}\n":      "prometheus.remote_write_url:",
 		"cluster: c1\nelasticsearch: {lost_after: 5m}\n":                     "elasticsearch.lost_after: 5m0s is below 15m",
 		"cluster: c1\nelasticsearch: {job_index: Jobs}\n":                    "elasticsearch.job_index:",
@@ -148,6 +153,21 @@ func TestConfig(t *testing.T) {
 		_, err := ParseConfig(strings.NewReader(in))
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("ParseConfig(%q) = %v, want %q", in, err, want)
+		}
+	}
+}
+
+func TestListenAcceptsLoopbackOrAToken(t *testing.T) {
+	t.Parallel()
+	for _, in := range []string{
+		"cluster: c1\n", // the default, 127.0.0.1:9310
+		"cluster: c1\nlisten: '[::1]:9310'\n",
+		"cluster: c1\nlisten: localhost:9310\n",
+		"cluster: c1\nlisten: 0.0.0.0:9310\nlisten_token_file: /etc/jobsight/collector-token\n",
+		"cluster: c1\nlisten: 0.0.0.0:9310\nlisten_token_file: /t\nlisten_tls_cert: /c.pem\nlisten_tls_key: /k.pem\n",
+	} {
+		if _, err := ParseConfig(strings.NewReader(in)); err != nil {
+			t.Errorf("ParseConfig(%q): %v", in, err)
 		}
 	}
 }

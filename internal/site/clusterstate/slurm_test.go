@@ -188,7 +188,7 @@ func TestCollectorOnRealCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(c.Handler(consts, nil))
+	srv := httptest.NewServer(c.Handler(consts, nil, ""))
 	defer srv.Close()
 
 	before := rpcCounts(t, ctx, sl)
