@@ -11,7 +11,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unkn
 AGENT_LDFLAGS = -s -w -X github.com/jobsight/jobsight/agent/jobagent.Version=$(VERSION)
 GOTEST_TIMEOUT ?= 20m
 
-.PHONY: all build agent agent-static site spank backend frontend plugin-archive plugin-check test gotest grafana-test slurm22-test real-grafana-test frontend-test bench clean
+.PHONY: all build agent agent-static site spank packages backend frontend plugin-archive plugin-check test gotest grafana-test slurm22-test real-grafana-test frontend-test bench clean
 
 all: build
 
@@ -37,6 +37,15 @@ site:
 spank:
 	@mkdir -p $(BIN)
 	$(MAKE) -C agent/spank OUT=$(CURDIR)/$(BIN)  # SLURM_PREFIX=<your Slurm> passes through
+
+# The Debian and RPM packages a site installs (docs/packages.md):
+# jobsight-agent and jobsight, both formats, into PKG_OUT. The version is
+# made from git describe (PKG_VERSION overrides it); PKG_ARCH=arm64 needs a
+# C cross compiler (the binaries are always built with cgo).
+PKG_OUT ?= $(BIN)/packages
+PKG_ARCH ?= $(shell $(GO) env GOARCH)
+packages:
+	$(GO) run ./cmd/jobsight-packages --out $(PKG_OUT) --arch $(PKG_ARCH) $(if $(PKG_VERSION),--version $(PKG_VERSION))
 
 backend:
 	$(GO) run github.com/magefile/mage -v

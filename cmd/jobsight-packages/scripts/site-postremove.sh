@@ -1,0 +1,8 @@
+#!/bin/sh
+# jobsight postremove (deb postrm, rpm %postun): systemd forgets the
+# removed unit.
+set -e
+if [ -d /run/systemd/system ]; then
+	systemctl daemon-reload >/dev/null 2>&1 || true
+fi
+exit 0
