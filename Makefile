@@ -11,7 +11,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unkn
 AGENT_LDFLAGS = -s -w -X github.com/jobsight/jobsight/agent/jobagent.Version=$(VERSION)
 GOTEST_TIMEOUT ?= 20m
 
-.PHONY: all build agent agent-static site spank packages backend frontend plugin-archive plugin-check test gotest grafana-test slurm22-test real-grafana-test frontend-test bench clean
+.PHONY: all build agent agent-static site spank packages install-packages backend frontend plugin-archive plugin-check test gotest grafana-test slurm22-test real-grafana-test frontend-test bench clean
 
 all: build
 
@@ -45,7 +45,13 @@ spank:
 PKG_OUT ?= $(BIN)/packages
 PKG_ARCH ?= $(shell $(GO) env GOARCH)
 packages:
+	rm -rf $(PKG_OUT)
 	$(GO) run ./cmd/jobsight-packages --out $(PKG_OUT) --arch $(PKG_ARCH) $(if $(PKG_VERSION),--version $(PKG_VERSION))
+
+# Installs the packages on THIS machine (dpkg -i / rpm -U, as root) and
+# checks them: what CI does before grafana-test runs its jobs through them.
+install-packages: packages
+	scripts/install-packages.sh $(PKG_OUT)
 
 backend:
 	$(GO) run github.com/magefile/mage -v
@@ -92,8 +98,11 @@ gotest:
 # through it, and the editors in Chromium. With JOBSIGHT_TEST_GRAFANA_URL
 # (and JOBSIGHT_TEST_GRAFANA_USER/PASSWORD) naming a Grafana you installed,
 # test/grafana also provisions it and runs the @grafana/plugin-e2e specs.
-grafana-test: plugin-archive
-	JOBSIGHT_PLUGIN_ARCHIVE=$(CURDIR)/$(PLUGIN_ARCHIVE) $(GO) test -count=1 -p 1 -timeout $(GOTEST_TIMEOUT) $(GRAFANA_PKGS)
+# With JOBSIGHT_INSTALL_PACKAGES=1 (CI) the node packages are installed on
+# this machine first and the jobs run through them: the installed agent,
+# the SPANK plugin built by the package's jobsight-spank-install.
+grafana-test: plugin-archive $(if $(JOBSIGHT_INSTALL_PACKAGES),install-packages)
+	$(if $(JOBSIGHT_INSTALL_PACKAGES),JOBSIGHT_PACKAGES_INSTALLED=1) JOBSIGHT_PLUGIN_ARCHIVE=$(CURDIR)/$(PLUGIN_ARCHIVE) $(GO) test -count=1 -p 1 -timeout $(GOTEST_TIMEOUT) $(GRAFANA_PKGS)
 
 # Only the tests against a real Grafana (JOBSIGHT_TEST_GRAFANA_URL must be
 # set); JOBSIGHT_SCREENSHOTS=DIR also saves each dashboard's screenshot.

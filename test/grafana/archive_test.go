@@ -53,12 +53,12 @@ func TestPluginInstalledFromArchive(t *testing.T) {
 	}
 }
 
-// TestCollectorServesOnlyWithItsToken: the cluster-state collector, listening
+// collectorServesOnlyWithItsToken: the cluster-state collector, listening
 // on every address as where Grafana runs elsewhere, refuses /constants and
 // /metrics without its bearer token; the provisioned datasource sends it
-// (the allocation panels in the dashboard tests read through it).
-func TestCollectorServesOnlyWithItsToken(t *testing.T) {
-	e := need(t)
+// (the allocation panels in the dashboard tests read through it). Run by
+// TestGrafanaSide once jobs are stored.
+func (e *env) collectorServesOnlyWithItsToken(t *testing.T) {
 	url := e.provEnv["JOBSIGHT_ALLOCATIONS_URL"]
 	for _, path := range []string{url, strings.TrimSuffix(url, "/constants") + "/metrics"} {
 		for _, auth := range []string{"", "Bearer not-the-token"} {

@@ -68,12 +68,18 @@ func TestGrafanaSide(t *testing.T) {
 	busy := e.submit(t, "--mem=50M", "-J", `busy "x"|* <b>`, "--wrap", "timeout 10 sh -c 'while :; do :; done'")
 	theirs := e.submit(t, "--uid="+stack.TestUser, "--chdir=/tmp", "-J", "nobody-own", "--wrap", "sleep 3")
 	for _, id := range []string{gpuJob, multi, busy, theirs} {
-		e.finalJob(t, id)
+		doc := e.finalJob(t, id)
+		// Under CI the agent and the SPANK plugin come from the installed
+		// packages: every document says so by its version.
+		if packagedVersion != "" && doc.AgentVersion != packagedVersion {
+			t.Errorf("job %s was measured by agent %q, not the installed package's %q", id, doc.AgentVersion, packagedVersion)
+		}
 	}
 	jobTo := time.Now().Add(time.Minute)
 	rootJobs := []string{gpuJob, multi, busy}
 
 	t.Run("provisioned datasource", func(t *testing.T) { e.checkHealth(t) })
+	t.Run("collector token", e.collectorServesOnlyWithItsToken)
 
 	t.Run("dashboards as admin", func(t *testing.T) {
 		r := e.runner(admin, func(t testing.TB, v dashtest.Var, vals []string) []string {

@@ -106,7 +106,7 @@ func TestMain(m *testing.M) {
 // start brings up the cluster, the agents, a cluster-state collector
 // polling every 5 s and the plugin under the host.
 func start(ctx context.Context, dir string) (*env, func(), error) {
-	agent, plugin, err := stack.BuildAgent(ctx, repoRoot, filepath.Join(dir, "bin"))
+	agent, plugin, err := agentUnderTest(ctx, dir)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -166,6 +166,35 @@ func start(ctx context.Context, dir string) (*env, func(), error) {
 	}
 	return &env{st: st, host: host, ds: ds, dir: dir, provEnv: provEnv}, stop, nil
 }
+
+// agentUnderTest is the agent and SPANK plugin from the installed
+// packages where they were installed (stack.EnvPackagesInstalled, as CI
+// runs make grafana-test), the plugin built by the package's
+// jobsight-spank-install for the cluster's release; else built from the
+// working tree, except under CI, where that fails.
+func agentUnderTest(ctx context.Context, dir string) (string, string, error) {
+	if os.Getenv(stack.EnvPackagesInstalled) != "1" {
+		if os.Getenv("CI") != "" {
+			return "", "", fmt.Errorf("%s is not 1: under CI the agent runs from its installed package (make grafana-test JOBSIGHT_INSTALL_PACKAGES=1)", stack.EnvPackagesInstalled)
+		}
+		fmt.Fprintln(os.Stderr, "the agent and SPANK plugin are built from the working tree, not installed from the packages")
+		return stack.BuildAgent(ctx, repoRoot, filepath.Join(dir, "bin"))
+	}
+	in, err := stack.FindSlurm(ctx, "")
+	if err != nil {
+		return "", "", err
+	}
+	agent, plugin, version, err := stack.PackagedAgentFor(ctx, filepath.Join(dir, "packaged"), in)
+	if err != nil {
+		return "", "", err
+	}
+	packagedVersion = version
+	return agent, plugin, nil
+}
+
+// packagedVersion is the installed jobsight-agent package's version
+// (empty when the agent was built from the working tree).
+var packagedVersion string
 
 // pluginExecutable installs the plugin from its archive
 // (JOBSIGHT_PLUGIN_ARCHIVE, which `make grafana-test` builds with `make
@@ -312,8 +341,9 @@ func (e *env) cancelAt(t *testing.T, id string) {
 	})
 }
 
-// finalJob waits until the job's document in the store is final.
-func (e *env) finalJob(t *testing.T, id string) {
+// finalJob waits until the job's document in the store is final and
+// returns it.
+func (e *env) finalJob(t *testing.T, id string) jobmodel.Job {
 	t.Helper()
 	es := e.st.Elasticsearch
 	c, err := elasticsearch.New(elasticsearch.Config{URLs: []string{es.URL}, Username: es.User, Password: es.Password, CACertFile: es.CACertFile})
@@ -321,13 +351,15 @@ func (e *env) finalJob(t *testing.T, id string) {
 		t.Fatal(err)
 	}
 	docID := e.docID(id)
+	var doc jobmodel.Job
 	poll(t, jobWait, "final job document of "+id, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		got, err := c.GetByIDs(ctx, jobmodel.DefaultJobIndex, []string{docID})
-		var doc jobmodel.Job
+		doc = jobmodel.Job{}
 		return err == nil && got[docID] != nil && json.Unmarshal(got[docID], &doc) == nil && doc.Final
 	})
+	return doc
 }
 
 func poll(t *testing.T, within time.Duration, what string, ok func() bool) {
