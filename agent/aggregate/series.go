@@ -314,7 +314,7 @@ func (s *Series) Validate() error {
 	if len(s.Buckets) > MaxBuckets {
 		errs = append(errs, fmt.Errorf("buckets has %d entries, want at most %d", len(s.Buckets), MaxBuckets))
 	}
-	total := s.Zeros
+	total, wrapped := s.Zeros, false
 	for k, b := range s.Buckets {
 		if b.Count == 0 {
 			errs = append(errs, fmt.Errorf("buckets[%d] (index %d) has count 0", k, b.Index))
@@ -322,9 +322,13 @@ func (s *Series) Validate() error {
 		if k > 0 && b.Index <= s.Buckets[k-1].Index {
 			errs = append(errs, fmt.Errorf("buckets[%d] has index %d, not above the previous %d", k, b.Index, s.Buckets[k-1].Index))
 		}
+		wrapped = wrapped || b.Count > math.MaxUint64-total
 		total += b.Count
 	}
-	if total != uint64(s.Samples) {
+	switch {
+	case wrapped: // a sum that wrapped past 2^64-1 could equal any samples
+		errs = append(errs, fmt.Errorf("zeros plus bucket counts exceed 2^64-1, but samples is %d", s.Samples))
+	case s.Samples >= 0 && total != uint64(s.Samples):
 		errs = append(errs, fmt.Errorf("zeros plus bucket counts is %d, but samples is %d", total, s.Samples))
 	}
 	return errors.Join(errs...)

@@ -351,6 +351,10 @@ func TestSeriesRejectsCorruptCheckpoint(t *testing.T) {
 		{"counts disagree with samples", `{` + good + `,"buckets":[{"i":10,"n":1}]}`, "samples is 3"},
 		{"negative seconds", `{"samples":0,"seconds":-1}`, "seconds is -1"},
 		{"negative samples", `{"samples":-2}`, "samples is -2"},
+		// 2^63 + (2^63+3) wraps to 3, which the samples field matches.
+		{"counts wrap past 2^64", `{"active_threshold":0,"samples":3,"rejected":0,"seconds":3,"weighted_sum":6,` +
+			`"active_seconds":0,"min":1,"max":3,"zeros":9223372036854775808,"buckets":[{"i":10,"n":9223372036854775811}]}`,
+			"exceed 2^64-1"},
 		{"min above max", `{"samples":1,"seconds":1,"weighted_sum":1,"min":5,"max":1,"buckets":[{"i":1,"n":1}]}`, "min 5 is above max 1"},
 	}
 	for _, tc := range tests {

@@ -3,6 +3,8 @@ package collector
 import (
 	"fmt"
 	"path/filepath"
+
+	"github.com/jobsight/jobsight/internal/intconv"
 )
 
 // v1Unlimited is the smallest memory.limit_in_bytes treated as "no
@@ -106,7 +108,7 @@ func (c *CgroupV1) Collect(s *Sample) error {
 		if err != nil {
 			errs.add(err)
 		} else {
-			s.Processes = uint32(len(pids))
+			s.Processes = intconv.Uint32(len(pids))
 			s.Missing &^= MetricProcesses
 		}
 		if threadsOK {

@@ -3,6 +3,8 @@ package collector
 import (
 	"fmt"
 	"path/filepath"
+
+	"github.com/jobsight/jobsight/internal/intconv"
 )
 
 // CgroupV2 reads a job's cgroup in the unified (v2) hierarchy:
@@ -108,7 +110,7 @@ func (c *CgroupV2) Collect(s *Sample) error {
 		if err != nil {
 			errs.add(err)
 		} else {
-			s.Processes = uint32(len(pids))
+			s.Processes = intconv.Uint32(len(pids))
 			s.Missing &^= MetricProcesses
 		}
 		n, ok, err := c.leaves.userThreads(&c.buf)

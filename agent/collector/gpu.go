@@ -3,6 +3,7 @@ package collector
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/jobsight/jobsight/agent/gpu"
@@ -117,11 +118,14 @@ func (c *GPUCollector) read(s *Sample, i int, held, keep bool) error {
 	var mem uint64
 	memKnown := true
 	for _, p := range c.procs {
-		if _, found := slices.BinarySearch(c.sorted, int32(p.PID)); found && p.PID <= 1<<31-1 {
-			mine++
-			mem += p.MemoryBytes
-			memKnown = memKnown && p.MemoryKnown
-			continue
+		// A pid past math.MaxInt32 is no process of this host's: another's.
+		if p.PID <= math.MaxInt32 {
+			if _, found := slices.BinarySearch(c.sorted, int32(p.PID)); found {
+				mine++
+				mem += p.MemoryBytes
+				memKnown = memKnown && p.MemoryKnown
+				continue
+			}
 		}
 		others++
 	}

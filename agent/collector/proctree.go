@@ -61,7 +61,7 @@ func NewProcessTree(procRoot string, root int32) (*ProcessTree, error) {
 		return nil, fileError("process tree: opening", procRoot, err)
 	}
 	t := &ProcessTree{procRoot: procRoot, root: root, dirFD: fd, table: newProcTable(procRoot, DefaultMaxOpenProcesses),
-		outside: make(map[int32]uint32), dents: make([]byte, 32<<10), page: uint64(os.Getpagesize())}
+		outside: make(map[int32]uint32), dents: make([]byte, 32<<10), page: uint64(os.Getpagesize())} // #nosec G115 -- the page size is a positive power of two
 	var errs errList
 	if _, ok := t.table.open(root, &errs); !ok {
 		t.Close()
@@ -105,7 +105,7 @@ func (t *ProcessTree) Collect(s *Sample) error {
 	}
 	var set unix.CPUSet
 	if err := unix.SchedGetaffinity(int(t.root), &set); err == nil {
-		s.CPUsAllocated = uint32(set.Count())
+		s.CPUsAllocated = uint32(set.Count()) // #nosec G115 -- a unix.CPUSet holds 1024 CPUs at most
 		s.Missing &^= MetricCPUsAllocated
 	}
 	if procs == 0 {

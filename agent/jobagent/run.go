@@ -20,6 +20,7 @@ import (
 
 	"github.com/jobsight/jobsight/agent/collector"
 	"github.com/jobsight/jobsight/agent/monitor"
+	"github.com/jobsight/jobsight/internal/intconv"
 	"github.com/jobsight/jobsight/internal/jobmodel"
 )
 
@@ -118,10 +119,11 @@ wait:
 // jobDocument is the running job document of the command, whose process
 // id is pid.
 func (r *standaloneRun) jobDocument(pid int) jobmodel.Job {
-	id := jobmodel.Identity{Cluster: r.cluster, JobID: uint64(pid)}
+	jobID := uint64(pid) // #nosec G115 -- pid is the started command's process id: positive, at most pid_max (2^22)
+	id := jobmodel.Identity{Cluster: r.cluster, JobID: jobID}
 	job := jobmodel.Job{
 		DocID: jobmodel.ReuseDocID(id.DocID(), r.start), SchemaVersion: jobmodel.SchemaVersion,
-		Source: jobmodel.SourceStandalone, Cluster: r.cluster, JobID: id.Key(), SlurmJobID: uint64(pid),
+		Source: jobmodel.SourceStandalone, Cluster: r.cluster, JobID: id.Key(), SlurmJobID: jobID,
 		Nodes: []string{r.host}, NodeCount: 1, State: jobmodel.StateRunning,
 		SubmitTime: jobmodel.At(r.start), StartTime: jobmodel.At(r.start), AgentVersion: Version,
 	}
@@ -143,7 +145,7 @@ func (r *standaloneRun) jobDocument(pid int) jobmodel.Job {
 func (r *standaloneRun) watch(ctx context.Context, pid int) (stop func()) {
 	a := r.a
 	watchCtx, stopWatching := context.WithCancel(ctx)
-	tree, err := collector.NewProcessTree(a.Config.ProcRoot, int32(pid))
+	tree, err := collector.NewProcessTree(a.Config.ProcRoot, int32(pid)) // #nosec G115 -- a process id, at most pid_max (2^22)
 	if err != nil {
 		a.Log.Warn("cannot follow the command's processes; only its totals will be known", "err", err)
 		return stopWatching
@@ -278,7 +280,7 @@ func machineFacts(procRoot, host string) Machine {
 	m := Machine{Host: host, CPUs: runtime.NumCPU()}
 	if fs, err := procfs.NewFS(procRoot); err == nil {
 		if mi, err := fs.Meminfo(); err == nil && mi.MemTotalBytes != nil {
-			m.MemoryBytes = int64(*mi.MemTotalBytes)
+			m.MemoryBytes = intconv.Int64(*mi.MemTotalBytes) // past math.MaxInt64: math.MaxInt64, not negative
 		}
 	}
 	return m

@@ -69,6 +69,9 @@ func (l *SlurmLookup) Lookup(ctx context.Context, cluster string, jobID uint64, 
 	l.pending[jobID] = append(l.pending[jobID], ch)
 	if !l.scheduled {
 		l.scheduled = true
+		// #nosec G118 -- the call answers every lookup of the window, not
+		// this caller's alone, so no caller's context may cancel it; the
+		// squeue run is bounded by Options.Timeout (slurm.timeout).
 		go l.call()
 	}
 	l.mu.Unlock()
@@ -105,6 +108,7 @@ func (l *SlurmLookup) call() {
 	for id, chs := range batch {
 		a := lookupAnswer{err: err}
 		if err == nil {
+			// #nosec G115 -- Lookup queues only ids in 1..math.MaxUint32.
 			if a.info = jobs[uint32(id)]; a.info == nil {
 				a.err = fmt.Errorf("squeue --json holds no job %d: %w", id, slurm.ErrJobNotFound)
 			} else {
@@ -144,6 +148,9 @@ func FromSlurm(cluster string, info *slurm.Job, uid uint32, storeName bool) (job
 		}
 		id.ArrayJobID, id.ArrayTaskID = uint64(info.ArrayJobID), task
 	} else if info.HetJobID != 0 {
+		if info.HetJobOffset < 0 { // the squeue reader writes 0 for a negative offset; any other reader may not
+			return jobmodel.Job{}, fmt.Errorf("job %d: het job offset %d is negative", info.JobID, info.HetJobOffset)
+		}
 		id.HetJobID, id.HetJobOffset = uint64(info.HetJobID), uint64(info.HetJobOffset)
 	}
 	if err := id.Validate(); err != nil {
@@ -171,13 +178,16 @@ func FromSlurm(cluster string, info *slurm.Job, uid uint32, storeName bool) (job
 	for _, f := range info.Missing {
 		job.MissingMetrics = append(job.MissingMetrics, "slurm_"+strings.ReplaceAll(f, ".", "_"))
 	}
-	if info.UID >= 0 {
+	// The squeue reader leaves UID and GID -1 unless Slurm's answer held
+	// an id in 0..2^32-2; the upper bounds here keep that true of any
+	// other reader too.
+	if info.UID >= 0 && info.UID <= math.MaxUint32 {
 		job.UID = jobmodel.Ptr(uint32(info.UID))
 	}
-	if info.GID >= 0 {
+	if info.GID >= 0 && info.GID <= math.MaxUint32 {
 		job.GID = jobmodel.Ptr(uint32(info.GID))
 	}
-	if uid != 0 && (info.UID < 0 || uint32(info.UID) != uid) {
+	if uid != 0 && (job.UID == nil || *job.UID != uid) {
 		// Slurm's answer lacks the uid or disagrees with slurmd's: trust
 		// slurmd's uid and the local passwd database for the name.
 		job.UID, job.GID, job.User = jobmodel.Ptr(uid), nil, ""

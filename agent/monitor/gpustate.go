@@ -8,6 +8,7 @@ import (
 	"github.com/jobsight/jobsight/agent/aggregate"
 	"github.com/jobsight/jobsight/agent/collector"
 	"github.com/jobsight/jobsight/agent/gpu"
+	"github.com/jobsight/jobsight/internal/intconv"
 	"github.com/jobsight/jobsight/internal/jobmodel"
 )
 
@@ -251,10 +252,10 @@ func (d *GPUDeviceState) document() jobmodel.GPUDevice {
 	e.MemoryAvgBytes = optI(d.Memory.Avg())
 	e.MemoryPeakBytes = optI(d.Memory.Max())
 	if d.Device.MemoryTotalBytes > 0 {
-		e.MemoryTotalBytes = jobmodel.Ptr(int64(d.Device.MemoryTotalBytes))
+		e.MemoryTotalBytes = jobmodel.Ptr(intconv.Int64(d.Device.MemoryTotalBytes))
 	}
 	if d.JobMemoryKnown {
-		e.JobMemoryPeakBytes = jobmodel.Ptr(int64(d.JobMemoryPeak))
+		e.JobMemoryPeakBytes = jobmodel.Ptr(intconv.Int64(d.JobMemoryPeak))
 	}
 	e.PowerAvgWatts = opt(d.Power.Avg())
 	e.PowerPeakWatts = opt(d.Power.Max())

@@ -11,6 +11,7 @@ import (
 	"github.com/jobsight/jobsight/agent/aggregate"
 	"github.com/jobsight/jobsight/agent/collector"
 	"github.com/jobsight/jobsight/agent/energy"
+	"github.com/jobsight/jobsight/internal/intconv"
 	"github.com/jobsight/jobsight/internal/jobmodel"
 )
 
@@ -235,14 +236,17 @@ func (n *NodeState) Fill(doc *jobmodel.Node, end time.Time) {
 		WorkingSetP95Bytes:  optI(n.WorkSet.Quantile(0.95)),
 		WorkingSetPeakBytes: optI(n.WorkSet.Max()),
 	}
+	// The kernel's figures are uint64 and the document's int64: a value
+	// past math.MaxInt64 (a cgroup file, a checkpoint file) is written as
+	// math.MaxInt64, never wrapped to a negative number.
 	if peak, ok := n.Used.Max(); ok || n.KernelPeak > 0 {
-		m.PeakBytes = jobmodel.Ptr(int64(max(peak, float64(n.KernelPeak))))
+		m.PeakBytes = jobmodel.Ptr(max(intconv.FloatInt64(peak), intconv.Int64(n.KernelPeak)))
 	}
-	if m.WorkingSetPeakBytes != nil && n.WorkSetKernelPeak > uint64(*m.WorkingSetPeakBytes) {
-		m.WorkingSetPeakBytes = jobmodel.Ptr(int64(n.WorkSetKernelPeak))
+	if kernelPeak := intconv.Int64(n.WorkSetKernelPeak); m.WorkingSetPeakBytes != nil && kernelPeak > *m.WorkingSetPeakBytes {
+		m.WorkingSetPeakBytes = jobmodel.Ptr(kernelPeak)
 	}
 	if n.Seen&collector.MetricMemoryLimit != 0 && n.Limit > 0 {
-		m.LimitBytes = jobmodel.Ptr(int64(n.Limit))
+		m.LimitBytes = jobmodel.Ptr(intconv.Int64(n.Limit))
 		doc.Allocated.MemoryBytes = m.LimitBytes
 		// What the kernel holds against the limit, less the cache it
 		// reclaims first; RSS (which misses shared memory) only where
@@ -263,7 +267,8 @@ func (n *NodeState) Fill(doc *jobmodel.Node, end time.Time) {
 	}
 	if r, ok := n.IORead.Total(); ok {
 		w, _ := n.IOWrite.Total()
-		u.IO = &jobmodel.IOUsage{ReadBytes: jobmodel.Ptr(int64(r)), WrittenBytes: jobmodel.Ptr(int64(w))}
+		// Counter totals saturate at math.MaxUint64 (aggregate.Counter).
+		u.IO = &jobmodel.IOUsage{ReadBytes: jobmodel.Ptr(intconv.Int64(r)), WrittenBytes: jobmodel.Ptr(intconv.Int64(w))}
 	}
 	u.Processes = counts(&n.Procs)
 	u.Threads = counts(&n.Threads)
@@ -297,7 +302,7 @@ func optI(v float64, ok bool) *int64 {
 	if !ok {
 		return nil
 	}
-	return jobmodel.Ptr(int64(math.Round(v)))
+	return jobmodel.Ptr(intconv.FloatInt64(v))
 }
 
 // NoteGap records that no agent sampled the job from its last sample

@@ -23,6 +23,7 @@ func openGPU(ctx context.Context, cfg config.GPUConfig, log *slog.Logger) (gpu.B
 		for i, p := range cfg.Simulated.DeviceProfiles {
 			profiles[i] = gpu.Profile(p)
 		}
+		// #nosec G115 -- config validation requires memory_bytes >= 1 MiB: never negative.
 		b, err := gpu.NewSimulated(gpu.SimConfig{Devices: cfg.Simulated.Devices, MemoryBytes: uint64(cfg.Simulated.MemoryBytes),
 			Profile: gpu.Profile(cfg.Simulated.Profile), DeviceProfiles: profiles, DropAfter: cfg.Simulated.DropAfter})
 		if err != nil {

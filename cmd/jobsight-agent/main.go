@@ -31,6 +31,7 @@ import (
 	"github.com/jobsight/jobsight/agent/deliver"
 	"github.com/jobsight/jobsight/agent/jobagent"
 	"github.com/jobsight/jobsight/agent/monitor"
+	shared "github.com/jobsight/jobsight/internal/config"
 	"github.com/jobsight/jobsight/internal/slurm"
 )
 
@@ -163,7 +164,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 
 	if (cmd == "start" || cmd == "stop") && cfg.Cluster == "" {
-		cfg.Cluster = clusterName(ctx, cfg)
+		if cfg.Cluster, err = clusterName(ctx, cfg); err != nil {
+			log.Error("no cluster name", "err", err)
+			return 1
+		}
 		if cfg.Cluster == "" {
 			log.Error("no cluster name: set cluster in the config, or make SLURM_CLUSTER_NAME or scontrol available")
 			return 1
@@ -330,12 +334,21 @@ func shortHost(h string) string {
 
 // clusterName finds the cluster's name: the prolog environment's
 // SLURM_CLUSTER_NAME, else Slurm's configured ClusterName.
-func clusterName(ctx context.Context, cfg config.Config) string {
-	if c := os.Getenv("SLURM_CLUSTER_NAME"); c != "" {
-		return c
+// clusterName is the cluster of a job when the config names none: the
+// prolog's SLURM_CLUSTER_NAME, else scontrol's ClusterName ("" when
+// neither is there). It goes into document ids and file names (the CPU
+// profile's), so a name the config would refuse ("../x") is an error
+// naming it, as in the config.
+func clusterName(ctx context.Context, cfg config.Config) (string, error) {
+	c, from := os.Getenv("SLURM_CLUSTER_NAME"), "SLURM_CLUSTER_NAME"
+	if c == "" {
+		c, _ = jobagent.ClusterName(ctx, slurmOpts(cfg))
+		from = "scontrol's ClusterName"
 	}
-	c, _ := jobagent.ClusterName(ctx, slurmOpts(cfg))
-	return c
+	if c != "" && !shared.ValidClusterName(c) {
+		return "", fmt.Errorf("%s %q: use 1-64 letters, digits, '.', '_' or '-', or set cluster in the config", from, c)
+	}
+	return c, nil
 }
 
 func slurmOpts(cfg config.Config) slurm.Options {
@@ -350,6 +363,8 @@ func startCPUProfile(cfg config.Config, cmd string, jobID uint64) (func(), error
 	if err := os.MkdirAll(cfg.CPUProfileDir, 0o700); err != nil {
 		return nil, err
 	}
+	// #nosec G703 -- the directory is the admin's cpu_profile_dir; the name joins a
+	// checked cluster name (config or clusterName), a number and a fixed command.
 	f, err := os.OpenFile(filepath.Join(cfg.CPUProfileDir, fmt.Sprintf("%s_%d_%s.pprof", cfg.Cluster, jobID, cmd)),
 		os.O_CREATE|os.O_WRONLY|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {

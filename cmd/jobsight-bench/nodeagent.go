@@ -101,6 +101,7 @@ func (p plan) run() error {
 				}
 				conf = append(conf, fmt.Sprintf("cpu_profile_dir: %q\n", prof)...)
 			}
+			// #nosec G703 -- the config file of the stack this benchmark started in its own directory
 			if err := os.WriteFile(st.Agent.Config, conf, 0o644); err != nil {
 				return err
 			}
@@ -271,7 +272,7 @@ func (r *runner) phase(ctx context.Context, cfg, load string, n int, iv time.Dur
 // the given mode.
 func (r *runner) startPeers(mode string, iv time.Duration) {
 	start := func(name, url, bin string, args ...string) {
-		cmd := exec.Command(bin, args...)
+		cmd := exec.Command(bin, args...) // #nosec G702 -- a benchmark peer the operator put in -tools
 		logName := filepath.Join(r.dir, strings.ReplaceAll(name, " ", "-")+".log")
 		logf, err := os.Create(logName)
 		if err != nil {

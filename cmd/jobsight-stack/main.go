@@ -102,7 +102,7 @@ func up(log *slog.Logger, dir string, build, noJobs bool, grafana *stack.Grafana
 			return fmt.Errorf("a stack (pid %d) already runs in %s: run down first", pid, dir)
 		}
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil { // #nosec G703 -- the developer's own -dir
 		return fmt.Errorf("creating %s: %w", dir, err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -204,7 +204,7 @@ func prepareAgent(ctx context.Context, log *slog.Logger, dir string, build bool)
 		log.Info("built the agent and the SPANK plugin", "dir", bin)
 	}
 	for _, p := range []string{agent, plugin} {
-		if _, err := os.Stat(p); err != nil {
+		if _, err := os.Stat(p); err != nil { // #nosec G703 -- a binary under the developer's own -dir
 			return nil, fmt.Errorf("%s is missing (use --build): %w", p, err)
 		}
 	}

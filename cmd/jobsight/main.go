@@ -397,6 +397,8 @@ func execCleanEnv(env []string) error {
 	if envClean(env) {
 		return nil
 	}
+	// #nosec G702 -- runs this same program again (a fixed path) with the caller's own
+	// arguments; only the environment changes, to the allow-list.
 	err := syscall.Exec("/proc/self/exe", os.Args, cleanEnv(env))
 	return fmt.Errorf("restarting with the setgid allow-listed environment: %w", err)
 }

@@ -44,13 +44,14 @@ var ErrCorrupt = errors.New("corrupt spool item")
 func encodeItem(it Item) []byte {
 	n := len(magic) + 1 + 4*binary.MaxVarintLen64 + len(it.Target) + len(it.Index) + len(it.ID) + len(it.Body) + 4
 	b := make([]byte, 0, n+binary.MaxVarintLen64)
+	kind := byte(it.Kind) // #nosec G115 -- Enqueue passes only validKind kinds (0 to 2)
 	if it.Version > 0 {
 		b = append(b, magicVersioned...)
-		b = append(b, byte(it.Kind))
+		b = append(b, kind)
 		b = binary.AppendUvarint(b, uint64(it.Version))
 	} else {
 		b = append(b, magic...)
-		b = append(b, byte(it.Kind))
+		b = append(b, kind)
 	}
 	for _, f := range [][]byte{[]byte(it.Target), []byte(it.Index), []byte(it.ID), it.Body} {
 		b = binary.AppendUvarint(b, uint64(len(f)))

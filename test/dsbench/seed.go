@@ -156,7 +156,7 @@ func nodeName(i int) string { return fmt.Sprintf("node%03d", i) }
 // Running jobs started between 35 minutes and 6 hours before now, so that
 // every one has run for Hogging's 30-minute window.
 func Generate(now time.Time, seed uint64) ([]jobmodel.Job, string) {
-	r := rand.New(rand.NewPCG(seed, 0x6a6f6273))
+	r := rand.New(rand.NewPCG(seed, 0x6a6f6273)) // #nosec G404 -- benchmark data, reproducible from the seed on purpose
 	users := make([]string, 120)
 	userAccts := make([][]string, len(users))
 	for i := range users {
@@ -179,7 +179,7 @@ func Generate(now time.Time, seed uint64) ([]jobmodel.Job, string) {
 			SlurmJobID:    uint64(1_000_000 + i),
 			Name:          jobNames[r.IntN(len(jobNames))] + "-" + strconv.Itoa(r.IntN(100)),
 			User:          users[u],
-			UID:           jobmodel.Ptr(uint32(10000 + u)),
+			UID:           jobmodel.Ptr(uint32(10000 + u)), // #nosec G115 -- u indexes the 120 users
 			GID:           jobmodel.Ptr(uint32(10000 + u%25)),
 			Account:       userAccts[u][r.IntN(len(userAccts[u]))],
 			Partition:     part,
@@ -482,7 +482,7 @@ func noise(key string, t int64) float64 {
 	h.Write([]byte(key))
 	var b [8]byte
 	for i := range b {
-		b[i] = byte(t >> (8 * i))
+		b[i] = byte(t >> (8 * i)) // #nosec G115 -- keeps the low 8 bits on purpose: t's bytes, for hashing
 	}
 	h.Write(b[:])
 	return float64(h.Sum64()%1000)/1000 - 0.5 // -0.5 … 0.5
@@ -490,7 +490,7 @@ func noise(key string, t int64) float64 {
 
 // gens builds the series of the running jobs and of the partitions.
 func (e *Env) buildGens() {
-	r := rand.New(rand.NewPCG(7, 7))
+	r := rand.New(rand.NewPCG(7, 7)) // #nosec G404 -- benchmark series, reproducible on purpose
 	var gens []seriesGen
 	for ji := range e.Jobs {
 		j := &e.Jobs[ji]

@@ -107,7 +107,7 @@ func (m *Munge) Stop() error {
 	}
 	err := m.Server.Stop()
 	if log, rerr := os.ReadFile(filepath.Join(m.RunDir, "munged.log")); rerr == nil {
-		_ = os.WriteFile(filepath.Join(m.Server.Dir, "munged-internal.log"), log, 0o644)
+		_ = os.WriteFile(filepath.Join(m.Server.Dir, "munged-internal.log"), log, 0o644) // #nosec G703 -- into the test stack's own directory
 	}
 	return errors.Join(err, os.RemoveAll(m.RunDir))
 }

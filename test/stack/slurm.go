@@ -114,7 +114,7 @@ func StartSlurm(ctx context.Context, dir string, opts SlurmOptions) (*Slurm, err
 		opts.NodeName, _, _ = strings.Cut(h, ".")
 	}
 	if opts.FirstJobID == 0 {
-		opts.FirstJobID = 10000 + rand.IntN(990000)
+		opts.FirstJobID = 10000 + rand.IntN(990000) // #nosec G404 -- test cluster job ids: only need to differ between runs
 	}
 	if opts.GPUs == 0 {
 		opts.GPUs = 2
@@ -600,7 +600,7 @@ func killCgroupTree(dir string) {
 		if err != nil || d.IsDir() || d.Name() != "cgroup.procs" {
 			return nil
 		}
-		b, _ := os.ReadFile(path)
+		b, _ := os.ReadFile(path) // #nosec G122 -- the test cluster's own cgroup tree, which only root and the test write
 		for _, f := range strings.Fields(string(b)) {
 			if pid, err := strconv.Atoi(f); err == nil && pid > 1 {
 				_ = syscall.Kill(pid, syscall.SIGKILL)

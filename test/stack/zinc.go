@@ -27,7 +27,7 @@ const zincESVersion = "8.19.0"
 const (
 	EnvTestESURL          = "JOBSIGHT_TEST_ES_URL"           // e.g. https://es.example:9200
 	EnvTestESUser         = "JOBSIGHT_TEST_ES_USER"          // basic-auth user, optional
-	EnvTestESPasswordFile = "JOBSIGHT_TEST_ES_PASSWORD_FILE" // file holding the password, optional
+	EnvTestESPasswordFile = "JOBSIGHT_TEST_ES_PASSWORD_FILE" // #nosec G101 -- the name of a variable naming a password file, no password
 	EnvTestESCAFile       = "JOBSIGHT_TEST_ES_CA_FILE"       // PEM CA bundle for https, optional
 	EnvZincBin            = "JOBSIGHT_ZINC_BIN"              // a prebuilt zincsearch binary, optional
 )
@@ -60,7 +60,7 @@ func StartElasticsearch(ctx context.Context, dir string) (*ESServer, error) {
 		External:   true,
 	}
 	if f := os.Getenv(EnvTestESPasswordFile); f != "" {
-		b, err := os.ReadFile(f)
+		b, err := os.ReadFile(f) // #nosec G703 -- the developer's own password file, named in their environment
 		if err != nil {
 			return nil, fmt.Errorf("reading %s: %w", EnvTestESPasswordFile, err)
 		}
@@ -75,7 +75,7 @@ func StartElasticsearch(ctx context.Context, dir string) (*ESServer, error) {
 // minute and needs the Go toolchain and the module proxy.
 func ZincBinary(ctx context.Context) (string, error) {
 	if bin := os.Getenv(EnvZincBin); bin != "" {
-		if _, err := os.Stat(bin); err != nil {
+		if _, err := os.Stat(bin); err != nil { // #nosec G703 -- the developer's own binary, named in their environment
 			return "", fmt.Errorf("%s: %w", EnvZincBin, err)
 		}
 		return bin, nil

@@ -534,7 +534,7 @@ func cString(c []int8) string {
 		if ch == 0 {
 			break
 		}
-		sb.WriteByte(byte(ch))
+		sb.WriteByte(byte(ch)) // #nosec G115 -- keeps the C char's 8 bits: a UTF-8 byte above 0x7f is a negative int8
 	}
 	return sb.String()
 }

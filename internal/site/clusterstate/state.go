@@ -236,7 +236,7 @@ func listedKey(j *slurm.SqueueJob) string {
 		return jobmodel.Identity{ArrayJobID: uint64(j.ArrayJobID), ArrayTaskID: uint64(*j.ArrayTaskID)}.Key()
 	case j.ArrayJobID != 0 && j.ArrayTaskString != "":
 		return ""
-	case j.HetJobID != 0:
+	case j.HetJobID != 0 && j.HetJobOffset >= 0: // the reader writes 0 for a negative offset
 		return jobmodel.Identity{HetJobID: uint64(j.HetJobID), HetJobOffset: uint64(j.HetJobOffset)}.Key()
 	}
 	return jobmodel.Identity{JobID: uint64(j.JobID)}.Key()

@@ -30,7 +30,7 @@ type Caller struct {
 // setgid installation adds, which every caller has).
 func CurrentCaller() (Caller, error) {
 	uid := os.Getuid()
-	c := Caller{UID: uint32(uid)}
+	c := Caller{UID: uint32(uid)} // #nosec G115 -- the kernel's uid_t is 32 bits: Getuid is never negative nor above 2^32-1
 	u, err := user.LookupId(strconv.Itoa(uid))
 	if err != nil {
 		return c, fmt.Errorf("looking up uid %d: %w", uid, err)

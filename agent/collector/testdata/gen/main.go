@@ -92,7 +92,7 @@ func main() {
 	for _, l := range leaves {
 		for _, p := range l.procs {
 			exp.Processes++
-			exp.Threads += uint32(p.threads)
+			exp.Threads += uint32(p.threads) // #nosec G115 -- fixture generator: 1 to 5 threads a process
 			exp.ProcReadBytes += p.read
 			exp.ProcWriteBytes += p.write
 			exp.PIDs = append(exp.PIDs, p.pid)
@@ -115,7 +115,7 @@ func job() []leaf {
 		pid += 100 // leave room for thread ids
 		n := pid / 100
 		return proc{pid: pid, ppid: ppid, comm: comm, threads: threads, utime: n * 37 % 5000,
-			read: uint64(n%7) * 1 << 20, write: uint64(n%5) * 1 << 18}
+			read: uint64(n%7) * 1 << 20, write: uint64(n%5) * 1 << 18} // #nosec G115 -- n%7 and n%5 of a positive n
 	}
 	var ls []leaf
 	ls = append(ls, leaf{step: "extern", procs: []proc{next(stepdBase, "sleep", 1)}})
@@ -159,6 +159,7 @@ func tidList(ps []proc) string {
 
 // procStat is a /proc/<pid>/stat line in the kernel's format (proc(5)).
 func procStat(p proc) string {
+	// #nosec G115 -- fixture generator: 1 to 5 threads a process
 	return fmt.Sprintf("%d (%s) S %d %d %d 0 -1 4194560 %d 0 12 0 %d %d 0 0 20 0 %d 0 %d %d %d 18446744073709551615 94582887874560 94582887894441 140724643430640 0 0 0 0 16781312 134234626 0 0 0 17 %d 0 0 0 0 0 94582887910448 94582887912064 94583829258240 140724643433144 140724643433164 140724643433164 140724643434475 0\n",
 		p.pid, p.comm, p.ppid, p.pid, p.pid, 1000+p.pid%97, p.utime, p.utime/9, p.threads, 170000+p.pid, 3133440*uint64(p.threads), 4130+p.pid%1000, p.pid%16)
 }
