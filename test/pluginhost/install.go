@@ -122,12 +122,26 @@ func extract(f *zip.File, dst string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(out, in); err != nil {
+	// At most the size the entry declares, and never more than
+	// maxPluginFile: a crafted archive cannot fill the disk.
+	if f.UncompressedSize64 > maxPluginFile {
+		out.Close()
+		return fmt.Errorf("declares %d bytes, more than a plugin file may hold (%d)", f.UncompressedSize64, maxPluginFile)
+	}
+	n, err := io.Copy(out, io.LimitReader(in, int64(f.UncompressedSize64)+1)) // #nosec G110 -- bounded by the declared size, itself bounded above
+	if err == nil && uint64(n) != f.UncompressedSize64 {
+		err = fmt.Errorf("holds %d bytes, not the %d its header declares", n, f.UncompressedSize64)
+	}
+	if err != nil {
 		out.Close()
 		return err
 	}
 	return out.Close()
 }
+
+// maxPluginFile bounds one file of a plugin archive (the backend
+// executables are about 30 MiB).
+const maxPluginFile = 512 << 20
 
 // verifyChecksum compares the archive with <archive>.sha256 (one hex
 // digest, as `make plugin-archive` writes it and an admin checks it with
