@@ -40,3 +40,15 @@ func FloatInt64(v float64) int64 {
 	}
 	return int64(math.Round(v))
 }
+
+// AddInt64 returns a+b, saturating at the int64 range: the sum of per-node
+// figures that each saturated stays the largest int64, never negative.
+func AddInt64(a, b int64) int64 {
+	switch {
+	case b > 0 && a > math.MaxInt64-b:
+		return math.MaxInt64
+	case b < 0 && a < math.MinInt64-b:
+		return math.MinInt64
+	}
+	return a + b
+}

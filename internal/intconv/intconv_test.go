@@ -38,3 +38,18 @@ func TestFloatInt64(t *testing.T) {
 		}
 	}
 }
+
+func TestAddInt64Saturates(t *testing.T) {
+	for _, c := range []struct{ a, b, want int64 }{
+		{1, 2, 3},
+		{math.MaxInt64, 1, math.MaxInt64},
+		{math.MaxInt64, math.MaxInt64, math.MaxInt64},
+		{math.MinInt64, -1, math.MinInt64},
+		{math.MaxInt64, math.MinInt64, -1},
+		{-5, 3, -2},
+	} {
+		if got := AddInt64(c.a, c.b); got != c.want {
+			t.Errorf("AddInt64(%d, %d) = %d, want %d", c.a, c.b, got, c.want)
+		}
+	}
+}

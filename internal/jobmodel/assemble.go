@@ -4,6 +4,8 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/jobsight/jobsight/internal/intconv"
 )
 
 // Assemble fills job's usage, sampling and missing metrics from its node
@@ -373,7 +375,7 @@ func add[T number](a, b T) T { return a + b }
 func larger[T number](a, b T) T { return max(a, b) }
 
 func sumF(nodes []Node, get func(*Node) *float64) *float64 { return fold(nodes, get, add[float64]) }
-func sumI(nodes []Node, get func(*Node) *int64) *int64     { return fold(nodes, get, add[int64]) }
+func sumI(nodes []Node, get func(*Node) *int64) *int64     { return fold(nodes, get, intconv.AddInt64) }
 func maxF(nodes []Node, get func(*Node) *float64) *float64 { return fold(nodes, get, larger[float64]) }
 func maxI(nodes []Node, get func(*Node) *int64) *int64     { return fold(nodes, get, larger[int64]) }
 

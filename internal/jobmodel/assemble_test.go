@@ -197,3 +197,18 @@ func TestAssembleWorkingSetAndSharedMemory(t *testing.T) {
 		t.Errorf("OOM job memory %+v", *oom.Memory)
 	}
 }
+
+// Per-node figures that saturated (a cgroup's "unlimited" read as the
+// largest int64) add up to the largest int64, never to a negative job
+// figure.
+func TestJobSumsSaturate(t *testing.T) {
+	big := int64(math.MaxInt64)
+	nodes := []Node{{}, {}}
+	for i := range nodes {
+		nodes[i].Allocated.CPUs = &big
+	}
+	got := sumI(nodes, func(n *Node) *int64 { return n.Allocated.CPUs })
+	if got == nil || *got != math.MaxInt64 {
+		t.Fatalf("sum of two saturated figures = %v, want MaxInt64", got)
+	}
+}
