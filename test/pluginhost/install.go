@@ -128,8 +128,9 @@ func extract(f *zip.File, dst string) error {
 		out.Close()
 		return fmt.Errorf("declares %d bytes, more than a plugin file may hold (%d)", f.UncompressedSize64, maxPluginFile)
 	}
-	n, err := io.Copy(out, io.LimitReader(in, int64(f.UncompressedSize64)+1)) // #nosec G110 -- bounded by the declared size, itself bounded above
-	if err == nil && uint64(n) != f.UncompressedSize64 {
+	size := int64(f.UncompressedSize64)                // #nosec G115 -- at most maxPluginFile, checked above
+	n, err := io.Copy(out, io.LimitReader(in, size+1)) // #nosec G110 -- bounded by the declared size, itself bounded above
+	if err == nil && n != size {
 		err = fmt.Errorf("holds %d bytes, not the %d its header declares", n, f.UncompressedSize64)
 	}
 	if err != nil {
