@@ -71,10 +71,13 @@ export class EditorsPage {
     return this.section('config').getByRole('group', { name, exact: true });
   }
 
-  /** The option of the open select menu whose label is text. */
+  /**
+   * The option of the open select menu whose label is text (Grafana 11.1 and
+   * later mark options with this test id; before, an aria-label).
+   */
   option(text: string): Locator {
     return this.page
-      .getByLabel('Select option', { exact: true })
+      .getByTestId('data-testid Select option')
       .filter({ has: this.page.getByText(text, { exact: true }) });
   }
 

@@ -1,12 +1,21 @@
 // Builds the editors' host page into test/editors/dist: index.html and one
-// script with everything in it (React 18, the real @grafana/ui, @grafana/data
-// and @grafana/runtime from node_modules, and the plugin's editors from src/),
-// no externals and no chunks. `npm run build:editors` runs it; the Playwright
-// specs beside it open the page.
+// script with everything in it (React, the real @grafana/ui, @grafana/data
+// and @grafana/runtime, and the plugin's editors from src/), no externals and
+// no chunks. `npm run build:editors` runs it; the Playwright specs beside it
+// open the page.
+//
+// With --env compat=grafana13 (`npm run build:editors:react19`) the same page
+// is built into test/editors/dist-grafana13 against the separate install in
+// compat/grafana13 (React 19, @grafana/* 13): every bare import of the page
+// and of src/ is resolved there and only there, so nothing of the main
+// install (React 18, @grafana/* 12) can slip in.
 'use strict';
 
+const fs = require('fs');
 const path = require('path');
 const { Compilation, optimize, sources } = require('webpack');
+
+const { swcRule } = require('../../.config/webpack/webpack.config');
 
 const root = path.resolve(__dirname, '../..');
 
@@ -18,7 +27,7 @@ const INDEX_HTML = `<!doctype html>
     <link rel="icon" href="data:," />
     <style>
       /* Grafana's app shell sets this in its own base stylesheet, which is
-         not part of @grafana/ui 10: without it inputs overflow their boxes. */
+         not part of @grafana/ui: without it inputs overflow their boxes. */
       html { box-sizing: border-box; }
       *, *::before, *::after { box-sizing: inherit; }
     </style>
@@ -42,39 +51,42 @@ class IndexHtml {
   }
 }
 
-module.exports = {
-  // Production for tree shaking (@grafana/ui is large), but not minified:
-  // faster to build, and readable when a spec fails.
-  mode: 'production',
-  context: root,
-  entry: path.resolve(__dirname, 'page/main.tsx'),
-  devtool: false,
-  output: {
-    path: path.resolve(__dirname, 'dist'),
-    filename: 'editors.js',
-    clean: true,
-  },
-  resolve: { extensions: ['.tsx', '.ts', '.js', '.mjs'] },
-  module: {
-    rules: [
-      {
-        test: /\.tsx?$/,
-        exclude: /node_modules/,
-        use: {
-          loader: 'ts-loader',
-          options: {
-            transpileOnly: true,
-            configFile: path.join(root, 'tsconfig.json'),
-            compilerOptions: { module: 'esnext', sourceMap: false },
-          },
-        },
-      },
-      // Some ES-module packages import without file extensions.
-      { test: /\.m?js$/, resolve: { fullySpecified: false } },
-    ],
-  },
-  optimization: { minimize: false },
-  plugins: [new IndexHtml(), new optimize.LimitChunkCountPlugin({ maxChunks: 1 })],
-  performance: { hints: false },
-  stats: 'errors-warnings',
+module.exports = (env = {}) => {
+  const compat = env.compat;
+  let resolveOurs = {};
+  if (compat) {
+    const modules = path.join(root, 'compat', compat, 'node_modules');
+    if (!fs.existsSync(path.join(modules, 'react', 'package.json'))) {
+      throw new Error(`${path.relative(root, modules)} is missing: run npm ci --prefix compat/${compat}`);
+    }
+    resolveOurs = { resolve: { modules: [modules] } };
+  }
+  return {
+    // Production for tree shaking (@grafana/ui is large), but not minified:
+    // faster to build, and readable when a spec fails.
+    mode: 'production',
+    context: root,
+    entry: path.resolve(__dirname, 'page/main.tsx'),
+    devtool: false,
+    output: {
+      path: path.resolve(__dirname, compat ? `dist-${compat}` : 'dist'),
+      filename: 'editors.js',
+      clean: true,
+    },
+    resolve: { extensions: ['.tsx', '.ts', '.js', '.mjs'] },
+    module: {
+      rules: [
+        // The page and the plugin's sources (not node_modules): compiled as
+        // the plugin build compiles them, and, for a compat build, their
+        // imports resolved in that install.
+        { ...swcRule('es2020'), include: [path.join(root, 'src'), path.join(__dirname, 'page')], ...resolveOurs },
+        // Some ES-module packages import without file extensions.
+        { test: /\.m?js$/, resolve: { fullySpecified: false } },
+      ],
+    },
+    optimization: { minimize: false },
+    plugins: [new IndexHtml(), new optimize.LimitChunkCountPlugin({ maxChunks: 1 })],
+    performance: { hints: false },
+    stats: 'errors-warnings',
+  };
 };
