@@ -20,7 +20,6 @@ export default [
       'examples/',
       'dashboards/',
       'provisioning/',
-      'scripts/',
     ],
   },
   ...baseConfig,

@@ -11,6 +11,7 @@
 'use strict';
 
 const { spawnSync } = require('child_process');
+const fs = require('fs');
 const path = require('path');
 
 const ROOT = path.resolve(__dirname, '..');
@@ -18,7 +19,11 @@ const ROOT = path.resolve(__dirname, '..');
 const TARGETS = ['11.0.0', '11.6.16', '12.4.10', '13.2.3'];
 const PACKAGES = ['@grafana/data', '@grafana/ui', '@grafana/runtime'];
 
-const bin = path.join(path.dirname(require.resolve('@grafana/levitate/package.json', { paths: [ROOT] })), 'dist', 'bin.js');
+const bin = path.join(ROOT, 'node_modules', '@grafana', 'levitate', 'dist', 'bin.js');
+if (!fs.existsSync(bin)) {
+  console.error(`levitate: ${path.relative(ROOT, bin)} is missing: run npm ci`);
+  process.exit(2);
+}
 const targets = process.argv.length > 2 ? process.argv.slice(2) : TARGETS;
 const results = [];
 for (const version of targets) {

@@ -52,6 +52,11 @@ const server = http.createServer((req, res) => {
   }
   fs.readFile(file, (err, body) => {
     if (err) {
+      // On stderr, which Playwright shows: a missing file is a page error.
+      // Grafana's web fonts are never here (fixtures.ts says why).
+      if (!name.startsWith('/public/fonts/')) {
+        console.error(`serve.js: 404 ${name}`);
+      }
       res.writeHead(404, { 'Content-Type': 'text/plain' }).end(`not found: ${name}\n`);
       return;
     }

@@ -29,6 +29,9 @@ const INDEX_HTML = `<!doctype html>
       /* Grafana's app shell sets this in its own base stylesheet, which is
          not part of @grafana/ui: without it inputs overflow their boxes. */
       html { box-sizing: border-box; }
+      /* Room below the last editor, so that any field can be scrolled to
+         the middle of the window with its select menu below it. */
+      body { padding-bottom: 60vh; }
       *, *::before, *::after { box-sizing: inherit; }
     </style>
   </head>
@@ -39,13 +42,43 @@ const INDEX_HTML = `<!doctype html>
 </html>
 `;
 
-/** Emits index.html beside the script. */
-class IndexHtml {
+// A stand-in for Grafana's spinner icon, which a Grafana server serves but
+// @grafana/ui's package does not ship (selects show it while loading).
+const SPINNER_SVG =
+  '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24"><circle cx="12" cy="12" r="9" fill="none" stroke="currentColor" stroke-width="2" stroke-dasharray="42 15"/></svg>\n';
+
+/** The files under dir, as paths relative to it. */
+function filesUnder(dir, rel = '') {
+  return fs.readdirSync(path.join(dir, rel), { withFileTypes: true }).flatMap((e) => {
+    const name = path.join(rel, e.name);
+    return e.isDirectory() ? filesUnder(dir, name) : [name];
+  });
+}
+
+/**
+ * Emits index.html beside the script, and Grafana's icons where @grafana/ui
+ * fetches them (public/build/img/icons/, as a Grafana server serves them)
+ * from the @grafana/ui the page is built with.
+ */
+class PageAssets {
+  constructor(grafanaUi) {
+    this.icons = path.join(grafanaUi, 'dist', 'public', 'img', 'icons');
+  }
   apply(compiler) {
-    compiler.hooks.thisCompilation.tap('IndexHtml', (compilation) => {
+    compiler.hooks.thisCompilation.tap('PageAssets', (compilation) => {
       compilation.hooks.processAssets.tap(
-        { name: 'IndexHtml', stage: Compilation.PROCESS_ASSETS_STAGE_ADDITIONAL },
-        () => compilation.emitAsset('index.html', new sources.RawSource(INDEX_HTML))
+        { name: 'PageAssets', stage: Compilation.PROCESS_ASSETS_STAGE_ADDITIONAL },
+        () => {
+          compilation.emitAsset('index.html', new sources.RawSource(INDEX_HTML));
+          const icons = filesUnder(this.icons);
+          for (const rel of icons) {
+            const body = fs.readFileSync(path.join(this.icons, rel));
+            compilation.emitAsset(`public/build/img/icons/${rel}`, new sources.RawSource(body));
+          }
+          if (!icons.includes(path.join('unicons', 'spinner.svg'))) {
+            compilation.emitAsset('public/build/img/icons/unicons/spinner.svg', new sources.RawSource(SPINNER_SVG));
+          }
+        }
       );
     });
   }
@@ -54,12 +87,14 @@ class IndexHtml {
 module.exports = (env = {}) => {
   const compat = env.compat;
   let resolveOurs = {};
+  let modulesDir = path.join(root, 'node_modules');
   if (compat) {
     const modules = path.join(root, 'compat', compat, 'node_modules');
     if (!fs.existsSync(path.join(modules, 'react', 'package.json'))) {
       throw new Error(`${path.relative(root, modules)} is missing: run npm ci --prefix compat/${compat}`);
     }
     resolveOurs = { resolve: { modules: [modules] } };
+    modulesDir = modules;
   }
   return {
     // Production for tree shaking (@grafana/ui is large), but not minified:
@@ -85,7 +120,10 @@ module.exports = (env = {}) => {
       ],
     },
     optimization: { minimize: false },
-    plugins: [new IndexHtml(), new optimize.LimitChunkCountPlugin({ maxChunks: 1 })],
+    plugins: [
+      new PageAssets(path.join(modulesDir, '@grafana', 'ui')),
+      new optimize.LimitChunkCountPlugin({ maxChunks: 1 }),
+    ],
     performance: { hints: false },
     stats: 'errors-warnings',
   };
