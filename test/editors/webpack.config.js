@@ -29,14 +29,14 @@ const INDEX_HTML = `<!doctype html>
       /* Grafana's app shell sets this in its own base stylesheet, which is
          not part of @grafana/ui: without it inputs overflow their boxes. */
       html { box-sizing: border-box; }
-      /* Room below the last editor, so that any field can be scrolled to
-         the middle of the window with its select menu below it. */
-      body { padding-bottom: 60vh; }
       *, *::before, *::after { box-sizing: inherit; }
     </style>
   </head>
   <body>
     <div id="root"></div>
+    <!-- Room below the last editor, so that any field can be scrolled to the
+         middle of the window with its select menu below it. -->
+    <div style="height: 60vh"></div>
     <script src="editors.js"></script>
   </body>
 </html>
