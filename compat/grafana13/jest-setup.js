@@ -32,15 +32,18 @@ if (typeof window.MessageChannel === 'undefined') {
 }
 
 const MODULES = path.join(__dirname, 'node_modules') + path.sep;
-const React = require('react');
-const ReactDOM = require('react-dom');
+// Resolved as the plugin's sources import them (from src/), not from here.
+const SRC = path.resolve(__dirname, '../../src');
+const fromSrc = (name) => require.resolve(name, { paths: [SRC] });
 
+for (const name of ['react', 'react-dom', '@grafana/data', '@grafana/ui', '@grafana/runtime', '@testing-library/react']) {
+  const file = fromSrc(name);
+  if (!file.startsWith(MODULES)) {
+    throw new Error(`the React 19 run resolved ${name} (imported from src/) to ${file}, not under ${MODULES}`);
+  }
+}
+const React = require(fromSrc('react'));
+const ReactDOM = require(fromSrc('react-dom'));
 if (!React.version.startsWith('19.') || !ReactDOM.version.startsWith('19.')) {
   throw new Error(`the React 19 run got React ${React.version} and react-dom ${ReactDOM.version}`);
-}
-for (const name of ['react', 'react-dom', '@grafana/data', '@grafana/ui', '@grafana/runtime', '@testing-library/react']) {
-  const file = require.resolve(name);
-  if (!file.startsWith(MODULES)) {
-    throw new Error(`the React 19 run resolved ${name} to ${file}, not under ${MODULES}`);
-  }
 }

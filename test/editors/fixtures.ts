@@ -232,6 +232,10 @@ export const test = base.extend<{ init: PageInit; editors: EditorsPage }>({
     }, init);
     await page.goto('/');
     await page.waitForFunction(() => (window as unknown as Globals).__ready === true);
+    // The page built against compat/grafana13 must run React 19, the main one React 18.
+    const react = await page.evaluate(() => (window as unknown as Globals).__reactVersion);
+    const major = (process.env.JOBSIGHT_EDITOR_DIST ?? 'dist') === 'dist-grafana13' ? '19' : '18';
+    expect(react?.split('.')[0], `the React the host page runs (${react})`).toBe(major);
 
     await use(new EditorsPage(page));
 

@@ -32,6 +32,7 @@ const theme = createTheme({
   colors: { mode: init.theme ?? (new URLSearchParams(location.search).get('theme') === 'light' ? 'light' : 'dark') },
 });
 
+w.__reactVersion = React.version;
 w.__emitted = [];
 w.__checkpoints = [];
 w.__resourceCalls = [];
