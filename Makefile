@@ -112,13 +112,25 @@ real-grafana-test:
 
 # The plugin frontend: types (against the Go models' JSON examples too),
 # lint, the editor and datasource tests (jest, CI mode: no watch, no
-# snapshot writes), and the dist/ bundle Grafana loads.
+# snapshot writes), the dist/ bundle Grafana loads and its source map
+# checked as Grafana's plugin validator checks it; then the same jest tests
+# on React 19 and Grafana 13's libraries (compat/grafana13, installed by
+# npm ci --prefix compat/grafana13; without it skipped, with CI=true a
+# failure).
 frontend-test:
 	@if [ -f package.json ]; then \
 		npm run typecheck && \
 		npm run lint && \
-		npm test -- --ci --watchAll=false && \
-		npm run build; \
+		npm run test:ci && \
+		npm run build && \
+		node scripts/check-sourcemap.js && \
+		if [ -f compat/grafana13/node_modules/react/package.json ]; then \
+			npm run test:react19; \
+		elif [ "$$CI" = true ]; then \
+			echo "compat/grafana13/node_modules is missing (CI=true): run npm ci --prefix compat/grafana13" >&2; exit 1; \
+		else \
+			echo "skipping the React 19 run: compat/grafana13/node_modules is missing (npm ci --prefix compat/grafana13)"; \
+		fi; \
 	fi
 
 # The second Slurm target, Debian's 22.05 (out of SchedMD's support, still

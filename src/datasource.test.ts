@@ -118,8 +118,27 @@ describe('metricFindQuery', () => {
 
   it('fails with the backend error', async () => {
     const { ds } = mockDataSource();
-    jest.spyOn(ds, 'query').mockReturnValue(of({ data: [], error: { message: 'variable "x" is unknown' } }));
+    const error = { refId: 'jobsight-variable', message: 'variable "x" is unknown' };
+    jest.spyOn(ds, 'query').mockReturnValue(of({ data: [], error, errors: [error] }));
     await expect(ds.metricFindQuery({ variable: 'users' })).rejects.toThrow('variable "x" is unknown');
+  });
+
+  it('fails with the first of the errors when the deprecated error is not set', async () => {
+    const { ds } = mockDataSource();
+    jest
+      .spyOn(ds, 'query')
+      .mockReturnValue(of({ data: [], errors: [{ message: 'first' }, { message: 'second' }] } as DataQueryResponse));
+    await expect(ds.metricFindQuery({ variable: 'users' })).rejects.toThrow('first');
+  });
+
+  it('fails with the request error when only it is set (an HTTP error)', async () => {
+    const { ds } = mockDataSource();
+    jest
+      .spyOn(ds, 'query')
+      // What Grafana's runtime answers when the request fails: the deprecated error only.
+      // eslint-disable-next-line @typescript-eslint/no-deprecated
+      .mockReturnValue(of({ data: [], error: { message: 'Bad Gateway', status: 502 } } as DataQueryResponse));
+    await expect(ds.metricFindQuery({ variable: 'users' })).rejects.toThrow('Bad Gateway');
   });
 
   it('lists nothing before a kind is chosen', async () => {

@@ -87,8 +87,12 @@ export class DataSource extends DataSourceWithBackend<JobsightQuery, JobsightOpt
       startTime: Date.now(),
     } as DataQueryRequest<JobsightQuery>;
     const response = await lastValueFrom(this.query(request));
-    if (response.error) {
-      throw new Error(response.error.message ?? 'variable query failed');
+    // errors lists every failed query; Grafana's runtime still sets only the
+    // deprecated error when the request itself failed (an HTTP error).
+    // eslint-disable-next-line @typescript-eslint/no-deprecated
+    const error = response.errors?.[0] ?? response.error;
+    if (error) {
+      throw new Error(error.message ?? 'variable query failed');
     }
     return framesToMetricFindValues(response.data ?? []);
   }

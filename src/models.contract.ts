@@ -3,7 +3,8 @@
 // pkg/models/testdata are decoded strictly by the Go tests (which also check
 // that every Go field appears in them); here `npm run typecheck` fails when a
 // key exists on one side only. Nothing here is bundled.
-import { DataQuery, DataSourceJsonData } from '@grafana/data';
+import { DataSourceJsonData } from '@grafana/data';
+import type { DataQuery } from '@grafana/schema';
 
 import jsonDataExample from '../pkg/models/testdata/jsondata.json';
 import queryExample from '../pkg/models/testdata/query.json';

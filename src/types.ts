@@ -1,7 +1,8 @@
 // The Jobsight datasource's data models. They mirror pkg/models (Go): keep the
 // two in step — src/models.contract.ts and pkg/models/contract_test.go fail
 // the build when they drift apart.
-import { DataQuery, DataSourceJsonData, SelectableValue } from '@grafana/data';
+import { DataSourceJsonData, SelectableValue } from '@grafana/data';
+import type { DataQuery } from '@grafana/schema';
 
 /** What a panel query asks for; the same strings as models.QueryType in Go. */
 export type QueryType =

@@ -21,6 +21,8 @@ function settings(change: Partial<Settings> = {}): Settings {
     access: 'proxy',
     url: '',
     user: '',
+    // Deprecated, still part of the settings Grafana hands over.
+    // eslint-disable-next-line @typescript-eslint/no-deprecated
     database: '',
     basicAuth: false,
     basicAuthUser: '',

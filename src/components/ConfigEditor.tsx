@@ -1,10 +1,5 @@
-import React, { ChangeEvent } from 'react';
-import {
-  DataSourcePluginOptionsEditorProps,
-  onUpdateDatasourceSecureJsonDataOption,
-  SelectableValue,
-  updateDatasourcePluginResetOption,
-} from '@grafana/data';
+import React from 'react';
+import { SelectableValue } from '@grafana/data';
 import { FieldSet, InlineField, InlineSwitch, Input, MultiSelect, SecretInput, Select, TextArea } from '@grafana/ui';
 
 import {
@@ -13,74 +8,58 @@ import {
   GrafanaRole,
   IDENTITY_SOURCES,
   IdentitySource,
-  JobsightOptions,
-  JobsightSecureJsonData,
   toOptions,
   USER_MAPPINGS,
   UserMapping,
 } from '../types';
 import { AllocationsEditor } from './config/AllocationsEditor';
 import { CapacityEditor } from './config/CapacityEditor';
+import {
+  ConfigEditorProps,
+  useJsonDataField,
+  useJsonDataNumber,
+  useJsonDataSetter,
+  useSecureField,
+} from './config/fields';
 import { listValue, MapEditor, textValue } from './config/MapEditor';
 import { NumberInput } from './NumberInput';
 
-/** Props Grafana passes to a datasource configuration page. */
-export type ConfigEditorProps = DataSourcePluginOptionsEditorProps<JobsightOptions, JobsightSecureJsonData>;
+export type { ConfigEditorProps } from './config/fields';
 
 const LABEL_WIDTH = 26;
 const INPUT_WIDTH = 48;
-
-type SecureKey = keyof JobsightSecureJsonData;
 
 /**
  * The Jobsight datasource settings (pkg/models/settings.go): where
  * Elasticsearch (job documents) and Prometheus (job series) are and how to
  * authenticate, who sees what, caps, allocations and partition sizes.
  * Passwords and tokens go to secureJsonData, which Grafana encrypts and never
- * sends back: the page only knows whether one is configured.
+ * sends back: the page only knows whether one is configured. Each field is
+ * tied to its setting by a hook (config/fields.ts).
  */
 export function ConfigEditor(props: ConfigEditorProps) {
   const { options, onOptionsChange } = props;
   const jsonData = options.jsonData;
-  const secureFields = options.secureJsonFields ?? {};
+  const setJson = useJsonDataSetter(props);
 
-  /** Sets one jsonData key; an empty value removes it, so the backend's default applies. */
-  const setJson = <K extends keyof JobsightOptions>(key: K, value: JobsightOptions[K] | undefined) => {
-    const next = { ...options.jsonData };
-    if (value === undefined || value === '' || (Array.isArray(value) && value.length === 0)) {
-      delete next[key];
-    } else {
-      next[key] = value;
-    }
-    onOptionsChange({ ...options, jsonData: next });
-  };
-  const onText =
-    (
-      key:
-        | 'elasticsearchUrl'
-        | 'elasticsearchJobIndex'
-        | 'elasticsearchNodeIndex'
-        | 'elasticsearchUser'
-        | 'prometheusUrl'
-        | 'prometheusUser'
-        | 'clusterFilter'
-        | 'allocationsUrl'
-        | 'jobPageUrl'
-        | 'grafanaUrl'
-    ) =>
-    (e: ChangeEvent<HTMLInputElement>) =>
-      setJson(key, e.currentTarget.value);
-
-  const secret = (key: SecureKey, id: string) => (
-    <SecretInput
-      id={id}
-      width={INPUT_WIDTH}
-      isConfigured={Boolean(secureFields[key])}
-      value={options.secureJsonData?.[key] ?? ''}
-      onChange={onUpdateDatasourceSecureJsonDataOption(props, key)}
-      onReset={() => updateDatasourcePluginResetOption(props, key)}
-    />
-  );
+  const esUrl = useJsonDataField(props, 'elasticsearchUrl');
+  const esUser = useJsonDataField(props, 'elasticsearchUser');
+  const esPassword = useSecureField(props, 'elasticsearchPassword');
+  const esJobIndex = useJsonDataField(props, 'elasticsearchJobIndex');
+  const esNodeIndex = useJsonDataField(props, 'elasticsearchNodeIndex');
+  const promUrl = useJsonDataField(props, 'prometheusUrl');
+  const promUser = useJsonDataField(props, 'prometheusUser');
+  const promPassword = useSecureField(props, 'prometheusPassword');
+  const promToken = useSecureField(props, 'prometheusBearerToken');
+  const tlsCaCert = useJsonDataField(props, 'tlsCaCert');
+  const clusterFilter = useJsonDataField(props, 'clusterFilter');
+  const timeout = useJsonDataNumber(props, 'timeoutSeconds');
+  const maxJobs = useJsonDataNumber(props, 'maxJobs');
+  const maxSeries = useJsonDataNumber(props, 'maxSeries');
+  const silentAfter = useJsonDataNumber(props, 'silentAfterMinutes');
+  const grafanaUrl = useJsonDataField(props, 'grafanaUrl');
+  const allocationsUrl = useJsonDataField(props, 'allocationsUrl');
+  const jobPageUrl = useJsonDataField(props, 'jobPageUrl');
 
   return (
     <>
@@ -95,9 +74,8 @@ export function ConfigEditor(props: ConfigEditorProps) {
           <Input
             id="es-url"
             width={INPUT_WIDTH}
-            value={jsonData.elasticsearchUrl ?? ''}
             placeholder="http://localhost:9200"
-            onChange={onText('elasticsearchUrl')}
+            {...esUrl}
           />
         </InlineField>
         <InlineField
@@ -109,12 +87,11 @@ export function ConfigEditor(props: ConfigEditorProps) {
           <Input
             id="es-user"
             width={INPUT_WIDTH}
-            value={jsonData.elasticsearchUser ?? ''}
-            onChange={onText('elasticsearchUser')}
+            {...esUser}
           />
         </InlineField>
         <InlineField label="Password" labelWidth={LABEL_WIDTH} htmlFor="es-password">
-          {secret('elasticsearchPassword', 'es-password')}
+          <SecretInput id="es-password" width={INPUT_WIDTH} {...esPassword} />
         </InlineField>
         <InlineField
           label="Job index"
@@ -125,9 +102,8 @@ export function ConfigEditor(props: ConfigEditorProps) {
           <Input
             id="es-job-index"
             width={INPUT_WIDTH}
-            value={jsonData.elasticsearchJobIndex ?? ''}
             placeholder={DEFAULTS.elasticsearchJobIndex}
-            onChange={onText('elasticsearchJobIndex')}
+            {...esJobIndex}
           />
         </InlineField>
         <InlineField
@@ -139,9 +115,8 @@ export function ConfigEditor(props: ConfigEditorProps) {
           <Input
             id="es-node-index"
             width={INPUT_WIDTH}
-            value={jsonData.elasticsearchNodeIndex ?? ''}
             placeholder={DEFAULTS.elasticsearchNodeIndex}
-            onChange={onText('elasticsearchNodeIndex')}
+            {...esNodeIndex}
           />
         </InlineField>
       </FieldSet>
@@ -157,9 +132,8 @@ export function ConfigEditor(props: ConfigEditorProps) {
           <Input
             id="prom-url"
             width={INPUT_WIDTH}
-            value={jsonData.prometheusUrl ?? ''}
             placeholder="http://localhost:9090"
-            onChange={onText('prometheusUrl')}
+            {...promUrl}
           />
         </InlineField>
         <InlineField
@@ -171,12 +145,11 @@ export function ConfigEditor(props: ConfigEditorProps) {
           <Input
             id="prom-user"
             width={INPUT_WIDTH}
-            value={jsonData.prometheusUser ?? ''}
-            onChange={onText('prometheusUser')}
+            {...promUser}
           />
         </InlineField>
         <InlineField label="Password" labelWidth={LABEL_WIDTH} htmlFor="prom-password">
-          {secret('prometheusPassword', 'prom-password')}
+          <SecretInput id="prom-password" width={INPUT_WIDTH} {...promPassword} />
         </InlineField>
         <InlineField
           label="Bearer token"
@@ -184,7 +157,7 @@ export function ConfigEditor(props: ConfigEditorProps) {
           htmlFor="prom-token"
           tooltip="Instead of user and password, not with them"
         >
-          {secret('prometheusBearerToken', 'prom-token')}
+          <SecretInput id="prom-token" width={INPUT_WIDTH} {...promToken} />
         </InlineField>
       </FieldSet>
 
@@ -199,9 +172,8 @@ export function ConfigEditor(props: ConfigEditorProps) {
             id="tls-ca"
             cols={INPUT_WIDTH}
             rows={4}
-            value={jsonData.tlsCaCert ?? ''}
             placeholder="-----BEGIN CERTIFICATE-----"
-            onChange={(e: ChangeEvent<HTMLTextAreaElement>) => setJson('tlsCaCert', e.currentTarget.value)}
+            {...tlsCaCert}
           />
         </InlineField>
       </FieldSet>
@@ -216,8 +188,7 @@ export function ConfigEditor(props: ConfigEditorProps) {
           <Input
             id="cluster-filter"
             width={INPUT_WIDTH}
-            value={jsonData.clusterFilter ?? ''}
-            onChange={onText('clusterFilter')}
+            {...clusterFilter}
           />
         </InlineField>
         <InlineField
@@ -231,9 +202,8 @@ export function ConfigEditor(props: ConfigEditorProps) {
             width={INPUT_WIDTH}
             min={1}
             max={300}
-            value={jsonData.timeoutSeconds}
             placeholder={String(DEFAULTS.timeoutSeconds)}
-            onCommit={(v) => setJson('timeoutSeconds', v)}
+            {...timeout}
           />
         </InlineField>
         <InlineField
@@ -247,9 +217,8 @@ export function ConfigEditor(props: ConfigEditorProps) {
             width={INPUT_WIDTH}
             min={1}
             max={100000}
-            value={jsonData.maxJobs}
             placeholder={String(DEFAULTS.maxJobs)}
-            onCommit={(v) => setJson('maxJobs', v)}
+            {...maxJobs}
           />
         </InlineField>
         <InlineField
@@ -263,9 +232,8 @@ export function ConfigEditor(props: ConfigEditorProps) {
             width={INPUT_WIDTH}
             min={1}
             max={1000000}
-            value={jsonData.maxSeries}
             placeholder={String(DEFAULTS.maxSeries)}
-            onCommit={(v) => setJson('maxSeries', v)}
+            {...maxSeries}
           />
         </InlineField>
         <InlineField
@@ -279,9 +247,8 @@ export function ConfigEditor(props: ConfigEditorProps) {
             width={INPUT_WIDTH}
             min={1}
             max={10080}
-            value={jsonData.silentAfterMinutes}
             placeholder={String(DEFAULTS.silentAfterMinutes)}
-            onCommit={(v) => setJson('silentAfterMinutes', v)}
+            {...silentAfter}
           />
         </InlineField>
       </FieldSet>
@@ -345,9 +312,8 @@ export function ConfigEditor(props: ConfigEditorProps) {
           <Input
             id="grafana-url"
             width={INPUT_WIDTH}
-            value={jsonData.grafanaUrl ?? ''}
             placeholder="http://localhost:3000"
-            onChange={onText('grafanaUrl')}
+            {...grafanaUrl}
           />
         </InlineField>
         <InlineField
@@ -444,9 +410,8 @@ export function ConfigEditor(props: ConfigEditorProps) {
           <Input
             id="allocations-url"
             width={INPUT_WIDTH}
-            value={jsonData.allocationsUrl ?? ''}
             placeholder="http://collector:9310/constants"
-            onChange={onText('allocationsUrl')}
+            {...allocationsUrl}
           />
         </InlineField>
       </FieldSet>
@@ -465,9 +430,8 @@ export function ConfigEditor(props: ConfigEditorProps) {
           <Input
             id="job-page-url"
             width={INPUT_WIDTH}
-            value={jsonData.jobPageUrl ?? ''}
             placeholder="/d/jobsight-job-detail/job?var-job=${doc_id}"
-            onChange={onText('jobPageUrl')}
+            {...jobPageUrl}
           />
         </InlineField>
       </FieldSet>

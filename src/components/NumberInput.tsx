@@ -1,4 +1,4 @@
-import React, { useEffect, useState } from 'react';
+import React, { useState } from 'react';
 import { Input } from '@grafana/ui';
 
 /** Props of a number field. */
@@ -23,9 +23,13 @@ export interface NumberInputProps {
  */
 export function NumberInput({ id, value, placeholder, min, max, step, width, onCommit, ...rest }: NumberInputProps) {
   const [text, setText] = useState(value === undefined ? '' : String(value));
-  useEffect(() => {
+  // A new value from outside replaces what is shown, during this render
+  // (React's pattern for state derived from a prop; an effect would render twice).
+  const [shown, setShown] = useState(value);
+  if (value !== shown) {
+    setShown(value);
     setText(value === undefined ? '' : String(value));
-  }, [value]);
+  }
 
   const commit = () => {
     const t = text.trim();

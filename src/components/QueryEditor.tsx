@@ -1,5 +1,6 @@
 import React, { ChangeEvent } from 'react';
-import { DataQuery, QueryEditorProps, SelectableValue } from '@grafana/data';
+import { QueryEditorProps, SelectableValue } from '@grafana/data';
+import type { DataQuery } from '@grafana/schema';
 import { InlineField, InlineFieldRow, InlineSwitch, Input, MultiSelect, Select } from '@grafana/ui';
 
 import { DataSource } from '../datasource';

@@ -7,6 +7,8 @@ import { JobsightOptions } from '../types';
 
 /** The settings Grafana would give the datasource. */
 export const instanceSettings: DataSourceInstanceSettings<JobsightOptions> = {
+  // Deprecated (to go in Grafana 13's types) but still part of the settings Grafana 11 and 12 give.
+  // eslint-disable-next-line @typescript-eslint/no-deprecated
   id: 1,
   uid: 'jobsight',
   type: 'jobsight-slurm-datasource',

@@ -2,7 +2,8 @@
 // without Grafana, and proves that what they emit is what the Go backend
 // reads. TestEditors builds the host page (npm run build:editors: the
 // plugin's ConfigEditor, QueryEditor and VariableQueryEditor with the real
-// @grafana/ui in Debian's Chromium), runs the Playwright specs beside this
+// @grafana/ui in Debian's Chromium; then again on React 19 and Grafana 13's
+// libraries from compat/grafana13), runs the Playwright specs beside this
 // file, which act as a person would and write every emission into a
 // temporary directory, and decodes each one in the Go models
 // (pkg/models): queries strictly and with ParseQuery, settings with
@@ -35,10 +36,32 @@ func TestEditors(t *testing.T) {
 	root := repoRoot(t)
 	requireBrowserTools(t, root)
 
+	// The page built against the main install (React 18, @grafana/* 12,
+	// what the plugin is built with), then against compat/grafana13 (React
+	// 19, @grafana/* 13: Grafana 13.2 runs plugins on React 19). The second
+	// is skipped when that install is missing, and fails with CI=true.
+	t.Run("react18-grafana12", func(t *testing.T) {
+		runEditors(t, root, "build:editors", "")
+	})
+	t.Run("react19-grafana13", func(t *testing.T) {
+		if !fileExists(filepath.Join(root, "compat", "grafana13", "node_modules", "react", "package.json")) {
+			stack.Unavailable(t, "compat/grafana13/node_modules is missing: run npm ci --prefix compat/grafana13 in %s", root)
+		}
+		runEditors(t, root, "build:editors:react19", "dist-grafana13")
+	})
+}
+
+// runEditors builds the host page with the npm script build, runs the specs
+// against it (served from test/editors/<dist>, "" for dist) and decodes every
+// emission in the Go models.
+func runEditors(t *testing.T, root, build, dist string) {
 	out := t.TempDir()
-	run(t, root, nil, "npm", "run", "build:editors")
-	run(t, root, []string{"JOBSIGHT_EDITOR_OUT=" + out},
-		"npx", "playwright", "test", "--config", "test/editors/playwright.config.ts")
+	run(t, root, nil, "npm", "run", build)
+	env := []string{"JOBSIGHT_EDITOR_OUT=" + out}
+	if dist != "" {
+		env = append(env, "JOBSIGHT_EDITOR_DIST="+dist)
+	}
+	run(t, root, env, "npx", "playwright", "test", "--config", "test/editors/playwright.config.ts")
 
 	files, err := filepath.Glob(filepath.Join(out, "*.json"))
 	if err != nil {
@@ -93,7 +116,7 @@ func fileExists(p string) bool {
 func requireBrowserTools(t *testing.T, root string) {
 	t.Helper()
 	stack.Require(t, "node", "npm", "npx", "nice")
-	for _, pkg := range []string{"@playwright/test", "webpack", "ts-loader", "@grafana/ui", "@grafana/data", "@grafana/runtime", "react-dom"} {
+	for _, pkg := range []string{"@playwright/test", "webpack", "swc-loader", "@grafana/ui", "@grafana/data", "@grafana/runtime", "react-dom"} {
 		if !fileExists(filepath.Join(root, "node_modules", pkg, "package.json")) {
 			stack.Unavailable(t, "node_modules/%s is missing: run npm ci in %s", pkg, root)
 		}

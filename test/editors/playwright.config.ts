@@ -1,6 +1,7 @@
 // Playwright runs the editors' specs (test/editors/*.spec.ts) against the
 // host page built by `npm run build:editors`, served from test/editors/dist
-// by serve.js on 127.0.0.1. No Grafana server is involved. The browser is
+// by serve.js on 127.0.0.1 (with JOBSIGHT_EDITOR_DIST=dist-grafana13: the
+// React 19 page `npm run build:editors:react19` built). No Grafana server is involved. The browser is
 // Debian's Chromium (JOBSIGHT_CHROMIUM overrides it): nothing is downloaded.
 // `npm run test:editors` builds and runs; the Go test test/editors does the
 // same with JOBSIGHT_EDITOR_OUT set and then decodes what was written there.
@@ -17,11 +18,12 @@ function freePort(): string {
 
 const port = (process.env.JOBSIGHT_EDITOR_PORT ||= freePort());
 const chromium = process.env.JOBSIGHT_CHROMIUM || '/usr/bin/chromium';
+const dist = process.env.JOBSIGHT_EDITOR_DIST || 'dist';
 
 export default defineConfig({
   testDir: '.',
   testMatch: '*.spec.ts',
-  outputDir: path.join(__dirname, 'test-results'),
+  outputDir: path.join(__dirname, dist === 'dist' ? 'test-results' : `test-results-${dist.slice('dist-'.length)}`),
   fullyParallel: false,
   // Two cores are shared with other work: one browser at a time.
   workers: 1,

@@ -1,5 +1,7 @@
-// Serves the built host page (test/editors/dist) on 127.0.0.1 for the
-// Playwright specs: GET and HEAD of files under that folder only.
+// Serves the built host page (test/editors/dist, or the folder beside it that
+// JOBSIGHT_EDITOR_DIST names: dist-grafana13 for the React 19 build) on
+// 127.0.0.1 for the Playwright specs: GET and HEAD of files under that folder
+// only.
 // Usage: node test/editors/serve.js [port]   (or JOBSIGHT_EDITOR_PORT; 0 picks one)
 'use strict';
 
@@ -7,7 +9,16 @@ const fs = require('fs');
 const http = require('http');
 const path = require('path');
 
-const dir = path.resolve(__dirname, 'dist');
+const distName = process.env.JOBSIGHT_EDITOR_DIST || 'dist';
+if (!/^dist(-[a-z0-9]+)?$/.test(distName)) {
+  console.error(`JOBSIGHT_EDITOR_DIST must be dist or dist-<name>, not ${JSON.stringify(distName)}`);
+  process.exit(2);
+}
+const dir = path.resolve(__dirname, distName);
+if (!fs.existsSync(path.join(dir, 'index.html'))) {
+  console.error(`${dir}/index.html is missing: build the page first (npm run build:editors or build:editors:react19)`);
+  process.exit(2);
+}
 const port = Number(process.argv[2] ?? process.env.JOBSIGHT_EDITOR_PORT ?? 0);
 
 const TYPES = {
@@ -41,6 +52,11 @@ const server = http.createServer((req, res) => {
   }
   fs.readFile(file, (err, body) => {
     if (err) {
+      // On stderr, which Playwright shows: a missing file is a page error.
+      // Grafana's web fonts are never here (fixtures.ts says why).
+      if (!name.startsWith('/public/fonts/')) {
+        console.error(`serve.js: 404 ${name}`);
+      }
       res.writeHead(404, { 'Content-Type': 'text/plain' }).end(`not found: ${name}\n`);
       return;
     }

@@ -61,7 +61,7 @@ test.describe('VariableQueryEditor', () => {
     test('shows the stored choice and keeps the clusters when the kind changes', async ({ editors }) => {
       const v = editors.section('variable');
       await expect(v.getByText('Partitions', { exact: true })).toBeVisible();
-      await expect(v.getByRole('button', { name: 'Remove beta', exact: true })).toBeVisible();
+      await expect(editors.chip(v, 'beta')).toBeVisible();
       await editors.choose(editors.field(v, 'Values'), 'Accounts');
       expect(await editors.json('variable')).toEqual({ queryType: 'variable', variable: 'accounts', cluster: ['beta'] });
       await expect(definition(editors)).toHaveText('Accounts of beta');

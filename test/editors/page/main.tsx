@@ -8,6 +8,9 @@
 // For the specs the page shows the latest value of each editor as JSON
 // (<pre data-testid="config-json|query-json|variable-json">) and records
 // every emission, checkpoint and resource call on window (protocol.ts).
+// First: Grafana's boot data, before @grafana/runtime loads.
+import './boot';
+
 import React, { useEffect, useMemo, useRef, useState } from 'react';
 import { createRoot } from 'react-dom/client';
 import { CoreApp, createTheme } from '@grafana/data';
@@ -29,6 +32,7 @@ const theme = createTheme({
   colors: { mode: init.theme ?? (new URLSearchParams(location.search).get('theme') === 'light' ? 'light' : 'dark') },
 });
 
+w.__reactVersion = React.version;
 w.__emitted = [];
 w.__checkpoints = [];
 w.__resourceCalls = [];

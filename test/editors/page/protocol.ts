@@ -97,4 +97,6 @@ export interface PageGlobals {
   __checkpoint: (editor: EditorName, label: string, expectError?: string) => Checkpoint;
   /** Set once the page has rendered. */
   __ready?: boolean;
+  /** The React the page runs (18 for dist, 19 for dist-grafana13). */
+  __reactVersion?: string;
 }

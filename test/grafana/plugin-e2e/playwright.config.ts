@@ -16,8 +16,10 @@ const admin = process.env.GRAFANA_ADMIN_USER || 'admin';
 const storageState = path.join(process.cwd(), `playwright/.auth/${admin}.json`);
 
 export default defineConfig<PluginOptions>({
-  testDir: '.',
-  outputDir: '../../../playwright/test-results',
+  // Absolute paths: the top-level playwright.config.ts (create-plugin's place
+  // for it, `npm run e2e`) re-exports this file.
+  testDir: __dirname,
+  outputDir: path.join(__dirname, '../../../playwright/test-results'),
   fullyParallel: false,
   workers: 1,
   retries: 0,
@@ -41,7 +43,7 @@ export default defineConfig<PluginOptions>({
   projects: [
     {
       name: 'auth',
-      testDir: '../../../node_modules/@grafana/plugin-e2e/dist/auth',
+      testDir: path.join(__dirname, '../../../node_modules/@grafana/plugin-e2e/dist/auth'),
       testMatch: [/.*\.js/],
       use: { ...devices['Desktop Chrome'], channel: undefined },
     },
