@@ -352,6 +352,8 @@ export interface JobsightSecureJsonData {
   elasticsearchPassword?: string;
   prometheusBearerToken?: string;
   prometheusPassword?: string;
+  /** Bearer token allocationsUrl requires (the cluster-state collector's listen_token_file). */
+  allocationsToken?: string;
 }
 
 /** Defaults applied by the backend when a setting is empty (models.Default* in Go). */

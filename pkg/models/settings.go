@@ -51,6 +51,20 @@ const (
 	SecureAllocationsToken = "allocationsToken"
 )
 
+// SecureFields are every secure field the plugin reads; any other key in
+// the decrypted secure JSON data is not read.
+var SecureFields = []string{SecureElasticsearchPassword, SecurePrometheusBearerToken, SecurePrometheusPassword, SecureAllocationsToken}
+
+// SecretsFrom picks the secure fields out of decrypted secure JSON data.
+func SecretsFrom(sec map[string]string) Secrets {
+	return Secrets{
+		ElasticsearchPassword: sec[SecureElasticsearchPassword],
+		PrometheusBearerToken: sec[SecurePrometheusBearerToken],
+		PrometheusPassword:    sec[SecurePrometheusPassword],
+		AllocationsToken:      sec[SecureAllocationsToken],
+	}
+}
+
 // Settings is the configuration of one Jobsight datasource instance.
 // The exported JSON-tagged fields are the datasource's jsonData; Secrets are
 // filled from its decrypted secure JSON data.
@@ -208,13 +222,7 @@ func LoadSettings(inst backend.DataSourceInstanceSettings) (*Settings, error) {
 	if err != nil {
 		return nil, err
 	}
-	sec := inst.DecryptedSecureJSONData
-	s.Secrets = Secrets{
-		ElasticsearchPassword: sec[SecureElasticsearchPassword],
-		PrometheusBearerToken: sec[SecurePrometheusBearerToken],
-		PrometheusPassword:    sec[SecurePrometheusPassword],
-		AllocationsToken:      sec[SecureAllocationsToken],
-	}
+	s.Secrets = SecretsFrom(inst.DecryptedSecureJSONData)
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}

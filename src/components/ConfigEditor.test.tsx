@@ -65,15 +65,29 @@ describe('ConfigEditor secrets', () => {
     const { view } = setup(
       settings({
         jsonData: { elasticsearchUser: 'jobsight', prometheusUser: 'reader' },
-        secureJsonFields: { elasticsearchPassword: true, prometheusPassword: true, prometheusBearerToken: true },
+        secureJsonFields: {
+          elasticsearchPassword: true,
+          prometheusPassword: true,
+          prometheusBearerToken: true,
+          allocationsToken: true,
+        },
       })
     );
-    for (const id of ['es-password', 'prom-password', 'prom-token']) {
+    for (const id of ['es-password', 'prom-password', 'prom-token', 'allocations-token']) {
       const input = view.container.querySelector<HTMLInputElement>(`#${id}`);
       expect(input).toHaveValue('configured');
       expect(input).toBeDisabled();
     }
-    expect(screen.getAllByRole('button', { name: 'Reset' })).toHaveLength(3);
+    expect(screen.getAllByRole('button', { name: 'Reset' })).toHaveLength(4);
+  });
+
+  it('keeps the collector token a secret of its own', async () => {
+    const { view, last } = setup(settings());
+    const input = view.container.querySelector<HTMLInputElement>('#allocations-token')!;
+    expect(input).toHaveAttribute('type', 'password');
+    await user.type(input, 'cs-tok');
+    expect(last().secureJsonData).toEqual({ allocationsToken: 'cs-tok' });
+    expect(JSON.stringify(last().jsonData)).not.toContain('cs-tok');
   });
 
   it('keeps a typed secret in secureJsonData, masked, and out of jsonData', async () => {

@@ -51,6 +51,7 @@ export function ConfigEditor(props: ConfigEditorProps) {
   const promUser = useJsonDataField(props, 'prometheusUser');
   const promPassword = useSecureField(props, 'prometheusPassword');
   const promToken = useSecureField(props, 'prometheusBearerToken');
+  const allocationsToken = useSecureField(props, 'allocationsToken');
   const tlsCaCert = useJsonDataField(props, 'tlsCaCert');
   const clusterFilter = useJsonDataField(props, 'clusterFilter');
   const timeout = useJsonDataNumber(props, 'timeoutSeconds');
@@ -413,6 +414,14 @@ export function ConfigEditor(props: ConfigEditorProps) {
             placeholder="http://collector:9310/constants"
             {...allocationsUrl}
           />
+        </InlineField>
+        <InlineField
+          label="Allocations token"
+          labelWidth={LABEL_WIDTH}
+          htmlFor="allocations-token"
+          tooltip="Bearer token the cluster-state collector requires when it listens beyond loopback (its listen_token_file)"
+        >
+          <SecretInput id="allocations-token" width={INPUT_WIDTH} {...allocationsToken} />
         </InlineField>
       </FieldSet>
 

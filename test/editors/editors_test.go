@@ -218,11 +218,13 @@ type grafanaSettings struct {
 }
 
 // secureKeys are the secure fields the backend reads (models.Secure*).
-var secureKeys = map[string]bool{
-	models.SecureElasticsearchPassword: true,
-	models.SecurePrometheusBearerToken: true,
-	models.SecurePrometheusPassword:    true,
-}
+var secureKeys = func() map[string]bool {
+	m := map[string]bool{}
+	for _, k := range models.SecureFields {
+		m[k] = true
+	}
+	return m
+}()
 
 // storedSecret stands for a secret Grafana has stored and would decrypt
 // for the backend: the page only knows that it is configured.

@@ -64,6 +64,7 @@ var Placeholders = map[string]Placeholder{
 	"JOBSIGHT_PROMETHEUS_BEARER_TOKEN": {Value: "test-token", Optional: true},
 	"JOBSIGHT_CLUSTER_FILTER":          {Value: "hpc1", Optional: true},
 	"JOBSIGHT_ALLOCATIONS_URL":         {Value: "http://collector:9310/constants", Optional: true},
+	"JOBSIGHT_ALLOCATIONS_TOKEN":       {Value: "collector-token", Optional: true},
 	"JOBSIGHT_DASHBOARDS_DIR":          {Value: "/var/lib/grafana/dashboards/jobsight"},
 }
 
@@ -218,11 +219,13 @@ func ProvisionedUIDs(raw []byte) (map[string]string, error) {
 }
 
 // secureKeys are the secure fields the plugin reads (models.LoadSettings).
-var secureKeys = map[string]bool{
-	models.SecureElasticsearchPassword: true,
-	models.SecurePrometheusBearerToken: true,
-	models.SecurePrometheusPassword:    true,
-}
+var secureKeys = func() map[string]bool {
+	m := map[string]bool{}
+	for _, k := range models.SecureFields {
+		m[k] = true
+	}
+	return m
+}()
 
 // prometheusJSONData are the jsonData keys of Grafana's Prometheus
 // datasource (its configuration page and provisioning documentation).
@@ -335,11 +338,7 @@ func checkJobsightDatasource(ps *problems, where string, ds provDatasource, empt
 	for k, v := range ds.SecureJSONData {
 		sec[k] = ps.expandEnv(join(where, "secureJsonData."+k), v, emptyOptional)
 	}
-	s.Secrets = models.Secrets{
-		ElasticsearchPassword: sec[models.SecureElasticsearchPassword],
-		PrometheusBearerToken: sec[models.SecurePrometheusBearerToken],
-		PrometheusPassword:    sec[models.SecurePrometheusPassword],
-	}
+	s.Secrets = models.SecretsFrom(sec)
 	for _, e := range unjoin(s.Validate()) {
 		ps.add(join(where, "jsonData"), "with the %s, the plugin refuses it: %v", pass, e)
 	}
