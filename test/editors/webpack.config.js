@@ -15,7 +15,7 @@ const fs = require('fs');
 const path = require('path');
 const { Compilation, optimize, sources } = require('webpack');
 
-const { swcRule } = require('../../.config/webpack/webpack.config');
+const { swcRule } = require('../../.config/webpack/parts.js');
 
 const root = path.resolve(__dirname, '../..');
 

@@ -1,19 +1,12 @@
-// Builds the plugin frontend into dist/, in the shape @grafana/create-plugin
-// 7 gives its projects (see .config/README.md): module.js as an AMD module
-// (what Grafana's plugin loader expects) with the libraries Grafana provides
-// as externals, its source map, plugin.json (from the top level, where the
-// product layout keeps it, with version and date filled in), img/, and the
-// catalogue's README.md (src/README.md), CHANGELOG.md and LICENSE.
-//
-// It never empties dist/: the backend executables live there too (see
-// Magefile.go).
+// The parts of the plugin's build that the build itself
+// (.config/webpack/webpack.config.ts) and the editors' host page
+// (test/editors/webpack.config.js) share: the libraries Grafana provides,
+// the swc-loader rule, and the plugin's files beside module.js.
 //
 // Source maps: webpack names each source webpack://<plugin id>/<path from
 // src/>, because src/ is the context, and keeps the file's text unchanged in
 // sourcesContent. Grafana's plugin validator joins that path to the
 // repository's src/ and compares the texts.
-//
-// Usage: webpack -c .config/webpack/webpack.config.js --env production|development
 'use strict';
 
 const fs = require('fs');
@@ -100,7 +93,8 @@ function swcRule(target) {
   };
 }
 
-module.exports = (env = {}) => {
+/** The plugin's webpack configuration: production or development. */
+function pluginConfig(env = {}) {
   const production = Boolean(env.production);
   return {
     context: SOURCE_DIR,
@@ -120,7 +114,6 @@ module.exports = (env = {}) => {
     plugins: [new PluginAssets()],
     performance: { hints: false },
   };
-};
+}
 
-module.exports.swcRule = swcRule;
-module.exports.EXTERNALS = EXTERNALS;
+module.exports = { pluginConfig, swcRule, EXTERNALS, PluginAssets };
