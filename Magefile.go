@@ -26,6 +26,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -110,32 +111,24 @@ func packArchives(dist, outDir string) error {
 	}
 	base := meta.ID + "-" + meta.Info.Version
 	exePrefix := meta.Executable + "_"
-	// The SDK's build manifest (go_plugin_build_manifest) lists the Go
-	// sources' hashes for the catalogue's review; it is kept in every archive.
-	keep := func(platform string) func(string) bool {
-		return func(f string) bool {
-			if !strings.HasPrefix(f, exePrefix) {
-				return true
-			}
-			if platform == "" {
-				for _, p := range archivePlatforms {
-					if f == exePrefix+p {
-						return true
-					}
-				}
-				return false
-			}
-			return f == exePrefix+platform
-		}
-	}
-	names := []string{base + ".zip"}
-	if err := writeZip(filepath.Join(outDir, names[0]), dist, meta.ID, files, keep("")); err != nil {
-		return err
-	}
 	for _, p := range archivePlatforms {
 		if _, err := os.Stat(filepath.Join(dist, exePrefix+p)); err != nil {
 			return fmt.Errorf("%s: the %s executable is missing: %w", dist, p, err)
 		}
+	}
+	// Every file but the executables of other platforms. The SDK's build
+	// manifest (go_plugin_build_manifest) lists the Go sources' hashes for
+	// the catalogue's review; it is kept in every archive.
+	keep := func(platforms ...string) func(string) bool {
+		return func(f string) bool {
+			return !strings.HasPrefix(f, exePrefix) || slices.Contains(platforms, strings.TrimPrefix(f, exePrefix))
+		}
+	}
+	names := []string{base + ".zip"}
+	if err := writeZip(filepath.Join(outDir, names[0]), dist, meta.ID, files, keep(archivePlatforms...)); err != nil {
+		return err
+	}
+	for _, p := range archivePlatforms {
 		n := base + "." + p + ".zip"
 		if err := writeZip(filepath.Join(outDir, n), dist, meta.ID, files, keep(p)); err != nil {
 			return err
