@@ -171,6 +171,7 @@ func (a *Agent) jobFiles(jobID uint64) files {
 // nor spooled.
 func (a *Agent) writeFinal(ctx context.Context, job *jobmodel.Job) (safe bool) {
 	at := a.now()
+	job.Totals = jobmodel.TotalsOf(job)
 	if job.Analysis == nil {
 		an := analysis.AnalyzeJob(*job, at, a.Config.Analysis)
 		job.Analysis = &an

@@ -85,6 +85,9 @@ type Job struct {
 	// Analysis is the post-job analysis, set when the final document is
 	// written (internal/analysis).
 	Analysis *Analysis `json:"analysis,omitempty"`
+	// Totals are the reserved and used hours, computed once when the
+	// final document is written (TotalsOf); absent while the job runs.
+	Totals *Totals `json:"totals,omitempty"`
 	// Final is true once the job has ended and its summary is complete
 	// (or as complete as it will get: see MissingMetrics).
 	Final        bool   `json:"final"`

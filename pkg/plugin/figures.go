@@ -32,7 +32,9 @@ type figures struct {
 
 const gib = 1 << 30
 
-// jobFigures computes a job's figures. now is the end of a running job.
+// jobFigures computes a job's figures (jobmodel.AmountsOf, the same
+// computation as the totals stored at job end). now is the end of a
+// running job.
 func jobFigures(j *jobmodel.Job, now time.Time) figures {
 	var f figures
 	if j.StartTime == nil {
@@ -44,44 +46,21 @@ func jobFigures(j *jobmodel.Job, now time.Time) figures {
 	if j.EndTime != nil && j.Final {
 		f.end = j.EndTime.Time
 	}
-	el := f.end.Sub(f.start).Hours()
-	if j.Final && j.ElapsedSeconds != nil {
-		el = *j.ElapsedSeconds / 3600
+	el := max(f.end.Sub(f.start).Hours(), 0)
+	if j.Final {
+		if e := jobmodel.FinalElapsedHours(j); e != nil {
+			el = *e
+		}
 	}
-	if el < 0 {
-		el = 0
+	a := jobmodel.AmountsOf(j, &el)
+	f.elapsedH, f.limitH = a.ElapsedH, a.LimitH
+	f.cpus, f.gpus = a.CPUs, a.GPUs
+	if a.MemGiB != nil {
+		f.memReqBytes = ptr(*a.MemGiB * gib)
 	}
-	f.elapsedH = &el
-	if j.TimeLimitSeconds != nil {
-		f.limitH = ptr(float64(*j.TimeLimitSeconds) / 3600)
-	}
-	r := j.Requested
-	if r.CPUs != nil {
-		f.cpus = ptr(float64(*r.CPUs))
-		f.cpuResH = ptr(float64(*r.CPUs) * el)
-	}
-	if r.GPUs != nil {
-		f.gpus = ptr(float64(*r.GPUs))
-		f.gpuResH = ptr(float64(*r.GPUs) * el)
-	} else if j.GPU != nil && j.GPU.Held != nil {
-		f.gpus = ptr(float64(*j.GPU.Held))
-		f.gpuResH = ptr(float64(*j.GPU.Held) * el)
-	}
-	if r.MemoryBytes != nil {
-		f.memReqBytes = ptr(float64(*r.MemoryBytes))
-		f.memResH = ptr(float64(*r.MemoryBytes) / gib * el)
-	}
-	if j.CPU != nil && j.CPU.CoreSeconds != nil {
-		f.cpuUsedH = ptr(*j.CPU.CoreSeconds / 3600)
-	}
-	if j.GPU != nil && j.GPU.UtilizationAvg != nil && j.GPU.GPUSeconds != nil {
-		f.gpuUsedH = ptr(*j.GPU.UtilizationAvg * *j.GPU.GPUSeconds / 3600)
-	} else if f.gpus != nil && *f.gpus == 0 {
-		f.gpuUsedH = ptr(0.0)
-	}
-	if j.Memory != nil && j.Memory.AvgBytes != nil {
-		f.memUsedH = ptr(float64(*j.Memory.AvgBytes) / gib * el)
-	}
+	f.cpuResH, f.cpuUsedH = a.CPUResH, a.CPUUsedH
+	f.gpuResH, f.gpuUsedH = a.GPUResH, a.GPUUsedH
+	f.memResH, f.memUsedH = a.MemResH, a.MemUsedH
 	return f
 }
 

@@ -188,6 +188,7 @@ func closeAsLost(job jobmodel.Job, nodes []jobmodel.Node, last time.Time) jobmod
 	}
 	jobmodel.Assemble(&job, ns)
 	job.Analysis = nil
+	job.Totals = jobmodel.TotalsOf(&job)
 	job.UpdatedAt = jobmodel.At(last)
 	return job
 }
