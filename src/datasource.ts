@@ -1,6 +1,7 @@
 import {
   CoreApp,
   DataQueryRequest,
+  DataQueryResponse,
   DataSourceInstanceSettings,
   dateTime,
   MetricFindValue,
@@ -8,8 +9,9 @@ import {
   TimeRange,
 } from '@grafana/data';
 import { DataSourceWithBackend, getTemplateSrv } from '@grafana/runtime';
-import { lastValueFrom } from 'rxjs';
+import { lastValueFrom, Observable } from 'rxjs';
 
+import { resolveTimeZone } from './timezone';
 import { DEFAULT_QUERY, JobsightOptions, JobsightQuery, OptionKind, OptionsResponse } from './types';
 import { expandList, framesToMetricFindValues, interpolateQuery } from './variables';
 
@@ -25,6 +27,15 @@ export class DataSource extends DataSourceWithBackend<JobsightQuery, JobsightOpt
 
   getDefaultQuery(_: CoreApp): Partial<JobsightQuery> {
     return DEFAULT_QUERY;
+  }
+
+  /**
+   * Every query carries the dashboard's time zone: hour-of-week cells and
+   * day boundaries follow it.
+   */
+  query(request: DataQueryRequest<JobsightQuery>): Observable<DataQueryResponse> {
+    const timezone = resolveTimeZone(request.timezone);
+    return super.query({ ...request, targets: request.targets.map((t) => ({ ...t, timezone })) });
   }
 
   /** Queries without a query type are not sent to the backend. */

@@ -91,15 +91,16 @@ export type ClusterSeriesName = (typeof CLUSTER_SERIES)[number];
 export const PANEL_QUERY_TYPES = QUERY_TYPES.filter((t) => t.value !== 'variable');
 
 /** Group-by values of Reservation and UsageHistory ('' is no grouping). */
-export type GroupBy = '' | 'user' | 'account' | 'partition' | 'cluster' | 'hourOfWeek';
+export type GroupBy = '' | 'user' | 'account' | 'partition' | 'cluster' | 'class' | 'hourOfWeek';
 
-/** The group-by choices; hourOfWeek is for usage history only. */
+/** The group-by choices; hourOfWeek is for usage history only, class for reservation only. */
 export const GROUP_BY: Array<Choice<GroupBy>> = [
   { value: '', label: 'None', description: 'One row per job (reservation) or one series (usage history)' },
   { value: 'user', label: 'User' },
   { value: 'account', label: 'Account' },
   { value: 'partition', label: 'Partition' },
   { value: 'cluster', label: 'Cluster' },
+  { value: 'class', label: 'Efficiency class', description: 'Finished jobs by their analysis class; running jobs as one row' },
   { value: 'hourOfWeek', label: 'Hour of week', description: 'Hour of day × day of week, heatmap-ready' },
 ];
 
@@ -204,8 +205,11 @@ export interface JobsightQuery extends DataQuery {
   /** Job timeline: one series per node instead of the sum. */
   perNode?: boolean;
 
-  /** Reservation, UsageHistory (hourOfWeek: usage history only). */
+  /** Reservation, UsageHistory (hourOfWeek: usage history only; class: reservation only). */
   groupBy?: GroupBy;
+
+  /** The dashboard's time zone (IANA name or UTC); set by the datasource from the request. */
+  timezone?: string;
 
   /** Hogging: which to check (default all); UsageHistory and Allocation: the first (default cpu). */
   resources?: Resource[];

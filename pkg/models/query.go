@@ -8,6 +8,10 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"time"
+	// The IANA time zone database inside the executable, so that a
+	// dashboard's time zone resolves on a host without /usr/share/zoneinfo.
+	_ "time/tzdata"
 )
 
 // QueryType names what a panel query asks for. The values are the same
@@ -57,6 +61,10 @@ const (
 	GroupAccount   = "account"   //
 	GroupPartition = "partition" //
 	GroupCluster   = "cluster"   //
+	// GroupClass (Reservation): one row per efficiency class
+	// (analysis.class) of the finished jobs; running jobs, which have no
+	// class yet, are the row "running".
+	GroupClass = "class"
 	// GroupHourOfWeek (UsageHistory only): one cell per hour of day × day
 	// of week, heatmap-ready.
 	GroupHourOfWeek = "hourOfWeek"
@@ -137,8 +145,12 @@ type Query struct {
 	PerNode bool `json:"perNode,omitempty"`
 
 	// GroupBy (Reservation, UsageHistory): "", user, account, partition,
-	// cluster; UsageHistory also hourOfWeek.
+	// cluster; Reservation also class, UsageHistory also hourOfWeek.
 	GroupBy string `json:"groupBy,omitempty"`
+	// Timezone is the dashboard's time zone (an IANA name, or utc), which
+	// the frontend copies from the request: hour-of-week cells and day
+	// boundaries of usage history and allocations follow it.
+	Timezone string `json:"timezone,omitempty"`
 
 	// Resources (Hogging: which to check, default all three; UsageHistory
 	// and Allocation: the first is used, default cpu).
@@ -243,8 +255,15 @@ func (q *Query) Validate() error {
 		if q.QueryType != QueryTypeUsageHistory {
 			add("groupBy %q is for usage history only", q.GroupBy)
 		}
+	case GroupClass:
+		if q.QueryType != QueryTypeReservation {
+			add("groupBy %q is for reservation only", q.GroupBy)
+		}
 	default:
-		add("groupBy %q is unknown (one of user, account, partition, cluster, hourOfWeek)", clip(q.GroupBy))
+		add("groupBy %q is unknown (one of user, account, partition, cluster, class, hourOfWeek)", clip(q.GroupBy))
+	}
+	if _, err := q.Location(); err != nil {
+		errs = append(errs, err)
 	}
 	for _, r := range q.Resources {
 		if r != ResourceCPU && r != ResourceGPU && r != ResourceMemory {
@@ -281,6 +300,24 @@ func (q *Query) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Location is the dashboard's time zone (Timezone): UTC when empty,
+// "utc" or "browser" (the frontend resolves "browser" to the browser's
+// IANA zone before sending; one that could not be resolved means UTC).
+func (q *Query) Location() (*time.Location, error) {
+	switch strings.ToLower(q.Timezone) {
+	case "", "utc", "browser":
+		return time.UTC, nil
+	}
+	if len(q.Timezone) > 64 {
+		return nil, fmt.Errorf("timezone is longer than 64 bytes")
+	}
+	loc, err := time.LoadLocation(q.Timezone)
+	if err != nil {
+		return nil, fmt.Errorf("timezone %q is not an IANA time zone (e.g. Europe/Berlin) or utc", clip(q.Timezone))
+	}
+	return loc, nil
 }
 
 // Resource returns the first of Resources, or cpu.

@@ -150,47 +150,86 @@ func (d *Datasource) queryAllocation(qc *queryCtx) (data.Frames, error) {
 	}
 	sort.SliceStable(allocs, func(a, b int) bool { return allocs[a].Cluster+allocs[a].Account < allocs[b].Cluster+allocs[b].Account })
 
-	// Jobs of the range (and running ones), with figures.
-	accounts := []string{}
-	clusterSet := []string{}
+	loc, err := qc.q.Location()
+	if err != nil {
+		return nil, err
+	}
+	// The earliest period start: the usage from there on counts.
+	earliest := qc.from
+	for _, a := range allocs {
+		if ps := periodStart(a, qc.to); ps.Before(earliest) {
+			earliest = ps
+		}
+	}
+	clusterSet, accounts, clusterWide := []string{}, []string{}, false
 	for _, a := range allocs {
 		clusterSet = appendUnique(clusterSet, a.Cluster)
 		if a.Account != "" {
 			accounts = appendUnique(accounts, a.Account)
+		} else {
+			clusterWide = true
 		}
 	}
+	// Running jobs, with figures.
 	q := *qc.q
 	q.Cluster = clusterSet
-	jobs, figs, notices, err := d.scopeJobs(qc, jobScope{q: &q, v: qc.v, from: qc.from, to: qc.to})
+	jobs, figs, notices, err := d.unfinishedJobs(qc, &q, earliest, qc.to)
 	if err != nil {
 		return nil, err
 	}
-	offsets, err := d.periodOffsets(qc, allocs, res, clusterSet)
-	if err != nil {
-		notices = append(notices, data.Notice{Severity: data.NoticeSeverityWarning, Text: "Usage before the time range is missing: " + err.Error()})
+	// Finished jobs: the levels of their mean amounts from the earliest
+	// period start, per cluster (for cluster-wide allocations) and per
+	// cluster and account. One grid for both, its buckets shared out so
+	// that one answer stays well under Elasticsearch's bucket limit.
+	uf, rf := rateFields(res)
+	groups := len(allocs)
+	step := max(historyStep(qc), qc.to.Sub(earliest)/time.Duration(max(maxBuckets/(4*groups), 50)))
+	g := newGrid(earliest, qc.to, step, loc)
+	fields := []string{uf, rf}
+	byCluster := map[string]map[string][]float64{}
+	byAccount := map[string]map[string][]float64{} // key cluster + "\x00" + account
+	if clusterWide {
+		qa := q
+		byCluster, err = d.finishedLevels(qc, finishedScope(qc, &qa, earliest, qc.to), g, fields, models.GroupCluster)
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(accounts) > 0 {
+		qa := q
+		qa.Account = accounts
+		byAccount, err = d.finishedAccountLevels(qc, finishedScope(qc, &qa, earliest, qc.to), g, fields)
+		if err != nil {
+			return nil, err
+		}
 	}
 	if allocErr != nil {
 		notices = append(notices, data.Notice{Severity: data.NoticeSeverityWarning, Text: allocErr.Error()})
 	}
 
-	points := qc.maxPoints
-	if points <= 0 || points > 500 {
-		points = 200
+	// The points shown: the grid's bounds from the one at or before the
+	// range's start to its end.
+	var times []time.Time
+	for k := max(g.index(qc.from), 0); k < len(g.bounds); k++ {
+		times = append(times, minT(g.bounds[k], qc.to).UTC())
 	}
-	step := max(qc.to.Sub(qc.from)/time.Duration(points), time.Minute)
-	n := int(qc.to.Sub(qc.from)/step) + 1
-	times := make([]time.Time, n)
-	for b := range times {
-		times[b] = qc.from.Add(time.Duration(b) * step).UTC()
-	}
+	n := len(times)
 	var frames data.Frames
-	for ai, a := range allocs {
+	for _, a := range allocs {
 		ps := periodStart(a, qc.to)
-		reserved, used := accrue(a, res, ps, times, jobs, figs)
-		off := offsets[ai]
+		lv := byCluster[a.Cluster]
+		if a.Account != "" {
+			lv = byAccount[a.Cluster+"\x00"+a.Account]
+		}
+		reserved, used := make([]float64, n), make([]float64, n)
+		for b, t := range times {
+			reserved[b] = integrate(g, lv[rf], ps, t)
+			used[b] = integrate(g, lv[uf], ps, t)
+		}
+		rr, ru := accrue(a, res, ps, times, jobs, figs)
 		for b := range reserved {
-			reserved[b] += off.reserved
-			used[b] += off.used
+			reserved[b] += rr[b]
+			used[b] += ru[b]
 		}
 		period := time.Duration(a.PeriodDays * 24 * float64(time.Hour))
 		limit, prorata := make([]float64, n), make([]float64, n)
@@ -231,90 +270,59 @@ func (d *Datasource) queryAllocation(qc *queryCtx) (data.Frames, error) {
 	return frames, nil
 }
 
-// offset is an allocation's usage in its period before the time range.
-type offset struct{ reserved, used float64 }
-
-// periodOffsets sums, per allocation, the analysed jobs that ended in the
-// allocation's period before the time range (analysis.figures: GPU-hours
-// or core-hours reserved and wasted), in one aggregation request.
-func (d *Datasource) periodOffsets(qc *queryCtx, allocs []models.Allocation, res string, clusters []string) ([]offset, error) {
-	out := make([]offset, len(allocs))
-	earliest := qc.from
-	for _, a := range allocs {
-		if ps := periodStart(a, qc.to); ps.Before(earliest) {
-			earliest = ps
+// integrate is the resource-hours of a level over [from, to).
+func integrate(g grid, lvl []float64, from, to time.Time) float64 {
+	if lvl == nil {
+		return 0
+	}
+	h := 0.0
+	for k := max(g.index(from), 0); k < g.n() && g.bounds[k].Before(to); k++ {
+		o := minT(g.bounds[k+1], to).Sub(maxT(g.bounds[k], from))
+		if o > 0 {
+			h += lvl[k] * o.Hours()
 		}
 	}
-	if !earliest.Before(qc.from) {
-		return out, nil
-	}
-	hours, wasted := "analysis.figures.core_hours", "analysis.figures.core_hours_wasted"
-	if res == models.ResourceGPU {
-		hours, wasted = "analysis.figures.gpu_hours", "analysis.figures.gpu_hours_wasted"
-	}
-	filters := []any{esTerms("cluster", clusters), esTerm("final", true),
-		esRange("end_time", map[string]any{"gte": earliest.UTC().Format(time.RFC3339Nano), "lt": qc.from.UTC().Format(time.RFC3339Nano)})}
-	if vis := qc.v.esVisibility(); vis != nil {
-		filters = append(filters, vis)
-	}
-	sums := map[string]any{"hours": map[string]any{"sum": map[string]any{"field": hours}},
-		"wasted": map[string]any{"sum": map[string]any{"field": wasted}}}
-	// One bucket per day: the period start differs per allocation, so the
-	// sums are cut at each allocation's start on this side.
-	body := map[string]any{"size": 0, "query": esFilter(filters), "aggs": map[string]any{
-		"c": map[string]any{"terms": map[string]any{"field": "cluster", "size": 1000}, "aggs": map[string]any{
-			"a": map[string]any{"terms": map[string]any{"field": "account", "size": 10000}, "aggs": map[string]any{
-				"d": map[string]any{"date_histogram": map[string]any{"field": "end_time", "calendar_interval": "day", "format": "epoch_millis"}, "aggs": sums}}}}}}}
-	ans, err := d.search(qc.ctx, qc.st, d.settings.ElasticsearchJobIndex, body)
+	return h
+}
+
+// finishedAccountLevels is finishedLevels by cluster and account (keys
+// cluster + "\x00" + account).
+func (d *Datasource) finishedAccountLevels(qc *queryCtx, sc jobScope, g grid, fields []string) (map[string]map[string][]float64, error) {
+	query, err := d.esQuery(sc)
 	if err != nil {
-		return out, err
+		return nil, err
 	}
-	var agg struct {
+	aggs := map[string]any{"c": map[string]any{"terms": map[string]any{"field": "cluster", "size": 1000}, "aggs": map[string]any{
+		"a": map[string]any{"terms": map[string]any{"field": "account", "size": maxGroups}, "aggs": levelAggs(g, fields)}}}}
+	ans, err := d.search(qc.ctx, qc.st, d.settings.ElasticsearchJobIndex, map[string]any{"size": 0, "query": query, "aggs": aggs})
+	if err != nil {
+		return nil, err
+	}
+	var c struct {
 		Buckets []struct {
-			Key string `json:"key"`
+			Key any `json:"key"`
 			A   struct {
 				Buckets []struct {
-					Key string `json:"key"`
-					D   struct {
-						Buckets []struct {
-							Key    any                      `json:"key"`
-							Hours  struct{ Value *float64 } `json:"hours"`
-							Wasted struct{ Value *float64 } `json:"wasted"`
-						} `json:"buckets"`
-					} `json:"d"`
+					Key any `json:"key"`
+					levelAnswer
 				} `json:"buckets"`
 			} `json:"a"`
 		} `json:"buckets"`
 	}
 	if raw, ok := ans.Aggregations["c"]; ok {
-		if err := json.Unmarshal(raw, &agg); err != nil {
-			return out, fmt.Errorf("decoding the period aggregation: %w", err)
+		if err := json.Unmarshal(raw, &c); err != nil {
+			return nil, fmt.Errorf("decoding the allocation histograms: %w", err)
 		}
 	}
-	for i, a := range allocs {
-		ps := periodStart(a, qc.to)
-		for _, cb := range agg.Buckets {
-			if cb.Key != a.Cluster {
-				continue
+	out := map[string]map[string][]float64{}
+	for _, cb := range c.Buckets {
+		for i := range cb.A.Buckets {
+			ab := &cb.A.Buckets[i]
+			lv, err := ab.levels(g, fields)
+			if err != nil {
+				return nil, err
 			}
-			for _, ab := range cb.A.Buckets {
-				if a.Account != "" && ab.Key != a.Account {
-					continue
-				}
-				for _, db := range ab.D.Buckets {
-					day, ok := bucketTime(db.Key)
-					if !ok || day.Before(ps.Truncate(24*time.Hour)) {
-						continue
-					}
-					if db.Hours.Value != nil {
-						out[i].reserved += *db.Hours.Value
-						out[i].used += *db.Hours.Value
-						if db.Wasted.Value != nil {
-							out[i].used -= *db.Wasted.Value
-						}
-					}
-				}
-			}
+			out[keyString(cb.Key)+"\x00"+keyString(ab.Key)] = lv
 		}
 	}
 	return out, nil

@@ -45,34 +45,35 @@ func job(id string, start, end time.Time, final bool, cpus int64, coreSeconds *f
 // last bucket used to start at the range's end and stay 0).
 func TestHistoryLastBucketHoldsRunningJobs(t *testing.T) {
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	j := job("1", now.Add(-3*time.Hour), now, false, 4, nil)
-	f := jobFigures(&j, now)
-	f.cpuUsedH = jobmodel.Ptr(6.0) // 2 cores for 3 hours
-	qc := &queryCtx{q: &models.Query{}, from: now.Add(-24 * time.Hour), to: now, now: now, maxPoints: 100}
-	d := &Datasource{}
-	fs := d.historySeries(qc, []jobmodel.Job{j}, []figures{f}, models.ResourceCPU)
-	used := fs[0].Fields[1]
-	last, _ := used.FloatAt(used.Len() - 1)
-	if last < 1.99 || last > 2.01 {
+	from := now.Add(-24 * time.Hour)
+	g := newGrid(from, now, 24*time.Hour/100, time.UTC)
+	lvl := make([]float64, g.n())
+	addRunning(g, lvl, 2, now.Add(-3*time.Hour), now)
+	if last := lvl[len(lvl)-1]; last < 1.99 || last > 2.01 {
 		t.Errorf("last bucket %g cores, want 2", last)
 	}
-	tl := fs[0].Fields[0].At(used.Len() - 1).(time.Time)
-	if !tl.Before(now) {
+	if tl := g.bounds[g.n()-1]; !tl.Before(now) {
 		t.Errorf("last bucket starts at %s, not before the range's end %s", tl, now)
+	}
+	if lvl[0] != 0 {
+		t.Errorf("first bucket %g, want 0", lvl[0])
 	}
 }
 
 // Unused hours are counted only over jobs whose use is known: a job whose
-// CPU time could not be read adds to reserved, not to unused.
+// CPU time could not be read adds to reserved, not to unused, and is
+// counted as lacking its CPU use.
 func TestReservationWasteOnlyOverKnownUse(t *testing.T) {
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	a := job("1", now.Add(-5*time.Hour), now, true, 2, jobmodel.Ptr(10*3600.0)) // 10 of 10 CPU-hours used
 	b := job("2", now.Add(-5*time.Hour), now, true, 2, nil)                     // use unknown
-	r := &usageRow{}
+	r := &sums{}
 	for _, j := range []jobmodel.Job{a, b} {
-		r.add(jobFigures(&j, now))
+		one := &sums{}
+		one.addFigures(jobFigures(&j, now))
+		r.merge(one)
 	}
-	fr := reservationFrame(models.GroupUser, map[string]*usageRow{"u": r}, []string{"u"})
+	fr := reservationFrame(models.GroupUser, map[string]*sums{"u": r}, []string{"u"})
 	get := func(name string) float64 {
 		f, _ := fr.FieldByName(name)
 		v, _ := f.NullableFloatAt(0)
@@ -86,6 +87,9 @@ func TestReservationWasteOnlyOverKnownUse(t *testing.T) {
 	}
 	if got := get("cpu_hours_wasted"); got != 0 {
 		t.Errorf("unused %g, want 0 (the job without a reading is not waste)", got)
+	}
+	if r.missing[jobmodel.FigCoreUsed] != 1 || r.jobs != 2 {
+		t.Errorf("jobs %d, lacking CPU use %d; want 2 and 1", r.jobs, r.missing[jobmodel.FigCoreUsed])
 	}
 }
 

@@ -1,6 +1,8 @@
 package plugin
 
 import (
+	"encoding/json"
+	"fmt"
 	"sort"
 	"time"
 
@@ -47,99 +49,258 @@ const maxHistoryGroups = 10
 
 // queryUsageHistory answers utilisation over time (used and reserved
 // amount of one resource, per group) or, with groupBy hourOfWeek, the mean
-// used amount per hour of day × day of week. Jobs are spread over the
-// time buckets they overlap. Two requests.
+// used amount per hour of day × day of week, in the dashboard's time zone.
+// Finished jobs from date histograms of their stored mean amounts (see
+// levels.go), running jobs from their documents and series. Three
+// requests (four grouped: the groups by size first), one more when a
+// running job's agents went silent.
 func (d *Datasource) queryUsageHistory(qc *queryCtx) (data.Frames, error) {
-	jobs, figs, notices, err := d.scopeJobs(qc, jobScope{q: qc.q, v: qc.v, from: qc.from, to: qc.to})
+	loc, err := qc.q.Location()
+	if err != nil {
+		return nil, err
+	}
+	jobs, figs, notices, err := d.unfinishedJobs(qc, qc.q, qc.from, qc.to)
 	if err != nil {
 		return nil, err
 	}
 	res := qc.q.Resource()
 	var frames data.Frames
 	if qc.q.GroupBy == models.GroupHourOfWeek {
-		frames = data.Frames{hourOfWeekFrame(qc, figs, res)}
+		var f *data.Frame
+		f, err = d.hourOfWeek(qc, loc, res, figs)
+		frames = data.Frames{f}
 	} else {
-		frames = d.historySeries(qc, jobs, figs, res)
+		frames, err = d.historySeries(qc, loc, res, jobs, figs)
+	}
+	if err != nil {
+		return nil, err
 	}
 	frames[0].AppendNotices(notices...)
 	return frames, nil
 }
 
-func (d *Datasource) historySeries(qc *queryCtx, jobs []jobmodel.Job, figs []figures, res string) data.Frames {
+// historyStep is the bucket of a usage history: the range over the
+// panel's points, at least 5 minutes.
+func historyStep(qc *queryCtx) time.Duration {
 	points := qc.maxPoints
 	if points <= 0 || points > 500 {
 		points = 200
 	}
-	step := qc.to.Sub(qc.from) / time.Duration(points)
-	if step < 5*time.Minute {
-		step = 5 * time.Minute
+	return max(qc.to.Sub(qc.from)/time.Duration(points), 5*time.Minute)
+}
+
+// finishedLevels runs the level aggregations of a scope over the grid, by
+// group (by "": one group, key "all"), and returns each group's levels
+// of the fields.
+func (d *Datasource) finishedLevels(qc *queryCtx, sc jobScope, g grid, fields []string, by string) (map[string]map[string][]float64, error) {
+	query, err := d.esQuery(sc)
+	if err != nil {
+		return nil, err
 	}
-	n := int((qc.to.Sub(qc.from) + step - 1) / step)
+	aggs := levelAggs(g, fields)
+	if by != models.GroupNone {
+		aggs = map[string]any{"g": map[string]any{"terms": map[string]any{"field": groupField(by), "size": maxGroups}, "aggs": aggs}}
+	}
+	ans, err := d.search(qc.ctx, qc.st, d.settings.ElasticsearchJobIndex, map[string]any{"size": 0, "query": query, "aggs": aggs})
+	if err != nil {
+		return nil, err
+	}
+	raw, err := json.Marshal(ans.Aggregations)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]map[string][]float64{}
+	if by == models.GroupNone {
+		var la levelAnswer
+		if err := json.Unmarshal(raw, &la); err != nil {
+			return nil, fmt.Errorf("decoding the usage histograms: %w", err)
+		}
+		lv, err := la.levels(g, fields)
+		if err != nil {
+			return nil, err
+		}
+		out["all"] = lv
+		return out, nil
+	}
+	var grouped struct {
+		G struct {
+			Buckets []struct {
+				Key any `json:"key"`
+				levelAnswer
+			} `json:"buckets"`
+		} `json:"g"`
+	}
+	if err := json.Unmarshal(raw, &grouped); err != nil {
+		return nil, fmt.Errorf("decoding the grouped usage histograms: %w", err)
+	}
+	for i := range grouped.G.Buckets {
+		b := &grouped.G.Buckets[i]
+		lv, err := b.levels(g, fields)
+		if err != nil {
+			return nil, err
+		}
+		out[keyString(b.Key)] = lv
+	}
+	return out, nil
+}
+
+// addRunning adds a running job's rate to the levels of the buckets it
+// overlaps, by the share of each bucket it ran.
+func addRunning(g grid, lvl []float64, rate float64, s, e time.Time) {
+	for k := max(g.index(s), 0); k < g.n(); k++ {
+		bs, be := g.bounds[k], g.bounds[k+1]
+		if !bs.Before(e) {
+			break
+		}
+		o := minT(be, e).Sub(maxT(bs, s))
+		if o > 0 {
+			lvl[k] += rate * float64(o) / float64(be.Sub(bs))
+		}
+	}
+}
+
+func (d *Datasource) historySeries(qc *queryCtx, loc *time.Location, res string, jobs []jobmodel.Job, figs []figures) (data.Frames, error) {
+	g := newGrid(qc.from, qc.to, historyStep(qc), loc)
+	n := g.n()
+	uf, rf := rateFields(res)
+	by := qc.q.GroupBy
+	sc := finishedScope(qc, qc.q, qc.from, qc.to)
+	// The running jobs, by group.
 	type acc struct{ used, reserved []float64 }
-	groups := map[string]*acc{}
-	total := map[string]float64{}
+	newAcc := func() *acc { return &acc{used: make([]float64, n), reserved: make([]float64, n)} }
+	running := map[string]*acc{}
+	size := map[string]float64{} // reserved hours in the range: the groups' order
 	for i := range jobs {
 		u, r, ok := rates(figs[i], res)
 		if !ok {
 			continue
 		}
 		k := "all"
-		if qc.q.GroupBy != models.GroupNone {
-			k = groupKey(qc.q.GroupBy, &jobs[i])
+		if by != models.GroupNone {
+			k = groupKey(by, &jobs[i])
 		}
-		a := groups[k]
+		a := running[k]
 		if a == nil {
-			a = &acc{used: make([]float64, n), reserved: make([]float64, n)}
+			a = newAcc()
+			running[k] = a
+		}
+		s, e := maxT(figs[i].start, qc.from), minT(figs[i].end, qc.to)
+		addRunning(g, a.used, u, s, e)
+		addRunning(g, a.reserved, r, s, e)
+		size[k] += r * e.Sub(s).Hours()
+	}
+	groups := map[string]*acc{}
+	var keys []string
+	if by == models.GroupNone {
+		lv, err := d.finishedLevels(qc, sc, g, []string{uf, rf}, by)
+		if err != nil {
+			return nil, err
+		}
+		a := newAcc()
+		copy(a.used, lv["all"][uf])
+		copy(a.reserved, lv["all"][rf])
+		groups["all"] = a
+		keys = []string{"all"}
+	} else {
+		// The groups by reserved hours, then the histograms of the
+		// largest ones and of all jobs (the rest is "other").
+		hours := map[string]string{models.ResourceCPU: "core_hours_reserved", models.ResourceGPU: "gpu_hours_reserved", models.ResourceMemory: "memory_gib_hours_reserved"}[res]
+		query, err := d.esQuery(sc)
+		if err != nil {
+			return nil, err
+		}
+		aggs := levelAggs(g, []string{uf, rf})
+		aggs["g"] = map[string]any{"terms": map[string]any{"field": groupField(by), "size": maxGroups},
+			"aggs": map[string]any{"h": map[string]any{"sum": map[string]any{"field": "totals." + hours}}}}
+		ans, err := d.search(qc.ctx, qc.st, d.settings.ElasticsearchJobIndex, map[string]any{"size": 0, "query": query, "aggs": aggs})
+		if err != nil {
+			return nil, err
+		}
+		raw, _ := json.Marshal(ans.Aggregations)
+		var top struct {
+			levelAnswer
+			G struct {
+				Buckets []struct {
+					Key any      `json:"key"`
+					H   valueAgg `json:"h"`
+				} `json:"buckets"`
+			} `json:"g"`
+		}
+		if err := json.Unmarshal(raw, &top); err != nil {
+			return nil, fmt.Errorf("decoding the usage histograms: %w", err)
+		}
+		for _, b := range top.G.Buckets {
+			if b.H.Value != nil {
+				size[keyString(b.Key)] += *b.H.Value
+			}
+		}
+		for k := range size {
+			keys = append(keys, k)
+		}
+		sort.Slice(keys, func(a, b int) bool {
+			if size[keys[a]] != size[keys[b]] {
+				return size[keys[a]] > size[keys[b]]
+			}
+			return keys[a] < keys[b]
+		})
+		allLv, err := top.levels(g, []string{uf, rf})
+		if err != nil {
+			return nil, err
+		}
+		var rest []string
+		if len(keys) > maxHistoryGroups {
+			keys, rest = keys[:maxHistoryGroups], keys[maxHistoryGroups:]
+		}
+		var lv map[string]map[string][]float64
+		if len(keys) > 0 {
+			q := *qc.q
+			setGroupFilter(&q, by, keys)
+			lv, err = d.finishedLevels(qc, finishedScope(qc, &q, qc.from, qc.to), g, []string{uf, rf}, by)
+			if err != nil {
+				return nil, err
+			}
+		}
+		for _, k := range keys {
+			a := newAcc()
+			if l := lv[k]; l != nil {
+				copy(a.used, l[uf])
+				copy(a.reserved, l[rf])
+			}
 			groups[k] = a
 		}
-		s, e := figs[i].start, figs[i].end
-		if s.Before(qc.from) {
-			s = qc.from
-		}
-		if e.After(qc.to) {
-			e = qc.to
-		}
-		for b := int(s.Sub(qc.from) / step); b < n && b >= 0; b++ {
-			bs := qc.from.Add(time.Duration(b) * step)
-			be := bs.Add(step)
-			if !bs.Before(e) {
-				break
+		if len(rest) > 0 {
+			other := newAcc()
+			copy(other.used, allLv[uf])
+			copy(other.reserved, allLv[rf])
+			for _, k := range keys {
+				for b := 0; b < n; b++ {
+					other.used[b] = max(other.used[b]-groups[k].used[b], 0)
+					other.reserved[b] = max(other.reserved[b]-groups[k].reserved[b], 0)
+				}
 			}
-			o := minT(be, e).Sub(maxT(bs, s))
-			if o <= 0 {
-				continue
+			for _, k := range rest {
+				if r := running[k]; r != nil {
+					for b := 0; b < n; b++ {
+						other.used[b] += r.used[b]
+						other.reserved[b] += r.reserved[b]
+					}
+				}
 			}
-			w := float64(o) / float64(step)
-			a.used[b] += u * w
-			a.reserved[b] += r * w
+			groups["other"] = other
+			keys = append(keys, "other")
 		}
-		total[k] += r * e.Sub(s).Hours()
 	}
-	// The largest groups by reserved amount, the rest summed as "other".
-	keys := make([]string, 0, len(groups))
-	for k := range groups {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(a, b int) bool {
-		if total[keys[a]] != total[keys[b]] {
-			return total[keys[a]] > total[keys[b]]
-		}
-		return keys[a] < keys[b]
-	})
-	if len(keys) > maxHistoryGroups {
-		other := &acc{used: make([]float64, n), reserved: make([]float64, n)}
-		for _, k := range keys[maxHistoryGroups:] {
-			for b := range other.used {
-				other.used[b] += groups[k].used[b]
-				other.reserved[b] += groups[k].reserved[b]
+	for k, r := range running {
+		if a := groups[k]; a != nil {
+			for b := 0; b < n; b++ {
+				a.used[b] += r.used[b]
+				a.reserved[b] += r.reserved[b]
 			}
 		}
-		keys = append(keys[:maxHistoryGroups], "other")
-		groups["other"] = other
 	}
 	times := make([]time.Time, n)
 	for b := range times {
-		times[b] = qc.from.Add(time.Duration(b) * step).UTC()
+		times[b] = g.bounds[b].UTC()
 	}
 	display, unit := resourceUnit(res)
 	var frames data.Frames
@@ -151,48 +312,66 @@ func (d *Datasource) historySeries(qc *queryCtx, jobs []jobmodel.Job, figs []fig
 			}
 			labels := data.Labels{"resource": res, "kind": kind}
 			name := display + " " + kind
-			if qc.q.GroupBy != models.GroupNone {
-				labels[qc.q.GroupBy] = k
+			if by != models.GroupNone {
+				labels[by] = k
 				name = k + " " + name
 			}
 			vf := data.NewField("value", labels, append([]float64(nil), vals...))
 			vf.Config = &data.FieldConfig{DisplayNameFromDS: name, Unit: unit}
 			f := data.NewFrame("usage", data.NewField("time", nil, times), vf)
-			f.Meta = &data.FrameMeta{Type: data.FrameTypeTimeSeriesMulti}
+			f.Meta = &data.FrameMeta{Type: data.FrameTypeTimeSeriesMulti, Custom: map[string]any{"timezone": loc.String()}}
 			frames = append(frames, f)
 		}
 	}
 	if len(frames) == 0 {
 		frames = data.Frames{data.NewFrame("usage", data.NewField("time", nil, []time.Time{}), data.NewField("value", nil, []float64{}))}
 	}
-	return frames
+	return frames, nil
 }
 
-// hourOfWeekFrame is the mean used amount per hour of day (rows, 0–23)
-// and day of week (columns Mon–Sun), in UTC: ready for a heatmap or a
-// colour-coded table.
-func hourOfWeekFrame(qc *queryCtx, figs []figures, res string) *data.Frame {
-	var used, seen [7][24]float64
-	// How many times each hour of the week occurs in the range, so that a
-	// cell is a mean over the range's weeks.
-	for t := qc.from.Truncate(time.Hour); t.Before(qc.to); t = t.Add(time.Hour) {
-		u := t.UTC()
-		seen[(int(u.Weekday())+6)%7][u.Hour()]++
+// setGroupFilter narrows a query to the groups keys.
+func setGroupFilter(q *models.Query, by string, keys []string) {
+	switch by {
+	case models.GroupUser:
+		q.User = keys
+	case models.GroupAccount:
+		q.Account = keys
+	case models.GroupPartition:
+		q.Partition = keys
+	case models.GroupCluster:
+		q.Cluster = keys
 	}
+}
+
+// hourOfWeek is the mean used amount per hour of day (rows, 0–23) and day
+// of week (columns Mon–Sun) in the dashboard's time zone: hourly levels
+// of the finished jobs (levels.go) and the running ones, folded into the
+// week. Ready for a heatmap or a colour-coded table.
+func (d *Datasource) hourOfWeek(qc *queryCtx, loc *time.Location, res string, figs []figures) (*data.Frame, error) {
+	g := newGrid(qc.from, qc.to, time.Hour, loc)
+	uf, _ := rateFields(res)
+	lv, err := d.finishedLevels(qc, finishedScope(qc, qc.q, qc.from, qc.to), g, []string{uf}, models.GroupNone)
+	if err != nil {
+		return nil, err
+	}
+	lvl := make([]float64, g.n())
+	copy(lvl, lv["all"][uf])
 	for _, f := range figs {
-		u, _, ok := rates(f, res)
-		if !ok {
+		if u, _, ok := rates(f, res); ok {
+			addRunning(g, lvl, u, maxT(f.start, qc.from), minT(f.end, qc.to))
+		}
+	}
+	var used, seen [7][24]float64
+	for k := 0; k < g.n(); k++ {
+		bs, be := g.bounds[k], g.bounds[k+1]
+		o := minT(be, qc.to).Sub(maxT(bs, qc.from))
+		if o <= 0 {
 			continue
 		}
-		s, e := maxT(f.start, qc.from), minT(f.end, qc.to)
-		for t := s.Truncate(time.Hour); t.Before(e); t = t.Add(time.Hour) {
-			o := minT(t.Add(time.Hour), e).Sub(maxT(t, s))
-			if o <= 0 {
-				continue
-			}
-			ut := t.UTC()
-			used[(int(ut.Weekday())+6)%7][ut.Hour()] += u * o.Hours()
-		}
+		lt := bs.In(loc)
+		day, hour := (int(lt.Weekday())+6)%7, lt.Hour()
+		used[day][hour] += lvl[k] * o.Hours()
+		seen[day][hour] += o.Hours()
 	}
 	hours := make([]int64, 24)
 	for h := range hours {
@@ -213,6 +392,6 @@ func hourOfWeekFrame(qc *queryCtx, figs []figures, res string) *data.Frame {
 	}
 	fr := data.NewFrame("hour_of_week", fields...)
 	fr.Meta = &data.FrameMeta{PreferredVisualization: data.VisTypeTable,
-		Custom: map[string]any{"timezone": "UTC", "resource": res}}
-	return fr
+		Custom: map[string]any{"timezone": loc.String(), "resource": res}}
+	return fr, nil
 }

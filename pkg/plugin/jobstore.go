@@ -22,6 +22,9 @@ type jobScope struct {
 	from, to time.Time
 	// running: only jobs still running; finished: only finished ones.
 	running, finished bool
+	// unfinished: only jobs whose documents are not final (running, or
+	// silent: settleSilent ends those), overlapping the range.
+	unfinished bool
 	// noTime: no time-range restriction (a job looked up by id).
 	noTime bool
 }
@@ -83,6 +86,9 @@ func (d *Datasource) esQuery(sc jobScope) (map[string]any, error) {
 	}
 	if sc.finished {
 		f = append(f, esTerm("final", true))
+	}
+	if sc.unfinished {
+		f = append(f, esTerm("final", false))
 	}
 	if vis := sc.v.esVisibility(); vis != nil {
 		f = append(f, vis)

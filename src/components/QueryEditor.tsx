@@ -55,7 +55,7 @@ const GROUPS: GroupBy[] = ['', 'user', 'account', 'partition', 'cluster'];
 export const TYPE_FIELDS: Record<QueryType, TypeFields> = {
   jobs: { filters: ALL_FILTERS, name: true, jobId: 'filter', paging: true },
   jobTimeline: { filters: ['cluster'], jobId: 'required', perNode: true },
-  reservation: { filters: ALL_FILTERS, name: true, groupBy: GROUPS },
+  reservation: { filters: ALL_FILTERS, name: true, groupBy: [...GROUPS, 'class'] },
   allocation: { filters: ['cluster', 'account'], resources: { multi: false, choices: ['cpu', 'gpu'] } },
   hogging: {
     filters: ['cluster', 'user', 'account', 'partition'],
@@ -119,6 +119,7 @@ const MODEL_KEYS: Record<Exclude<keyof JobsightQuery, keyof DataQuery>, true> = 
   variable: true,
   series: true,
   node: true,
+  timezone: true,
 };
 
 /**

@@ -173,6 +173,13 @@ func StartZinc(ctx context.Context, dir string) (*ESServer, error) {
 		"ZINC_PLUGIN_ES_VERSION=" + zincESVersion,
 		"GIN_MODE=release",
 	}
+	// ZincSearch cuts every terms and date_histogram aggregation at 1,000
+	// buckets unless told otherwise (Elasticsearch's limit,
+	// search.max_buckets, is 65,536 per answer): an hourly histogram of a
+	// year has 8,760.
+	if os.Getenv("ZINC_AGGREGATION_TERMS_SIZE") == "" {
+		env = append(env, "ZINC_AGGREGATION_TERMS_SIZE=20000")
+	}
 	s, err := startProcess("zincsearch", dir, env, bin)
 	if err != nil {
 		return nil, err
