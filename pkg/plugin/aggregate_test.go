@@ -29,6 +29,7 @@ func TestAggregates(t *testing.T) {
 	t.Run("grouped reservation", func(t *testing.T) { testAggregatesMatch(t, f) })
 	t.Run("per-job reservation", func(t *testing.T) { testReservationPerJobTopWaste(t, f) })
 	t.Run("usage history", func(t *testing.T) { testUsageHistoryMatches(t, f) })
+	t.Run("allocation", func(t *testing.T) { testAllocationMatches(t, f) })
 }
 
 // aggFixture is a seeded job index on a real ZincSearch and a datasource
@@ -132,8 +133,12 @@ func newAggFixture(t *testing.T) *aggFixture {
 	if fails, err := c.Bulk(ctx, batch); err != nil || len(fails) > 0 {
 		t.Fatalf("indexing: %v %v", err, fails)
 	}
+	ps := from.Add(-5 * 24 * time.Hour).UTC().Format("2006-01-02")
 	jd, _ := json.Marshal(map[string]any{"elasticsearchUrl": es.URL, "elasticsearchUser": es.User, "elasticsearchJobIndex": aggIndex,
-		"prometheusUrl": st.Prometheus.URL, "timeoutSeconds": 30, "identitySource": "unverifiedLogin", "fullAccessRoles": []string{"Admin"}})
+		"prometheusUrl": st.Prometheus.URL, "timeoutSeconds": 30, "identitySource": "unverifiedLogin", "fullAccessRoles": []string{"Admin"},
+		"allocations": []map[string]any{
+			{"cluster": "c", "account": "a0", "resource": "cpu", "hours": 100000, "periodDays": 365, "start": ps},
+			{"cluster": "c", "resource": "cpu", "hours": 1000000, "periodDays": 365, "start": ps}}})
 	inst, err := plugin.NewDatasource(ctx, backend.DataSourceInstanceSettings{UID: "agg", Name: "Jobsight", JSONData: jd,
 		DecryptedSecureJSONData: map[string]string{"elasticsearchPassword": es.Password}})
 	if err != nil {
@@ -550,5 +555,57 @@ func testUsageHistoryMatches(t *testing.T, f *aggFixture) {
 	})
 	if e := resp.Responses["A"].Error; e == nil || !strings.Contains(e.Error(), "Mars/Olympus") {
 		t.Errorf("an unknown time zone: %v", e)
+	}
+}
+
+// An allocation's cumulative reserved and used CPU-hours since its
+// period's start equal the hours the documents accrue one by one: the
+// finished jobs' mean amounts over their runs in the period, and the
+// running jobs' held cores so far.
+func testAllocationMatches(t *testing.T, f *aggFixture) {
+	ps := time.Date(f.from.Year(), f.from.Month(), f.from.Day()-5, 0, 0, 0, 0, time.UTC)
+	frames := f.query(t, "admin", `{"queryType":"allocation","resources":["cpu"]}`)
+	found := 0
+	for _, fr := range frames {
+		labels := fr.Fields[1].Labels
+		kind := labels["kind"]
+		if kind != "reserved" && kind != "used" {
+			continue
+		}
+		found++
+		ref := 0.0
+		for i := range f.docs {
+			j := &f.docs[i]
+			if acc := labels["account"]; acc != "" && j.Account != acc {
+				continue
+			}
+			start, end := maxTime(j.StartTime.Time, ps), f.to
+			var rate *float64
+			switch {
+			case !j.Final:
+				if kind == "reserved" {
+					rate = jobmodel.Ptr(float64(*j.Requested.CPUs))
+				}
+			case j.Totals != nil:
+				end = minTime(j.EndTime.Time, f.to)
+				rate = j.Totals.CoresReserved
+				if kind == "used" {
+					rate = j.Totals.CoresUsed
+				}
+			}
+			if rate != nil && end.After(start) {
+				ref += *rate * end.Sub(start).Hours()
+			}
+		}
+		last, _ := fr.Fields[1].ConcreteAt(fr.Fields[1].Len() - 1)
+		if at := fr.Fields[0].At(fr.Fields[0].Len() - 1).(time.Time); !at.Equal(f.to) {
+			t.Errorf("%v: the last point is at %s, want the range's end %s", labels, at, f.to)
+		}
+		if math.Abs(last.(float64)-ref) > 1e-3*math.Max(1, ref) {
+			t.Errorf("%v: %.3f CPU-hours at the range's end, want %.3f (from the documents one by one)", labels, last, ref)
+		}
+	}
+	if found != 4 {
+		t.Errorf("%d reserved/used allocation series, want 4 (a0 and the cluster)", found)
 	}
 }
