@@ -131,6 +131,28 @@ func (o *Outputs) EnsureIndices(ctx context.Context) error {
 	return nil
 }
 
+// PutTemplates puts the index templates of the job, result and node
+// indices ("<base>" for "<base>-*", with the mapping), for the monthly
+// indices something other than an agent creates. It needs the
+// manage_index_templates cluster privilege, which agents do not need
+// otherwise: `jobsight-agent setup` calls it, run with an administrator's
+// credentials (docs/indices.md).
+func (o *Outputs) PutTemplates(ctx context.Context) error {
+	if o.es == nil {
+		return errors.New("elasticsearch.urls: not configured")
+	}
+	for _, t := range []struct {
+		base    string
+		mapping []byte
+	}{{o.cfg.Elasticsearch.JobIndex, jobmodel.JobMapping()}, {o.cfg.Elasticsearch.ResultIndex, jobmodel.ResultMapping()},
+		{o.cfg.Elasticsearch.NodeIndex, jobmodel.NodeMapping()}} {
+		if err := o.es.PutTemplate(ctx, t.base, t.mapping); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // PushSeries sends series by remote write; a batch that fails for a reason
 // that may pass is spooled as encoded. The series are not retained.
 func (o *Outputs) PushSeries(ctx context.Context, series []monitor.Series) error {

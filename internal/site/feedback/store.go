@@ -264,3 +264,13 @@ func (s *Store) EnsureIndices(ctx context.Context) error {
 	}
 	return s.ES.EnsureIndex(ctx, s.Indices.History, jobmodel.HistoryMapping())
 }
+
+// PutTemplates puts the index templates of the job and results indices
+// (for "<base>-*", with the mapping). It needs the manage_index_templates
+// cluster privilege: `jobsight setup` run by an administrator.
+func (s *Store) PutTemplates(ctx context.Context) error {
+	if err := s.ES.PutTemplate(ctx, s.Indices.Job, jobmodel.JobMapping()); err != nil {
+		return err
+	}
+	return s.ES.PutTemplate(ctx, s.Indices.Result, jobmodel.ResultMapping())
+}
