@@ -15,6 +15,7 @@ import (
 	"github.com/jobsight/jobsight/agent/emissions"
 	"github.com/jobsight/jobsight/internal/analysis"
 	shared "github.com/jobsight/jobsight/internal/config"
+	"github.com/jobsight/jobsight/internal/jobmodel"
 )
 
 // Config is the agent's configuration.
@@ -271,6 +272,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Elasticsearch.ResultIndex == c.Elasticsearch.JobIndex || c.Elasticsearch.ResultIndex == c.Elasticsearch.NodeIndex {
 		bad("elasticsearch.result_index", "must differ from job_index and node_index (%q)", c.Elasticsearch.ResultIndex)
+	}
+	if a, b, ok := jobmodel.OverlappingBases(c.Elasticsearch.JobIndex, c.Elasticsearch.NodeIndex, c.Elasticsearch.ResultIndex); ok {
+		bad("elasticsearch", "index %q starts with %q: the monthly indices of %q (%s) would include it", b, a+"-", a, jobmodel.IndexPattern(a))
 	}
 	if c.Elasticsearch.Timeout <= 0 {
 		bad("elasticsearch.timeout", "must be positive")

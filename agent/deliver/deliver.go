@@ -101,8 +101,10 @@ func New(ctx context.Context, cfg config.Config, health *monitor.Health, log *sl
 // Close releases the outputs.
 func (o *Outputs) Close() {}
 
-// EnsureIndices creates the job and node indices with their mappings
-// (idempotent; adds fields a newer agent knows to existing indices).
+// EnsureIndices makes sure of this month's job, result and node indices
+// with their mappings (idempotent; adds fields a newer agent knows to
+// existing indices), and has the client do the same for each other
+// month's index before its first write there (see jobmodel's indices.go).
 func (o *Outputs) EnsureIndices(ctx context.Context) error {
 	if o.es == nil {
 		return errors.New("elasticsearch.urls: not configured")
@@ -113,18 +115,41 @@ func (o *Outputs) EnsureIndices(ctx context.Context) error {
 	if ok {
 		return nil
 	}
-	if err := o.es.EnsureIndex(ctx, o.cfg.Elasticsearch.JobIndex, jobmodel.JobMapping()); err != nil {
+	now := time.Now()
+	if err := o.es.EnsurePartitioned(ctx, o.cfg.Elasticsearch.JobIndex, jobmodel.JobMapping(), now); err != nil {
 		return err
 	}
-	if err := o.es.EnsureIndex(ctx, o.cfg.Elasticsearch.ResultIndex, jobmodel.ResultMapping()); err != nil {
+	if err := o.es.EnsurePartitioned(ctx, o.cfg.Elasticsearch.ResultIndex, jobmodel.ResultMapping(), now); err != nil {
 		return err
 	}
-	if err := o.es.EnsureIndex(ctx, o.cfg.Elasticsearch.NodeIndex, jobmodel.NodeMapping()); err != nil {
+	if err := o.es.EnsurePartitioned(ctx, o.cfg.Elasticsearch.NodeIndex, jobmodel.NodeMapping(), now); err != nil {
 		return err
 	}
 	o.mu.Lock()
 	o.indicesOK = true
 	o.mu.Unlock()
+	return nil
+}
+
+// PutTemplates puts the index templates of the job, result and node
+// indices ("<base>" for "<base>-*", with the mapping), for the monthly
+// indices something other than an agent creates. It needs the
+// manage_index_templates cluster privilege, which agents do not need
+// otherwise: `jobsight-agent setup` calls it, run with an administrator's
+// credentials (docs/indices.md).
+func (o *Outputs) PutTemplates(ctx context.Context) error {
+	if o.es == nil {
+		return errors.New("elasticsearch.urls: not configured")
+	}
+	for _, t := range []struct {
+		base    string
+		mapping []byte
+	}{{o.cfg.Elasticsearch.JobIndex, jobmodel.JobMapping()}, {o.cfg.Elasticsearch.ResultIndex, jobmodel.ResultMapping()},
+		{o.cfg.Elasticsearch.NodeIndex, jobmodel.NodeMapping()}} {
+		if err := o.es.PutTemplate(ctx, t.base, t.mapping); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -170,8 +195,9 @@ func (o *Outputs) PutNode(ctx context.Context, doc jobmodel.Node) error {
 	if err != nil {
 		return err
 	}
-	return o.write(ctx, store.Doc{Kind: store.KindNodeDoc, Index: o.cfg.Elasticsearch.NodeIndex, ID: doc.DocID, Body: body,
-		Version: o.nextVersion(o.cfg.Elasticsearch.NodeIndex, doc.DocID, doc.UpdatedAt)})
+	index := doc.IndexOf(o.cfg.Elasticsearch.NodeIndex, time.Now())
+	return o.write(ctx, store.Doc{Kind: store.KindNodeDoc, Index: index, ID: doc.DocID, Body: body,
+		Version: o.nextVersion(index, doc.DocID, doc.UpdatedAt)})
 }
 
 // PutJob writes the job document: to Elasticsearch, or without one to a
@@ -188,8 +214,9 @@ func (o *Outputs) PutJob(ctx context.Context, job jobmodel.Job) error {
 		}
 		return writePrivate(o.file(job.DocID), append(body, '\n'))
 	}
-	return o.write(ctx, store.Doc{Kind: store.KindJobDoc, Index: o.cfg.Elasticsearch.JobIndex, ID: job.DocID, Body: body,
-		Version: o.nextVersion(o.cfg.Elasticsearch.JobIndex, job.DocID, job.UpdatedAt)})
+	index := job.IndexOf(o.cfg.Elasticsearch.JobIndex, time.Now())
+	return o.write(ctx, store.Doc{Kind: store.KindJobDoc, Index: index, ID: job.DocID, Body: body,
+		Version: o.nextVersion(index, job.DocID, job.UpdatedAt)})
 }
 
 // writePrivate writes a job document file as the agent's other files are
@@ -227,8 +254,9 @@ func (o *Outputs) PutResult(ctx context.Context, r jobmodel.Result) error {
 	if err != nil {
 		return err
 	}
-	return o.write(ctx, store.Doc{Kind: store.KindJobDoc, Index: o.cfg.Elasticsearch.ResultIndex, ID: r.DocID, Body: body,
-		Version: o.nextVersion(o.cfg.Elasticsearch.ResultIndex, r.DocID, r.UpdatedAt)})
+	index := r.IndexOf(o.cfg.Elasticsearch.ResultIndex, time.Now())
+	return o.write(ctx, store.Doc{Kind: store.KindJobDoc, Index: index, ID: r.DocID, Body: body,
+		Version: o.nextVersion(index, r.DocID, r.UpdatedAt)})
 }
 
 // Where says where a job's document went, for people.
@@ -242,7 +270,20 @@ func (o *Outputs) Where(docID string) string {
 	if id == "" {
 		id = docID
 	}
-	return fmt.Sprintf("Elasticsearch index %s, id %s", o.cfg.Elasticsearch.JobIndex, id)
+	return fmt.Sprintf("Elasticsearch index %s, id %s", jobmodel.IndexPattern(o.cfg.Elasticsearch.JobIndex), id)
+}
+
+// readIndices is what a reader of index searches: for a job, result or
+// node index (its base or one of its monthly indices), every monthly index
+// and the pre-0.2 single index (jobmodel.SearchIndices); another index as
+// it is.
+func (o *Outputs) readIndices(index string) string {
+	for _, base := range []string{o.cfg.Elasticsearch.JobIndex, o.cfg.Elasticsearch.NodeIndex, o.cfg.Elasticsearch.ResultIndex} {
+		if _, monthly := jobmodel.MonthOfIndex(base, index); index == base || monthly {
+			return jobmodel.SearchIndices(base)
+		}
+	}
+	return index
 }
 
 func (o *Outputs) file(docID string) string {
@@ -402,8 +443,9 @@ func (o *Outputs) PutNodes(ctx context.Context, docs []jobmodel.Node) error {
 			errs, allSpooled = append(errs, err), false
 			continue
 		}
-		d := store.Doc{Kind: store.KindNodeDoc, Index: o.cfg.Elasticsearch.NodeIndex, ID: doc.DocID, Body: body,
-			Version: o.nextVersion(o.cfg.Elasticsearch.NodeIndex, doc.DocID, doc.UpdatedAt)}
+		index := doc.IndexOf(o.cfg.Elasticsearch.NodeIndex, time.Now())
+		d := store.Doc{Kind: store.KindNodeDoc, Index: index, ID: doc.DocID, Body: body,
+			Version: o.nextVersion(index, doc.DocID, doc.UpdatedAt)}
 		if ensured != nil {
 			spoolDoc(d, ensured)
 			continue

@@ -135,7 +135,7 @@ func getJob(t *testing.T, o *Outputs, id string) jobmodel.Job {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		got, err := o.es.GetByIDs(context.Background(), o.cfg.Elasticsearch.JobIndex, []string{id})
+		got, err := o.es.GetByIDs(context.Background(), jobmodel.SearchIndices(o.cfg.Elasticsearch.JobIndex), []string{id})
 		if err == nil && got[id] != nil {
 			var job jobmodel.Job
 			if err := json.Unmarshal(got[id], &job); err != nil {

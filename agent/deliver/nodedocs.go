@@ -25,7 +25,7 @@ func (o *Outputs) NodeDocs(ctx context.Context, jobDocID string) ([]jobmodel.Nod
 		"size":  1000,
 		"query": map[string]any{"bool": map[string]any{"filter": []any{map[string]any{"term": map[string]any{"job_doc_id": jobDocID}}}}},
 	})
-	raw, err := o.es.Search(ctx, o.cfg.Elasticsearch.NodeIndex, q)
+	raw, err := o.es.Search(ctx, jobmodel.SearchIndices(o.cfg.Elasticsearch.NodeIndex), q)
 	if err != nil {
 		return nil, err
 	}

@@ -34,7 +34,7 @@ func (o *Outputs) olderThanStored(ctx context.Context, d store.Doc, mine time.Ti
 	if d.Version > 0 && ours >= d.Version {
 		return true, nil
 	}
-	got, err := o.es.GetByIDs(ctx, d.Index, []string{d.ID})
+	got, err := o.es.GetByIDs(ctx, o.readIndices(d.Index), []string{d.ID})
 	if err != nil {
 		if errors.Is(err, elasticsearch.ErrNotFound) {
 			return false, nil
@@ -178,7 +178,7 @@ func (o *Outputs) decide(ctx context.Context, base string, who holderOf) (id str
 
 // holder finds a stored document (job, else node) of the job id base.
 func (o *Outputs) holder(ctx context.Context, base string) (*stored, error) {
-	got, err := o.es.GetByIDs(ctx, o.cfg.Elasticsearch.JobIndex, []string{base})
+	got, err := o.es.GetByIDs(ctx, jobmodel.SearchIndices(o.cfg.Elasticsearch.JobIndex), []string{base})
 	if err != nil && !errors.Is(err, elasticsearch.ErrNotFound) {
 		return nil, err
 	}
@@ -191,7 +191,7 @@ func (o *Outputs) holder(ctx context.Context, base string) (*stored, error) {
 	}
 	q, _ := json.Marshal(map[string]any{"size": 1,
 		"query": map[string]any{"bool": map[string]any{"filter": []any{map[string]any{"term": map[string]any{"job_doc_id": base}}}}}})
-	raw, err := o.es.Search(ctx, o.cfg.Elasticsearch.NodeIndex, q)
+	raw, err := o.es.Search(ctx, jobmodel.SearchIndices(o.cfg.Elasticsearch.NodeIndex), q)
 	if err != nil {
 		if errors.Is(err, elasticsearch.ErrNotFound) {
 			return nil, nil
@@ -286,7 +286,7 @@ func (o *Outputs) probeVersions(ctx context.Context) {
 		"size": 5, "version": true, // newest first (documents without updated_at sort last)
 		"sort": []any{map[string]any{"updated_at": map[string]any{"order": "desc"}}},
 	})
-	raw, err := o.es.Search(ctx, o.cfg.Elasticsearch.JobIndex, q)
+	raw, err := o.es.Search(ctx, jobmodel.SearchIndices(o.cfg.Elasticsearch.JobIndex), q)
 	if errors.Is(err, elasticsearch.ErrUnavailable) {
 		return
 	}
@@ -347,7 +347,7 @@ func (o *Outputs) CreateJob(ctx context.Context, job jobmodel.Job) (string, erro
 	if err != nil {
 		return job.DocID, err
 	}
-	d := store.Doc{Kind: store.KindJobDoc, Index: o.cfg.Elasticsearch.JobIndex, ID: job.DocID, Body: body, Create: true}
+	d := store.Doc{Kind: store.KindJobDoc, Index: job.IndexOf(o.cfg.Elasticsearch.JobIndex, time.Now()), ID: job.DocID, Body: body, Create: true}
 	failures, err := o.es.Bulk(ctx, []store.Doc{d})
 	if err == nil && len(failures) == 0 {
 		return job.DocID, nil

@@ -314,7 +314,7 @@ func TestFirstCreateMakesTheIndicesFirst(t *testing.T) {
 	}
 	getJob(t, o, job.DocID)
 	q := []byte(`{"query":{"range":{"start_time":{"lte":"` + time.Now().UTC().Format(time.RFC3339) + `"}}}}`)
-	if _, err := o.es.Search(ctx, cfg.Elasticsearch.JobIndex, q); err != nil {
+	if _, err := o.es.Search(ctx, jobmodel.SearchIndices(cfg.Elasticsearch.JobIndex), q); err != nil {
 		t.Errorf("a range query on start_time after the first write: %v (the index was not made with its mapping)", err)
 	}
 }

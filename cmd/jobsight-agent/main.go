@@ -32,7 +32,9 @@ import (
 	"github.com/jobsight/jobsight/agent/jobagent"
 	"github.com/jobsight/jobsight/agent/monitor"
 	shared "github.com/jobsight/jobsight/internal/config"
+	"github.com/jobsight/jobsight/internal/jobmodel"
 	"github.com/jobsight/jobsight/internal/slurm"
+	"github.com/jobsight/jobsight/internal/store"
 )
 
 const defaultConfig = "/etc/jobsight/agent.yaml"
@@ -191,11 +193,23 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	defer out.Close()
 	if cmd == "setup" {
+		templates := "index templates put"
+		if err := out.PutTemplates(ctx); err != nil {
+			if !errors.Is(err, store.ErrAccessDenied) {
+				log.Error("putting index templates", "err", err)
+				return 1
+			}
+			// An agent's own credentials: the agents make each monthly
+			// index with its mapping anyway (docs/indices.md).
+			log.Warn("index templates not put: these credentials lack the manage_index_templates cluster privilege (run setup once with an administrator's)", "err", err)
+			templates = "index templates not put"
+		}
 		if err := out.EnsureIndices(ctx); err != nil {
 			log.Error("creating indices", "err", err)
 			return 1
 		}
-		fmt.Fprintln(stdout, "indices ready:", cfg.Elasticsearch.JobIndex, cfg.Elasticsearch.NodeIndex, cfg.Elasticsearch.ResultIndex)
+		fmt.Fprintf(stdout, "indices ready (monthly): %s, %s, %s; %s\n", jobmodel.IndexPattern(cfg.Elasticsearch.JobIndex),
+			jobmodel.IndexPattern(cfg.Elasticsearch.NodeIndex), jobmodel.IndexPattern(cfg.Elasticsearch.ResultIndex), templates)
 		return 0
 	}
 	if cmd == "resend-rejected" {

@@ -39,6 +39,7 @@ import (
 	"github.com/jobsight/jobsight/internal/report"
 	"github.com/jobsight/jobsight/internal/site/feedback"
 	"github.com/jobsight/jobsight/internal/site/notify"
+	"github.com/jobsight/jobsight/internal/store"
 	"github.com/jobsight/jobsight/internal/store/elasticsearch"
 )
 
@@ -145,9 +146,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	switch cmd {
 	case "setup":
-		err = site.Store.EnsureIndices(ctx)
+		templates := "index templates put"
+		if err = site.Store.PutTemplates(ctx); errors.Is(err, store.ErrAccessDenied) {
+			log.Warn("index templates not put: these credentials lack the manage_index_templates cluster privilege (run setup once with an administrator's)", "err", err)
+			templates, err = "index templates not put", nil
+		}
 		if err == nil {
-			fmt.Fprintln(stdout, "indices ready:", cfg.Elasticsearch.ResultIndex, cfg.History.Index)
+			err = site.Store.EnsureIndices(ctx)
+		}
+		if err == nil {
+			fmt.Fprintf(stdout, "indices ready: %s, %s (monthly), %s; %s\n", jobmodel.IndexPattern(cfg.Elasticsearch.JobIndex),
+				jobmodel.IndexPattern(cfg.Elasticsearch.ResultIndex), cfg.History.Index, templates)
 		}
 	case "report":
 		if fs.NArg() != 1 {

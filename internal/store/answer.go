@@ -22,8 +22,11 @@ type SearchHits[S any] struct {
 	Hits []Hit[S] `json:"hits"`
 }
 
-// Hit is one matching document: its id and its source.
+// Hit is one matching document: its index, its id and its source. A
+// search over several indices (every monthly index) says in Index where
+// the document is, which is where a rewrite of it must go.
 type Hit[S any] struct {
+	Index  string `json:"_index"`
 	ID     string `json:"_id"`
 	Source S      `json:"_source"`
 }

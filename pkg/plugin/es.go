@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/jobsight/jobsight/internal/jobmodel"
 	"github.com/jobsight/jobsight/internal/store"
 )
 
@@ -46,13 +47,31 @@ func (d *Datasource) search(ctx context.Context, st *stats, index string, body m
 	return &ans, nil
 }
 
-// searchRaw runs one search and returns the answer's body.
+// searchPath is the search URL path of the documents of base (an index
+// name from the settings): every monthly index "<base>-YYYY.MM" and the
+// single index of releases before 0.2 (jobmodel.SearchIndices), those
+// that do not exist skipped, so documents written before an upgrade stay
+// visible and a search before any document answers no hits.
+func searchPath(base string) string {
+	parts := strings.Split(jobmodel.SearchIndices(base), ",")
+	for i, p := range parts {
+		name, wild := strings.CutSuffix(p, "*")
+		parts[i] = url.PathEscape(name)
+		if wild {
+			parts[i] += "*"
+		}
+	}
+	return "/" + strings.Join(parts, ",") + "/_search?ignore_unavailable=true&allow_no_indices=true"
+}
+
+// searchRaw runs one search of the documents of index (a base name from
+// the settings: see searchPath) and returns the answer's body.
 func (d *Datasource) searchRaw(ctx context.Context, st *stats, index string, body map[string]any) ([]byte, error) {
 	raw, err := json.Marshal(body)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the Elasticsearch query: %w", err)
 	}
-	u := strings.TrimRight(d.settings.ElasticsearchURL, "/") + "/" + url.PathEscape(index) + "/_search"
+	u := strings.TrimRight(d.settings.ElasticsearchURL, "/") + searchPath(index)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(raw))
 	if err != nil {
 		return nil, fmt.Errorf("building the Elasticsearch request: %w", err)

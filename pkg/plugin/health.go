@@ -9,9 +9,12 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/backend/log"
+
+	"github.com/jobsight/jobsight/internal/jobmodel"
 )
 
 // BackendHealth is the outcome of checking one backend; CheckHealth returns
@@ -99,18 +102,36 @@ func (d *Datasource) checkElasticsearch(ctx context.Context) BackendHealth {
 	}
 	version := product + " " + info.Version.Number
 
-	status, body, err = send(ctx, d.es, http.MethodHead, base, "/"+url.PathEscape(index))
-	if err != nil {
-		return BackendHealth{Version: version, Message: fmt.Sprintf("Elasticsearch at %s failed while checking job index %s: %v", base, index, rootCause(err))}
+	// The job documents are in monthly indices (this month's, or last
+	// month's early in a month), or, written before 0.2, in the single
+	// index: the first of these that exists is checked.
+	now := time.Now()
+	if d.now != nil {
+		now = d.now()
 	}
-	if status == http.StatusNotFound {
+	thisMonth := jobmodel.MonthlyIndex(index, now)
+	lastMonth := jobmodel.MonthlyIndex(index, time.Date(now.UTC().Year(), now.UTC().Month(), 1, 0, 0, 0, 0, time.UTC).AddDate(0, -1, 0))
+	found := ""
+	for _, candidate := range []string{thisMonth, lastMonth, index} {
+		status, body, err = send(ctx, d.es, http.MethodHead, base, "/"+url.PathEscape(candidate))
+		if err != nil {
+			return BackendHealth{Version: version, Message: fmt.Sprintf("Elasticsearch at %s failed while checking job index %s: %v", base, candidate, rootCause(err))}
+		}
+		if status == http.StatusNotFound {
+			continue
+		}
+		if p := httpProblem("Elasticsearch", base, "HEAD /"+candidate, status, body, "elasticsearchUser and elasticsearchPassword"); p != "" {
+			return BackendHealth{Version: version, Message: p}
+		}
+		found = candidate
+		break
+	}
+	if found == "" {
 		return BackendHealth{Version: version, Message: fmt.Sprintf(
-			"Elasticsearch: job index %s not found: has any agent run yet? (%s at %s answers; if agents have run, check elasticsearchJobIndex)",
-			index, version, base)}
+			"Elasticsearch: job index %s not found: has any agent run yet? (neither %s nor %s, this and last month's, nor %s, the index of releases before 0.2, exists; %s at %s answers; if agents have run, check elasticsearchJobIndex)",
+			index, thisMonth, lastMonth, index, version, base)}
 	}
-	if p := httpProblem("Elasticsearch", base, "HEAD /"+index, status, body, "elasticsearchUser and elasticsearchPassword"); p != "" {
-		return BackendHealth{Version: version, Message: p}
-	}
+	index = found
 	if p := d.checkJobMapping(ctx, index); p != "" {
 		return BackendHealth{Version: version, Message: p}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
+	"github.com/jobsight/jobsight/internal/jobmodel"
 	"github.com/jobsight/jobsight/internal/site/clusterstate"
 	"github.com/jobsight/jobsight/pkg/plugin"
 	"github.com/jobsight/jobsight/test/stack"
@@ -572,7 +573,7 @@ func TestDatasourceOnRealJobs(t *testing.T) {
 			}
 		}
 		if !found {
-			got, _ := e.es.GetByIDs(context.Background(), "jobsight-jobs", []string{e.docID(hog)})
+			got, _ := e.es.GetByIDs(context.Background(), jobmodel.SearchIndices(jobmodel.DefaultJobIndex), []string{e.docID(hog)})
 			t.Errorf("the hogging job %s has no GPU row: %v %v; its document: %s", hog, ids, res, got[e.docID(hog)])
 		}
 		custom := f.Meta.Custom.(map[string]any)
@@ -651,7 +652,7 @@ func (e *env) jobDoc(t *testing.T, docID string) (job struct {
 }) {
 	t.Helper()
 	e.poll(t, 30*time.Second, "job document "+docID, func(ctx context.Context) bool {
-		got, err := e.es.GetByIDs(ctx, "jobsight-jobs", []string{docID})
+		got, err := e.es.GetByIDs(ctx, jobmodel.SearchIndices(jobmodel.DefaultJobIndex), []string{docID})
 		return err == nil && got[docID] != nil && json.Unmarshal(got[docID], &job) == nil && !job.StartTime.IsZero()
 	})
 	return job

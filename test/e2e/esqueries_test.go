@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jobsight/jobsight/internal/jobmodel"
 	"github.com/jobsight/jobsight/test/stack"
 )
 
@@ -63,7 +64,7 @@ func (e *env) esSearch(t *testing.T, index string, body []byte) map[string]any {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(e.st.Elasticsearch.URL, "/")+"/"+index+"/_search", bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(e.st.Elasticsearch.URL, "/")+"/"+index+"/_search?ignore_unavailable=true", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +159,7 @@ func TestElasticsearchExampleQueries(t *testing.T) {
 		body := esExample(t, "my-jobs-last-week.json", repl)
 		var ids []string
 		e.poll(t, 30*time.Second, "nobody's job in the answer", func(context.Context) bool {
-			ans := e.esSearch(t, "jobsight-jobs", body)
+			ans := e.esSearch(t, "jobsight-jobs,jobsight-jobs-*", body)
 			hits, _ := dig(ans, "hits", "hits").([]any)
 			ids = ids[:0]
 			for _, h := range hits {
@@ -176,7 +177,7 @@ func TestElasticsearchExampleQueries(t *testing.T) {
 	})
 
 	t.Run("GPU-hours by account per month", func(t *testing.T) {
-		raw, err := e.es.GetByIDs(context.Background(), "jobsight-jobs", []string{e.docID(gpu)})
+		raw, err := e.es.GetByIDs(context.Background(), jobmodel.SearchIndices(jobmodel.DefaultJobIndex), []string{e.docID(gpu)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -186,7 +187,7 @@ func TestElasticsearchExampleQueries(t *testing.T) {
 		}
 		month := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
 		body := esExample(t, "gpu-hours-by-account-per-month.json", year)
-		ans := e.esSearch(t, "jobsight-jobs", body)
+		ans := e.esSearch(t, "jobsight-jobs,jobsight-jobs-*", body)
 		var got float64
 		found := false
 		for _, acct := range buckets(dig(ans, "aggregations"), "by_account") {
@@ -212,7 +213,7 @@ func TestElasticsearchExampleQueries(t *testing.T) {
 
 	t.Run("failed jobs by partition", func(t *testing.T) {
 		body := esExample(t, "failed-jobs-by-partition.json", week)
-		ans := e.esSearch(t, "jobsight-jobs", body)
+		ans := e.esSearch(t, "jobsight-jobs,jobsight-jobs-*", body)
 		parts := map[string]map[string]any{}
 		for _, b := range buckets(dig(ans, "aggregations"), "by_partition") {
 			parts[bucketKey(b)] = b

@@ -28,7 +28,7 @@ func (e *env) onlyOn(t *testing.T, docID, key, node string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	got, err := e.es.GetByIDs(ctx, jobmodel.DefaultNodeIndex, others)
+	got, err := e.es.GetByIDs(ctx, jobmodel.SearchIndices(jobmodel.DefaultNodeIndex), others)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +245,7 @@ wait
 	// plain "<id>" document stands beside the components'.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if got, err := e.es.GetByIDs(ctx, jobmodel.DefaultJobIndex, []string{e.docID(id), e.docID(strconv.FormatUint(het+1, 10))}); err != nil || len(got) != 0 {
+	if got, err := e.es.GetByIDs(ctx, jobmodel.SearchIndices(jobmodel.DefaultJobIndex), []string{e.docID(id), e.docID(strconv.FormatUint(het+1, 10))}); err != nil || len(got) != 0 {
 		t.Errorf("plain job documents beside the components: %v (err %v)", keysOf(got), err)
 	}
 }

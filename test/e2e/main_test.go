@@ -136,7 +136,7 @@ func (e *env) finalJob(t *testing.T, docID string, within time.Duration) jobmode
 	t.Helper()
 	var job jobmodel.Job
 	e.poll(t, within, "final job document "+docID, func(ctx context.Context) bool {
-		got, err := e.es.GetByIDs(ctx, jobmodel.DefaultJobIndex, []string{docID})
+		got, err := e.es.GetByIDs(ctx, jobmodel.SearchIndices(jobmodel.DefaultJobIndex), []string{docID})
 		if err != nil || got[docID] == nil {
 			return false
 		}
@@ -155,7 +155,7 @@ func (e *env) nodeDoc(t *testing.T, jobDocID string) jobmodel.Node {
 	id := jobmodel.NodeDocID(jobDocID, e.node)
 	var node jobmodel.Node
 	e.poll(t, 30*time.Second, "node document "+id, func(ctx context.Context) bool {
-		got, err := e.es.GetByIDs(ctx, jobmodel.DefaultNodeIndex, []string{id})
+		got, err := e.es.GetByIDs(ctx, jobmodel.SearchIndices(jobmodel.DefaultNodeIndex), []string{id})
 		if err != nil || got[id] == nil {
 			return false
 		}

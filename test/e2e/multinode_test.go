@@ -23,7 +23,7 @@ func (e *env) nodeDocOn(t *testing.T, jobDocID, node string) jobmodel.Node {
 	id := jobmodel.NodeDocID(jobDocID, node)
 	var doc jobmodel.Node
 	e.poll(t, jobWait, "node document "+id, func(ctx context.Context) bool {
-		got, err := e.es.GetByIDs(ctx, jobmodel.DefaultNodeIndex, []string{id})
+		got, err := e.es.GetByIDs(ctx, jobmodel.SearchIndices(jobmodel.DefaultNodeIndex), []string{id})
 		if err != nil || got[id] == nil {
 			return false
 		}

@@ -169,7 +169,7 @@ func TestOptedOutJobIsNotWatched(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.finalJob(t, e.docID(watched), jobWait) // the node's agent was alive and writing meanwhile
-	got, err := e.es.GetByIDs(ctx, jobmodel.DefaultJobIndex, []string{e.docID(id)})
+	got, err := e.es.GetByIDs(ctx, jobmodel.SearchIndices(jobmodel.DefaultJobIndex), []string{e.docID(id)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -110,7 +110,7 @@ func TestReusedIDAfterNodeCrashAndControllerReset(t *testing.T) {
 	// later under the id qualified by its submit time.
 	var got map[string]jobmodel.Job
 	e.poll(t, 90*time.Second, "final documents of both jobs", func(ctx context.Context) bool {
-		raw, err := es.Search(ctx, jobmodel.DefaultJobIndex, []byte(fmt.Sprintf(`{"size":10,"query":{"term":{"cluster":%q}}}`, name)))
+		raw, err := es.Search(ctx, jobmodel.SearchIndices(jobmodel.DefaultJobIndex), []byte(fmt.Sprintf(`{"size":10,"query":{"term":{"cluster":%q}}}`, name)))
 		if err != nil {
 			return false
 		}

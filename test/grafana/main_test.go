@@ -355,7 +355,7 @@ func (e *env) finalJob(t *testing.T, id string) jobmodel.Job {
 	poll(t, jobWait, "final job document of "+id, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		got, err := c.GetByIDs(ctx, jobmodel.DefaultJobIndex, []string{docID})
+		got, err := c.GetByIDs(ctx, jobmodel.SearchIndices(jobmodel.DefaultJobIndex), []string{docID})
 		doc = jobmodel.Job{}
 		return err == nil && got[docID] != nil && json.Unmarshal(got[docID], &doc) == nil && doc.Final
 	})

@@ -63,6 +63,8 @@ type Collector struct {
 	pollErrors  uint64
 	lastSuccess time.Time
 	lastLost    time.Time // the last check for lost jobs
+	// nextRetention is when retention runs next (retention.go).
+	nextRetention time.Time
 	// The unreported check's log state: the nodes last reported, and
 	// warnings given once.
 	lastUnreported    []string
@@ -241,6 +243,7 @@ func (c *Collector) Poll(ctx context.Context) (*Snapshot, error) {
 		c.store(ctx, NewDocument(snap, bucket, h, int64(calls))) // #nosec G115 -- the growth of a call counter over one poll: a few calls
 	}
 	c.checkLost(ctx, snap)
+	c.checkRetention(ctx, start)
 	return snap, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jobsight/jobsight/internal/config"
+	"github.com/jobsight/jobsight/internal/jobmodel"
 )
 
 // DefaultConfigPath is where `jobsight cluster-state` looks for its
@@ -74,10 +75,17 @@ type PrometheusConfig struct {
 type ElasticsearchConfig struct {
 	config.Elasticsearch `yaml:",inline"`
 	Index                string `yaml:"index"` // default jobsight-cluster-state
-	// JobIndex and NodeIndex are the agents' (default jobsight-jobs and
-	// jobsight-nodes).
-	JobIndex  string `yaml:"job_index"`
-	NodeIndex string `yaml:"node_index"`
+	// JobIndex, NodeIndex and ResultIndex are the agents' (default
+	// jobsight-jobs, jobsight-nodes and jobsight-results): the bases of
+	// their monthly indices.
+	JobIndex    string `yaml:"job_index"`
+	NodeIndex   string `yaml:"node_index"`
+	ResultIndex string `yaml:"result_index"`
+	// RetentionMonths is how many whole months of job, node and result
+	// documents to keep: once a day the collector deletes the monthly
+	// indices older than that (the current and the last month always
+	// stay). 0, the default, keeps everything (docs/indices.md).
+	RetentionMonths int `yaml:"retention_months"`
 	// LostAfter is how long a job Slurm no longer lists may stay without
 	// any update of its documents before the collector writes it final
 	// as lost. Default 30m; 0 never closes a job.
@@ -105,7 +113,7 @@ func DefaultConfig() Config {
 		Slurm:            SlurmConfig{Sinfo: "sinfo", Squeue: "squeue", Timeout: 20 * time.Second},
 		Prometheus:       PrometheusConfig{config.RemoteWrite{Timeout: 30 * time.Second}},
 		Elasticsearch: ElasticsearchConfig{Elasticsearch: config.Elasticsearch{Timeout: 30 * time.Second}, Index: DefaultIndex,
-			JobIndex: "jobsight-jobs", NodeIndex: "jobsight-nodes", LostAfter: DefaultLostAfter,
+			JobIndex: "jobsight-jobs", NodeIndex: "jobsight-nodes", ResultIndex: "jobsight-results", LostAfter: DefaultLostAfter,
 			UnmonitoredAfter: DefaultUnmonitoredAfter},
 		Spool: SpoolConfig{Dir: "/var/spool/jobsight-cluster-state", MaxBytes: 64 << 20},
 	}
@@ -164,13 +172,19 @@ func (c *Config) Validate() error {
 	if !config.ValidIndexName(c.Elasticsearch.Index) {
 		bad("elasticsearch.index", "%q: index names are lowercase letters, digits, '.', '_' or '-'", c.Elasticsearch.Index)
 	}
-	for _, ix := range [][2]string{{"elasticsearch.job_index", c.Elasticsearch.JobIndex}, {"elasticsearch.node_index", c.Elasticsearch.NodeIndex}} {
+	for _, ix := range [][2]string{{"elasticsearch.job_index", c.Elasticsearch.JobIndex}, {"elasticsearch.node_index", c.Elasticsearch.NodeIndex}, {"elasticsearch.result_index", c.Elasticsearch.ResultIndex}} {
 		if !config.ValidIndexName(ix[1]) {
 			bad(ix[0], "%q: index names are lowercase letters, digits, '.', '_' or '-'", ix[1])
 		}
 		if ix[1] == c.Elasticsearch.Index {
 			bad(ix[0], "must differ from elasticsearch.index (%q)", ix[1])
 		}
+	}
+	if a, b, ok := jobmodel.OverlappingBases(c.Elasticsearch.JobIndex, c.Elasticsearch.NodeIndex, c.Elasticsearch.ResultIndex, c.Elasticsearch.Index); ok {
+		bad("elasticsearch", "index %q starts with %q: the monthly indices of %q (%s) would include it", b, a+"-", a, jobmodel.IndexPattern(a))
+	}
+	if r := c.Elasticsearch.RetentionMonths; r < 0 || r > MaxRetentionMonths {
+		bad("elasticsearch.retention_months", "%d is outside 0-%d (0 keeps every month)", r, MaxRetentionMonths)
 	}
 	if l := c.Elasticsearch.LostAfter; l != 0 && l < MinLostAfter {
 		bad("elasticsearch.lost_after", "%s is below %s: an agent updates a running job's node documents up to 10m apart, and finalizes an ended job within minutes (0 turns closing lost jobs off)", l, MinLostAfter)

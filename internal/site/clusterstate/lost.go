@@ -69,7 +69,7 @@ func (c *Collector) closeLost(ctx context.Context, snap *Snapshot) (int, error) 
 	if err != nil {
 		return 0, err
 	}
-	raw, err := c.es.Search(ctx, es.JobIndex, body)
+	raw, err := c.es.Search(ctx, jobmodel.SearchIndices(es.JobIndex), body)
 	if errors.Is(err, elasticsearch.ErrNotFound) {
 		return 0, nil // no job index yet: no agent has written
 	}
@@ -81,6 +81,9 @@ func (c *Collector) closeLost(ctx context.Context, snap *Snapshot) (int, error) 
 		return 0, fmt.Errorf("lost jobs: decoding the job search: %w", err)
 	}
 	var cands []jobmodel.Job
+	// where is the index each candidate is stored in: its final document
+	// replaces it there (a monthly index, or the pre-0.2 single index).
+	where := map[string]string{}
 	for _, h := range jobs.Hits.Hits {
 		j := h.Source
 		// The store filtered already; this holds where it could not
@@ -92,6 +95,7 @@ func (c *Collector) closeLost(ctx context.Context, snap *Snapshot) (int, error) 
 		if j.DocID == "" {
 			j.DocID = h.ID
 		}
+		where[j.DocID] = h.Index
 		cands = append(cands, j)
 	}
 	if len(cands) == 0 {
@@ -118,7 +122,11 @@ func (c *Collector) closeLost(ctx context.Context, snap *Snapshot) (int, error) 
 		if err != nil {
 			return 0, err
 		}
-		docs = append(docs, store.Doc{Kind: store.KindJobDoc, Index: es.JobIndex, ID: j.DocID, Body: b, Version: last.UnixMicro() + 1})
+		index := where[j.DocID]
+		if index == "" { // a server that does not say: where the agent would write it
+			index = j.IndexOf(es.JobIndex, c.now())
+		}
+		docs = append(docs, store.Doc{Kind: store.KindJobDoc, Index: index, ID: j.DocID, Body: b, Version: last.UnixMicro() + 1})
 		c.log.Warn("closing a job no agent finalized: Slurm no longer lists it", "doc_id", j.DocID,
 			"last_update", last.UTC().Format(time.RFC3339), "missing", lost.MissingMetrics)
 	}
@@ -149,7 +157,7 @@ func (c *Collector) nodeDocs(ctx context.Context, jobs []jobmodel.Job) (map[stri
 	if err != nil {
 		return nil, err
 	}
-	raw, err := c.es.Search(ctx, c.cfg.Elasticsearch.NodeIndex, body)
+	raw, err := c.es.Search(ctx, jobmodel.SearchIndices(c.cfg.Elasticsearch.NodeIndex), body)
 	if err != nil {
 		return nil, fmt.Errorf("lost jobs: reading their node documents: %w", err)
 	}

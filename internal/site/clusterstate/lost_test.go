@@ -27,6 +27,8 @@ import (
 // missing named; the job Slurm still lists, a job whose node wrote within
 // lost_after and another cluster's job are left alone; and an agent that
 // was only late still writes its own final document over the lost one.
+// The jobs sit in monthly indices and in the single index of releases
+// before 0.2: the collector finds both, and closes each where it is.
 func TestCollectorClosesLostJobs(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -39,15 +41,17 @@ func TestCollectorClosesLostJobs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	jobIx, nodeIx := "jobsight-jobs"+ix, "jobsight-nodes"+ix
-	for name, m := range map[string][]byte{jobIx: jobmodel.JobMapping(), nodeIx: jobmodel.NodeMapping()} {
+	jobIx, nodeIx := "jobsight-jobs"+ix, "jobsight-nodes"+ix // the bases, and the pre-0.2 single indices
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	start := now.Add(-3 * time.Hour)
+	jobMonth, nodeMonth := jobmodel.MonthlyIndex(jobIx, start), jobmodel.MonthlyIndex(nodeIx, start)
+	for name, m := range map[string][]byte{jobIx: jobmodel.JobMapping(), nodeIx: jobmodel.NodeMapping(),
+		jobMonth: jobmodel.JobMapping(), nodeMonth: jobmodel.NodeMapping()} {
 		if err := es.EnsureIndex(ctx, name, m); err != nil {
 			t.Fatal(err)
 		}
 	}
 
-	now := time.Now().UTC().Truncate(time.Millisecond)
-	start := now.Add(-3 * time.Hour)
 	running := func(cluster, id string, nodes ...string) jobmodel.Job {
 		return jobmodel.Job{DocID: cluster + ":" + id, SchemaVersion: jobmodel.SchemaVersion, Source: jobmodel.SourceSlurm,
 			Cluster: cluster, JobID: id, User: "alice", State: jobmodel.StateRunning, StartTime: jobmodel.At(start),
@@ -64,24 +68,35 @@ func TestCollectorClosesLostJobs(t *testing.T) {
 	listed := running("csclu", "990943", "csnode1") // Slurm lists it running
 	recent := running("csclu", "880002", "n3")      // its node wrote a minute ago
 	other := running("othercl", "880003", "m1")     // another cluster's
+	oldLost := running("csclu", "880004", "n4")     // lost, written before the upgrade
 	lastSeen := now.Add(-2 * time.Hour)
 	var docs []store.Doc
-	for _, j := range []jobmodel.Job{lost, listed, recent, other} {
+	// lost is in its monthly indices, the others in the single ones.
+	for _, j := range []jobmodel.Job{lost, listed, recent, other, oldLost} {
 		b, _ := json.Marshal(j)
-		docs = append(docs, store.Doc{Kind: store.KindJobDoc, Index: jobIx, ID: j.DocID, Body: b})
+		index := jobIx
+		if j.DocID == lost.DocID {
+			index = jobMonth
+		}
+		docs = append(docs, store.Doc{Kind: store.KindJobDoc, Index: index, ID: j.DocID, Body: b})
 	}
-	for _, n := range []jobmodel.Node{nodeDoc(lost, "n1", lastSeen), nodeDoc(recent, "n3", now.Add(-time.Minute))} {
+	for _, n := range []jobmodel.Node{nodeDoc(lost, "n1", lastSeen), nodeDoc(recent, "n3", now.Add(-time.Minute)), nodeDoc(oldLost, "n4", lastSeen)} {
 		b, _ := json.Marshal(n)
-		docs = append(docs, store.Doc{Kind: store.KindNodeDoc, Index: nodeIx, ID: n.DocID, Body: b})
+		index := nodeIx
+		if n.JobDocID == lost.DocID {
+			index = nodeMonth
+		}
+		docs = append(docs, store.Doc{Kind: store.KindNodeDoc, Index: index, ID: n.DocID, Body: b})
 	}
 	if f, err := es.Bulk(ctx, docs); err != nil || len(f) > 0 {
 		t.Fatalf("storing the documents: %v %v", err, f)
 	}
 	// ZincSearch makes writes searchable after about a second.
 	waitFor(t, func() bool {
-		got, err := es.GetByIDs(ctx, jobIx, []string{lost.DocID, listed.DocID, recent.DocID, other.DocID})
-		nodes, err2 := es.GetByIDs(ctx, nodeIx, []string{jobmodel.NodeDocID(lost.DocID, "n1"), jobmodel.NodeDocID(recent.DocID, "n3")})
-		return err == nil && err2 == nil && len(got) == 4 && len(nodes) == 2
+		got, err := es.GetByIDs(ctx, jobmodel.SearchIndices(jobIx), []string{lost.DocID, listed.DocID, recent.DocID, other.DocID, oldLost.DocID})
+		nodes, err2 := es.GetByIDs(ctx, jobmodel.SearchIndices(nodeIx), []string{jobmodel.NodeDocID(lost.DocID, "n1"), jobmodel.NodeDocID(recent.DocID, "n3"),
+			jobmodel.NodeDocID(oldLost.DocID, "n4")})
+		return err == nil && err2 == nil && len(got) == 5 && len(nodes) == 3
 	}, "the stored documents to become searchable")
 
 	cfg := DefaultConfig()
@@ -109,14 +124,23 @@ func TestCollectorClosesLostJobs(t *testing.T) {
 	if _, err := c.Poll(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := counterValue(t, c.metrics.lostClosed); got != 1 {
-		t.Errorf("closed %v lost jobs, want 1", got)
+	if got := counterValue(t, c.metrics.lostClosed); got != 2 {
+		t.Errorf("closed %v lost jobs, want 2", got)
 	}
 	var closed jobmodel.Job
 	waitFor(t, func() bool {
-		closed = getJob(t, ctx, es, jobIx, lost.DocID)
+		closed = getJob(t, ctx, es, jobMonth, lost.DocID)
 		return closed.Final
-	}, "the lost job to be written final")
+	}, "the lost job to be written final in its monthly index")
+	// The job of the single index is closed there, not copied into a
+	// monthly index (where readers would see it twice).
+	waitFor(t, func() bool { return getJob(t, ctx, es, jobIx, oldLost.DocID).Final }, "the pre-upgrade lost job to be written final in place")
+	if got := getJob(t, ctx, es, jobMonth, oldLost.DocID); got.DocID != "" {
+		t.Errorf("the pre-upgrade job was written to %s too", jobMonth)
+	}
+	if got := getJob(t, ctx, es, jobIx, lost.DocID); got.DocID != "" {
+		t.Errorf("the monthly index's job was written to the single index %s", jobIx)
+	}
 	if closed.State != jobmodel.StateUnknown || closed.EndReason != jobmodel.EndLost || closed.EndTime == nil || !closed.EndTime.Equal(lastSeen) {
 		t.Errorf("closed job: state %q end_reason %q end_time %v; want UNKNOWN, lost, %v", closed.State, closed.EndReason, closed.EndTime, lastSeen)
 	}
@@ -140,10 +164,10 @@ func TestCollectorClosesLostJobs(t *testing.T) {
 	late := lost
 	late.State, late.Final, late.EndTime, late.UpdatedAt = jobmodel.StateCompleted, true, jobmodel.At(now.Add(-time.Hour)), jobmodel.At(now)
 	b, _ := json.Marshal(late)
-	if f, err := es.Bulk(ctx, []store.Doc{{Kind: store.KindJobDoc, Index: jobIx, ID: late.DocID, Body: b, Version: now.UnixMicro()}}); err != nil || len(f) > 0 {
+	if f, err := es.Bulk(ctx, []store.Doc{{Kind: store.KindJobDoc, Index: late.IndexOf(jobIx, now), ID: late.DocID, Body: b, Version: now.UnixMicro()}}); err != nil || len(f) > 0 {
 		t.Fatalf("the late agent's write: %v %v", err, f)
 	}
-	waitFor(t, func() bool { return getJob(t, ctx, es, jobIx, lost.DocID).State == jobmodel.StateCompleted }, "the late agent's final document to win")
+	waitFor(t, func() bool { return getJob(t, ctx, es, jobMonth, lost.DocID).State == jobmodel.StateCompleted }, "the late agent's final document to win")
 }
 
 func getJob(t *testing.T, ctx context.Context, es *elasticsearch.Client, index, id string) jobmodel.Job {

@@ -201,7 +201,7 @@ func (c *Collector) unreported(ctx context.Context, snap *Snapshot, grace time.D
 		return nil, err
 	}
 	reported := map[string]map[string]bool{}
-	raw, err := c.es.Search(ctx, c.cfg.Elasticsearch.NodeIndex, body)
+	raw, err := c.es.Search(ctx, jobmodel.SearchIndices(c.cfg.Elasticsearch.NodeIndex), body)
 	switch {
 	case errors.Is(err, elasticsearch.ErrNotFound):
 		// No node index: no agent has written a node document yet.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jobsight/jobsight/internal/jobmodel"
@@ -12,7 +13,9 @@ import (
 	"github.com/jobsight/jobsight/internal/store/elasticsearch"
 )
 
-// Indices names the indices the site command reads and writes.
+// Indices names the indices the site command reads and writes. Job and
+// Result are the bases of monthly indices (jobmodel's indices.go);
+// History is one index.
 type Indices struct {
 	Job, Result, History string
 }
@@ -26,6 +29,37 @@ type Store struct {
 	// Cluster, when set, limits range queries to one cluster's jobs (an
 	// index may hold several clusters').
 	Cluster string
+
+	mu sync.Mutex
+	// where is the index each job document read was found in, by id:
+	// a rewrite of it (PutAnalysis) replaces it there, also when it is
+	// in the pre-0.2 single index.
+	where map[string]string
+}
+
+// found records the index a job document was read from.
+func (s *Store) found(id, index string) {
+	if index == "" {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.where == nil {
+		s.where = map[string]string{}
+	}
+	s.where[id] = index
+}
+
+// jobIndex is where a job document goes: where it was read from, else
+// its monthly index.
+func (s *Store) jobIndex(job jobmodel.Job, now time.Time) string {
+	s.mu.Lock()
+	index := s.where[job.DocID]
+	s.mu.Unlock()
+	if index != "" {
+		return index
+	}
+	return job.IndexOf(s.Indices.Job, now)
 }
 
 // MaxRange is the most jobs one range query returns; a larger range is
@@ -37,18 +71,29 @@ var ErrNotFound = errors.New("no such job document")
 
 // Job returns the job document with id docID.
 func (s *Store) Job(ctx context.Context, docID string) (jobmodel.Job, error) {
-	got, err := s.ES.GetByIDs(ctx, s.Indices.Job, []string{docID})
+	index := jobmodel.SearchIndices(s.Indices.Job)
+	q, err := json.Marshal(map[string]any{"size": 10,
+		"query": map[string]any{"ids": map[string]any{"values": []string{docID}}}})
 	if err != nil {
 		return jobmodel.Job{}, err
 	}
-	raw, ok := got[docID]
-	if !ok {
-		return jobmodel.Job{}, fmt.Errorf("%s in %s: %w", docID, s.Indices.Job, ErrNotFound)
+	raw, err := s.ES.Search(ctx, index, q)
+	if err != nil {
+		return jobmodel.Job{}, err
+	}
+	var ans store.SearchAnswer[json.RawMessage]
+	if err := json.Unmarshal(raw, &ans); err != nil {
+		return jobmodel.Job{}, fmt.Errorf("searching %s: %w", index, err)
+	}
+	hits := newest(ans.Hits.Hits)
+	if len(hits) == 0 || hits[0].ID != docID {
+		return jobmodel.Job{}, fmt.Errorf("%s in %s: %w", docID, index, ErrNotFound)
 	}
 	var job jobmodel.Job
-	if err := json.Unmarshal(raw, &job); err != nil {
+	if err := json.Unmarshal(hits[0].Source, &job); err != nil {
 		return jobmodel.Job{}, fmt.Errorf("job document %s: %w", docID, err)
 	}
+	s.found(docID, hits[0].Index)
 	return job, nil
 }
 
@@ -62,11 +107,12 @@ const (
 // ByUpdatedAt) is in [from, to).
 func (s *Store) FinalJobs(ctx context.Context, field string, from, to time.Time) ([]jobmodel.Job, error) {
 	var out []jobmodel.Job
-	err := s.rangeSearch(ctx, s.Indices.Job, field, from, to, []any{map[string]any{"term": map[string]any{"final": true}}}, func(raw json.RawMessage) error {
+	err := s.rangeSearch(ctx, s.Indices.Job, field, from, to, []any{map[string]any{"term": map[string]any{"final": true}}}, func(h store.Hit[json.RawMessage]) error {
 		var j jobmodel.Job
-		if err := json.Unmarshal(raw, &j); err != nil {
+		if err := json.Unmarshal(h.Source, &j); err != nil {
 			return err
 		}
+		s.found(h.ID, h.Index)
 		out = append(out, j)
 		return nil
 	})
@@ -76,9 +122,9 @@ func (s *Store) FinalJobs(ctx context.Context, field string, from, to time.Time)
 // Results returns the analyses of jobs that ended in [from, to).
 func (s *Store) Results(ctx context.Context, from, to time.Time) ([]jobmodel.Result, error) {
 	var out []jobmodel.Result
-	err := s.rangeSearch(ctx, s.Indices.Result, ByEndTime, from, to, nil, func(raw json.RawMessage) error {
+	err := s.rangeSearch(ctx, s.Indices.Result, ByEndTime, from, to, nil, func(h store.Hit[json.RawMessage]) error {
 		var r jobmodel.Result
-		if err := json.Unmarshal(raw, &r); err != nil {
+		if err := json.Unmarshal(h.Source, &r); err != nil {
 			return err
 		}
 		out = append(out, r)
@@ -87,9 +133,12 @@ func (s *Store) Results(ctx context.Context, from, to time.Time) ([]jobmodel.Res
 	return out, err
 }
 
-// rangeSearch calls each with the source of every document of index whose
-// field is in [from, to) and that matches filters.
-func (s *Store) rangeSearch(ctx context.Context, index, field string, from, to time.Time, filters []any, each func(json.RawMessage) error) error {
+// rangeSearch calls each with every document of base's indices (every
+// month, and the pre-0.2 single index) whose field is in [from, to) and
+// that matches filters; of a document stored twice (in the single index
+// and in a monthly one, by a rewrite after the upgrade) only the newest.
+func (s *Store) rangeSearch(ctx context.Context, base, field string, from, to time.Time, filters []any, each func(store.Hit[json.RawMessage]) error) error {
+	index := jobmodel.SearchIndices(base)
 	filters = append(filters, map[string]any{"range": map[string]any{field: map[string]any{
 		"gte": from.UTC().Format(time.RFC3339Nano), "lt": to.UTC().Format(time.RFC3339Nano)}}})
 	if s.Cluster != "" {
@@ -120,12 +169,39 @@ func (s *Store) rangeSearch(ctx context.Context, index, field string, from, to t
 		return fmt.Errorf("more than %d documents in %s have %s between %s and %s: ask for a shorter range", MaxRange, index, field,
 			from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339))
 	}
-	for _, h := range ans.Hits.Hits {
-		if err := each(h.Source); err != nil {
-			return fmt.Errorf("document %s in %s: %w", h.ID, index, err)
+	for _, h := range newest(ans.Hits.Hits) {
+		if err := each(h); err != nil {
+			return fmt.Errorf("document %s in %s: %w", h.ID, h.Index, err)
 		}
 	}
 	return nil
+}
+
+// newest keeps, of hits with one id, the one updated last (by its
+// updated_at), in the order of the hits.
+func newest(hits []store.Hit[json.RawMessage]) []store.Hit[json.RawMessage] {
+	updated := func(h store.Hit[json.RawMessage]) time.Time {
+		var d struct {
+			UpdatedAt *jobmodel.Time `json:"updated_at"`
+		}
+		if json.Unmarshal(h.Source, &d) != nil || d.UpdatedAt == nil {
+			return time.Time{}
+		}
+		return d.UpdatedAt.Time
+	}
+	best := map[string]int{}
+	out := make([]store.Hit[json.RawMessage], 0, len(hits))
+	for _, h := range hits {
+		i, seen := best[h.ID]
+		switch {
+		case !seen:
+			best[h.ID] = len(out)
+			out = append(out, h)
+		case updated(h).After(updated(out[i])):
+			out[i] = h
+		}
+	}
+	return out
 }
 
 // PutAnalysis stores a job's analysis in its job document and in the
@@ -136,13 +212,14 @@ func (s *Store) PutAnalysis(ctx context.Context, job jobmodel.Job, a jobmodel.An
 	if err != nil {
 		return err
 	}
-	rb, err := json.Marshal(jobmodel.NewResult(job, a, *jobmodel.At(now)))
+	r := jobmodel.NewResult(job, a, *jobmodel.At(now))
+	rb, err := json.Marshal(r)
 	if err != nil {
 		return err
 	}
 	return s.bulk(ctx, []store.Doc{
-		{Kind: store.KindJobDoc, Index: s.Indices.Job, ID: job.DocID, Body: jb},
-		{Kind: store.KindJobDoc, Index: s.Indices.Result, ID: job.DocID, Body: rb},
+		{Kind: store.KindJobDoc, Index: s.jobIndex(job, now), ID: job.DocID, Body: jb},
+		{Kind: store.KindJobDoc, Index: r.IndexOf(s.Indices.Result, now), ID: job.DocID, Body: rb},
 	})
 }
 
@@ -174,13 +251,26 @@ func (s *Store) bulk(ctx context.Context, docs []store.Doc) error {
 	return errors.Join(errs...)
 }
 
-// EnsureIndices creates (or extends) the results and history indices.
+// EnsureIndices creates (or extends) this month's job and results indices
+// (and has the client do the same for another month's before its first
+// write there) and the history index.
 func (s *Store) EnsureIndices(ctx context.Context) error {
-	if err := s.ES.EnsureIndex(ctx, s.Indices.Job, jobmodel.JobMapping()); err != nil {
+	now := time.Now()
+	if err := s.ES.EnsurePartitioned(ctx, s.Indices.Job, jobmodel.JobMapping(), now); err != nil {
 		return err
 	}
-	if err := s.ES.EnsureIndex(ctx, s.Indices.Result, jobmodel.ResultMapping()); err != nil {
+	if err := s.ES.EnsurePartitioned(ctx, s.Indices.Result, jobmodel.ResultMapping(), now); err != nil {
 		return err
 	}
 	return s.ES.EnsureIndex(ctx, s.Indices.History, jobmodel.HistoryMapping())
+}
+
+// PutTemplates puts the index templates of the job and results indices
+// (for "<base>-*", with the mapping). It needs the manage_index_templates
+// cluster privilege: `jobsight setup` run by an administrator.
+func (s *Store) PutTemplates(ctx context.Context) error {
+	if err := s.ES.PutTemplate(ctx, s.Indices.Job, jobmodel.JobMapping()); err != nil {
+		return err
+	}
+	return s.ES.PutTemplate(ctx, s.Indices.Result, jobmodel.ResultMapping())
 }

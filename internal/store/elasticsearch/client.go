@@ -65,6 +65,9 @@ type Client struct {
 	// start (NoteVersions) or learnt from the first versioned write's
 	// answer (0 unknown, 1 yes, -1 no).
 	versions int
+	// partitions are the bases written as monthly indices, by base (see
+	// EnsurePartitioned).
+	partitions map[string]*partition
 }
 
 // New returns a client for cfg. It does not contact the server; the first
@@ -392,6 +395,9 @@ func (c *Client) Index(ctx context.Context, doc store.Doc) error {
 	if err := c.ready(ctx); err != nil {
 		return err
 	}
+	if err := c.ensureMonthly(ctx, doc.Index); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	res, err := c.es.Index(doc.Index, bytes.NewReader(doc.Body),
@@ -436,9 +442,30 @@ func (c *Client) Bulk(ctx context.Context, docs []store.Doc) ([]Failure, error) 
 	var failures []Failure
 	sent := make([]store.Doc, 0, len(docs))
 	var body bytes.Buffer
+	var unready map[string]error
+	if len(docs) > 0 {
+		if err := c.ready(ctx); err != nil {
+			return nil, err
+		}
+		unready = c.ensureFor(ctx, docs)
+	}
 	for _, d := range docs {
 		if err := checkDoc(d); err != nil {
 			failures = append(failures, Failure{Doc: d, Err: &Error{Op: "bulk", Index: d.Index, ID: d.ID, Status: http.StatusBadRequest, Type: "invalid_document", Reason: err.Error()}})
+			continue
+		}
+		if err := unready[d.Index]; err != nil {
+			// Its monthly index could not be made: the document waits
+			// (the error says whether retrying may help).
+			e := &Error{Op: "bulk", Index: d.Index, ID: d.ID, Reason: "preparing its index: " + err.Error()}
+			var ie *Error
+			if errors.As(err, &ie) {
+				e.Status, e.Type = ie.Status, ie.Type
+				if ie.Err != nil {
+					e.Err = ie.Err
+				}
+			}
+			failures = append(failures, Failure{Doc: d, Err: e})
 			continue
 		}
 		action := map[string]any{"_index": d.Index, "_id": d.ID}
@@ -657,6 +684,12 @@ func (c *Client) GetByIDs(ctx context.Context, index string, ids []string) (map[
 }
 
 // Search runs the raw query body against index and returns the raw answer.
+// index is one index, or several and patterns separated by commas (e.g.
+// jobmodel.SearchIndices: the monthly indices and the pre-0.2 single
+// index); for those, indices that do not exist are skipped (Elasticsearch's
+// ignore_unavailable and allow_no_indices), so a search before any
+// document of a month, or after the old index is gone, answers no hits.
+// A single index that does not exist is an error matching ErrNotFound.
 func (c *Client) Search(ctx context.Context, index string, body []byte) (json.RawMessage, error) {
 	if index == "" {
 		return nil, errors.New("elasticsearch: Search: empty index name")
@@ -666,10 +699,15 @@ func (c *Client) Search(ctx context.Context, index string, body []byte) (json.Ra
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	res, err := c.es.Search(
+	opts := []func(*esapi.SearchRequest){
 		c.es.Search.WithContext(ctx),
 		c.es.Search.WithIndex(index),
-		c.es.Search.WithBody(bytes.NewReader(body)))
+		c.es.Search.WithBody(bytes.NewReader(body)),
+	}
+	if strings.ContainsAny(index, ",*") {
+		opts = append(opts, c.es.Search.WithIgnoreUnavailable(true), c.es.Search.WithAllowNoIndices(true))
+	}
+	res, err := c.es.Search(opts...)
 	if err != nil {
 		return nil, &Error{Op: "search", Index: index, Err: err}
 	}
