@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend/resource/httpadapter"
@@ -59,6 +60,8 @@ type Datasource struct {
 	resources backend.CallResourceHandler
 	// now is the clock (tests fix it).
 	now func() time.Time
+	// noPIT: the Elasticsearch server offers no point in time (paging.go).
+	noPIT atomic.Bool
 }
 
 // NewDatasource creates a Datasource from the instance settings Grafana

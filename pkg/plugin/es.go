@@ -67,37 +67,52 @@ func searchPath(base string) string {
 // searchRaw runs one search of the documents of index (a base name from
 // the settings: see searchPath) and returns the answer's body.
 func (d *Datasource) searchRaw(ctx context.Context, st *stats, index string, body map[string]any) ([]byte, error) {
-	raw, err := json.Marshal(body)
+	data, status, err := d.esRequest(ctx, st, http.MethodPost, searchPath(index), body)
 	if err != nil {
-		return nil, fmt.Errorf("encoding the Elasticsearch query: %w", err)
+		return nil, err
 	}
-	u := strings.TrimRight(d.settings.ElasticsearchURL, "/") + searchPath(index)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(raw))
+	if status == http.StatusNotFound && bytes.Contains(data, []byte("index_not_found")) {
+		return nil, &backendError{backend: "Elasticsearch", msg: fmt.Sprintf("Elasticsearch: index %s not found: has any agent run yet? (check elasticsearchJobIndex)", index)}
+	}
+	if p := httpProblem("Elasticsearch", d.settings.ElasticsearchURL, "the search on "+index, status, data, "elasticsearchUser and elasticsearchPassword"); p != "" {
+		return nil, &backendError{backend: "Elasticsearch", msg: p}
+	}
+	return data, nil
+}
+
+// esRequest sends one request to Elasticsearch (body JSON-encoded, or
+// none when nil) and returns the answer's body and status. Only failing
+// to reach the server or to read its answer is an error here.
+func (d *Datasource) esRequest(ctx context.Context, st *stats, method, path string, body any) ([]byte, int, error) {
+	var rd io.Reader
+	if body != nil {
+		raw, err := json.Marshal(body)
+		if err != nil {
+			return nil, 0, fmt.Errorf("encoding the Elasticsearch query: %w", err)
+		}
+		rd = bytes.NewReader(raw)
+	}
+	u := strings.TrimRight(d.settings.ElasticsearchURL, "/") + path
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {
-		return nil, fmt.Errorf("building the Elasticsearch request: %w", err)
+		return nil, 0, fmt.Errorf("building the Elasticsearch request: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
 	st.es.Add(1)
 	resp, err := d.es.Do(req)
 	if err != nil {
-		return nil, &backendError{backend: "Elasticsearch", msg: fmt.Sprintf("Elasticsearch at %s is unreachable: %v", d.settings.ElasticsearchURL, rootCause(err))}
+		return nil, 0, &backendError{backend: "Elasticsearch", msg: fmt.Sprintf("Elasticsearch at %s is unreachable: %v", d.settings.ElasticsearchURL, rootCause(err))}
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxSearchBody+1))
 	if err != nil {
-		return nil, &backendError{backend: "Elasticsearch", msg: fmt.Sprintf("reading the Elasticsearch answer: %v", err)}
+		return nil, 0, &backendError{backend: "Elasticsearch", msg: fmt.Sprintf("reading the Elasticsearch answer: %v", err)}
 	}
 	if len(data) > maxSearchBody {
-		return nil, &backendError{backend: "Elasticsearch", msg: fmt.Sprintf("the Elasticsearch answer is over %d MiB: lower maxJobs or narrow the query", maxSearchBody>>20)}
+		return nil, 0, &backendError{backend: "Elasticsearch", msg: fmt.Sprintf("the Elasticsearch answer is over %d MiB: lower maxJobs or narrow the query", maxSearchBody>>20)}
 	}
-	if resp.StatusCode == http.StatusNotFound && bytes.Contains(data, []byte("index_not_found")) {
-		return nil, &backendError{backend: "Elasticsearch", msg: fmt.Sprintf("Elasticsearch: index %s not found: has any agent run yet? (check elasticsearchJobIndex)", index)}
-	}
-	if p := httpProblem("Elasticsearch", d.settings.ElasticsearchURL, "the search on "+index, resp.StatusCode, data, "elasticsearchUser and elasticsearchPassword"); p != "" {
-		return nil, &backendError{backend: "Elasticsearch", msg: p}
-	}
-	return data, nil
+	return data, resp.StatusCode, nil
 }
 
 // terms decodes the terms aggregation name of a search answer.

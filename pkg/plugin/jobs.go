@@ -10,7 +10,6 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
 	"github.com/jobsight/jobsight/internal/jobmodel"
-	"github.com/jobsight/jobsight/pkg/models"
 )
 
 // sortFields maps the Jobs query's sort keys to job-index fields.
@@ -25,8 +24,10 @@ var sortFields = map[string]string{
 var jobsFields = append(append([]string{}, compactFields...), "analysis", "reason", "exit_code")
 
 // queryJobs answers the Jobs table: one page of the jobs overlapping the
-// range, sorted; running jobs' usage from Prometheus (one request for the
-// page). Two backend requests at most.
+// range, sorted, with the total count; running jobs' usage from
+// Prometheus (one request for the page). Two backend requests, five for a
+// page that ends past the first 10,000 rows (paging.go: a point in time,
+// two pages, its closing).
 func (d *Datasource) queryJobs(qc *queryCtx) (data.Frames, error) {
 	q := qc.q
 	order := "desc"
@@ -44,9 +45,6 @@ func (d *Datasource) queryJobs(qc *queryCtx) (data.Frames, error) {
 	limit := q.Limit
 	if limit > d.settings.MaxJobs {
 		limit = d.settings.MaxJobs
-	}
-	if q.Offset+limit > models.MaxLimit {
-		limit = models.MaxLimit - q.Offset
 	}
 	jobs, total, err := d.fetchJobs(*qc, jobScope{q: q, v: qc.v, from: qc.from, to: qc.to}, sort, q.Offset, limit, jobsFields)
 	if err != nil {

@@ -142,15 +142,42 @@ func (d *Datasource) fetchJobsRaw(ctxQ queryCtx, sc jobScope, sort []any, from, 
 	if sort != nil {
 		body["sort"] = sort
 	}
-	raw, err := d.searchRaw(ctxQ.ctx, ctxQ.st, d.settings.ElasticsearchJobIndex, body)
+	var pages [][]byte
+	if sort != nil && from+size > resultWindow {
+		// Deeper than one search reaches: pages (paging.go).
+		delete(body, "from")
+		var note string
+		pages, note, err = d.pagedSearch(ctxQ, d.settings.ElasticsearchJobIndex, body, slices.Clone(sort), from+size)
+		if note != "" {
+			ctxQ.st.note.Store(&note)
+		}
+	} else {
+		var raw []byte
+		raw, err = d.searchRaw(ctxQ.ctx, ctxQ.st, d.settings.ElasticsearchJobIndex, body)
+		pages = [][]byte{raw}
+	}
 	if err != nil {
 		return nil, 0, 0, err
 	}
-	docs, total, skipped, err := decodeJobs(raw)
-	hits := len(docs) + skipped
-	if err != nil {
-		return nil, 0, 0, &backendError{backend: "Elasticsearch", msg: fmt.Sprintf("Elasticsearch: the search answer is not JSON: %v", err)}
+	var docs []jobmodel.Job
+	var total int64
+	skipped := 0
+	for i, raw := range pages {
+		pd, pt, ps, err := decodeJobs(raw)
+		if err != nil {
+			return nil, 0, 0, &backendError{backend: "Elasticsearch", msg: fmt.Sprintf("Elasticsearch: the search answer is not JSON: %v", err)}
+		}
+		if i == 0 {
+			total = pt
+		}
+		docs = append(docs, pd...)
+		skipped += ps
 	}
+	if len(pages) > 1 || sort != nil && from+size > resultWindow {
+		// The pages start at the first row: keep those from the offset.
+		docs = docs[min(from, len(docs)):]
+	}
+	hits := len(docs) + skipped
 	ctxQ.st.skipped.Add(int64(skipped))
 	jobs := docs[:0]
 	for _, j := range docs {

@@ -70,6 +70,8 @@ type stats struct {
 	es, prom, other atomic.Int64
 	// skipped counts job documents that did not decode.
 	skipped atomic.Int64
+	// note is a warning for the panel from deep in a handler (paging).
+	note atomic.Pointer[string]
 }
 
 // queryCtx is what one query's handler works with.
@@ -141,6 +143,9 @@ func (d *Datasource) answer(ctx context.Context, v Viewer, pc backend.PluginCont
 		if m, ok := f.Meta.Custom.(map[string]any); ok {
 			m["elasticsearchRequests"] = qc.st.es.Load()
 			m["prometheusRequests"] = qc.st.prom.Load()
+		}
+		if n := qc.st.note.Load(); n != nil {
+			f.AppendNotices(data.Notice{Severity: data.NoticeSeverityWarning, Text: *n})
 		}
 		if n := qc.st.skipped.Load(); n > 0 {
 			f.AppendNotices(data.Notice{Severity: data.NoticeSeverityWarning,
