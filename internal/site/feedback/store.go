@@ -205,9 +205,15 @@ func newest(hits []store.Hit[json.RawMessage]) []store.Hit[json.RawMessage] {
 }
 
 // PutAnalysis stores a job's analysis in its job document and in the
-// results index, in one bulk request.
+// results index, in one bulk request. The document gets its totals too
+// (jobmodel.TotalsOf): `jobsight analyze` over a past range gives the
+// documents of agents before 0.2, which wrote none, what the grouped
+// panels aggregate.
 func (s *Store) PutAnalysis(ctx context.Context, job jobmodel.Job, a jobmodel.Analysis, now time.Time) error {
 	job.Analysis = &a
+	if job.Final {
+		job.Totals = jobmodel.TotalsOf(&job)
+	}
 	jb, err := json.Marshal(job)
 	if err != nil {
 		return err
