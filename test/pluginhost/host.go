@@ -190,6 +190,39 @@ func (h *Host) Close() { h.client.Kill() }
 // Exited reports whether the plugin process has exited (crashed).
 func (h *Host) Exited() bool { return h.client.Exited() }
 
+// Pid is the plugin process's id (0 when it is not running).
+func (h *Host) Pid() int {
+	if rc := h.client.ReattachConfig(); rc != nil {
+		return rc.Pid
+	}
+	return 0
+}
+
+// Memory is the plugin process's resident memory now and at its peak
+// (VmRSS and VmHWM of /proc/<pid>/status), in bytes.
+func (h *Host) Memory() (rss, peak int64, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", h.Pid()))
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || (k != "VmRSS" && k != "VmHWM") {
+			continue
+		}
+		var kb int64
+		if _, err := fmt.Sscanf(strings.TrimSpace(v), "%d kB", &kb); err != nil {
+			return 0, 0, fmt.Errorf("%s: %q: %w", k, v, err)
+		}
+		if k == "VmRSS" {
+			rss = kb << 10
+		} else {
+			peak = kb << 10
+		}
+	}
+	return rss, peak, nil
+}
+
 // Log is what the plugin wrote to stdout and stderr so far (its logs).
 func (h *Host) Log() string { return h.log.String() }
 

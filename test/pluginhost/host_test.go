@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -75,6 +76,13 @@ func TestHost(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	admin := Caller{User: &backend.User{Login: "admin", Name: "Admin", Email: "admin@example.org", Role: "Admin"}}
+
+	t.Run("the plugin process's memory is read", func(t *testing.T) {
+		rss, peak, err := h.Memory()
+		if err != nil || rss <= 0 || peak < rss || h.Pid() == os.Getpid() {
+			t.Errorf("pid %d: rss %d, peak %d, %v", h.Pid(), rss, peak, err)
+		}
+	})
 
 	t.Run("health names the missing setting", func(t *testing.T) {
 		ds := Datasource{ID: 1, UID: "js", Name: "Jobsight", JSONData: json.RawMessage(`{"prometheusUrl":"http://127.0.0.1:1"}`)}
