@@ -3,7 +3,7 @@
 # horizontally scalable series store the test/thanos suite runs the agent and
 # the datasource against, and cache the binary.
 #
-# Usage: scripts/build-thanos.sh
+# Usage: scripts/build-thanos.sh [--cached]
 #
 # Tries the releases in $candidates, newest first, and prints the path of the
 # first one that is cached or builds with the Go on PATH:
@@ -11,18 +11,22 @@
 # ~/.cache/jobsight). A version that does not build leaves its error in
 # thanos-<version>/build-failed-<go version>.log and is not tried again with
 # that Go (delete the log to retry); the cold build takes several minutes on
-# two cores. Nothing but the Go module proxy is contacted.
+# two cores. Nothing but the Go module proxy is contacted. With --cached it
+# only looks: it prints the cached binary or fails, never builds (test/stack's
+# ThanosBinary; .ci/run builds ahead).
 #
 # Recipe: the module source comes from the Go module cache, read-only there,
 # and is built in its own module (its go.mod has replace directives, which
-# `go install pkg@version` refuses) from a writable temporary copy. Nothing in
-# it is changed: a release whose go.mod asks for a newer Go than the one on
+# `go install pkg@version` refuses) from a writable temporary copy, with the
+# build tags of the release's .promu.yml (netgo, slicelabels). Nothing in it
+# is changed: a release whose go.mod asks for a newer Go than the one on
 # PATH is recorded as not building (GOTOOLCHAIN=local, no toolchain download).
 # Thanos is Apache-2.0; it is only run by the tests, never linked into Jobsight.
 set -euo pipefail
 
-# Newest first. v0.42.5 needs go >= 1.26.10.
-candidates=(v0.42.5 v0.42.4 v0.42.3 v0.42.2 v0.42.1 v0.42.0 v0.40.1)
+# Newest first. v0.42.5 needs go >= 1.26.10. JOBSIGHT_THANOS_VERSIONS
+# (space-separated) replaces the list, e.g. to try one release.
+read -r -a candidates <<<"${JOBSIGHT_THANOS_VERSIONS:-v0.42.5 v0.42.4 v0.42.3 v0.42.2 v0.42.1 v0.42.0 v0.40.1}"
 cache="${JOBSIGHT_CACHE:-${HOME}/.cache/jobsight}"
 
 command -v go >/dev/null || { echo "build-thanos: go is not on PATH" >&2; exit 1; }
@@ -44,6 +48,10 @@ cached() {
 
 if cached; then
 	exit 0
+fi
+if [[ "${1:-}" == --cached ]]; then
+	echo "build-thanos: no Thanos built under ${cache} for ${gover}: run scripts/build-thanos.sh" >&2
+	exit 1
 fi
 
 mkdir -p "$cache"
@@ -78,8 +86,12 @@ build() { # version out log
 		cd "$work"
 		# GOFLAGS from the caller (e.g. -mod=vendor) must not apply to this
 		# module. nice: CI and developer machines share few cores.
+		# The tags are the release's own (.promu.yml): slicelabels is
+		# required, Thanos casts Prometheus' labels.Labels to its own
+		# slice type; built without it the receivers panic on the first
+		# Store API call (gRPC marshals a message of nonsense size).
 		GOTOOLCHAIN=local GOFLAGS=-mod=mod CGO_ENABLED=0 nice -n 10 \
-			go build -trimpath -ldflags "-s -w -X github.com/prometheus/common/version.Version=${v#v}" \
+			go build -trimpath -tags netgo,slicelabels -ldflags "-s -w -X github.com/prometheus/common/version.Version=${v#v}" \
 			-o "$out.tmp.$$" ./cmd/thanos
 	) >>"$log" 2>&1 || rc=$?
 	chmod -R u+w "$work" 2>/dev/null
