@@ -308,6 +308,10 @@ export interface JobsightOptions extends DataSourceJsonData {
   elasticsearchUser?: string;
   prometheusUrl?: string;
   prometheusUser?: string;
+  /** Tenant of a multi-tenant series store (Mimir, Thanos), sent on every Prometheus request. */
+  prometheusTenant?: string;
+  /** The header carrying prometheusTenant (default X-Scope-OrgID). */
+  prometheusTenantHeader?: string;
   clusterFilter?: string;
   timeoutSeconds?: number;
   /** PEM CA bundle trusted for both backends besides the system's. */
@@ -365,6 +369,7 @@ export const DEFAULTS = {
   elasticsearchJobIndex: 'jobsight-jobs',
   elasticsearchNodeIndex: 'jobsight-nodes',
   timeoutSeconds: 30,
+  prometheusTenantHeader: 'X-Scope-OrgID',
   userMapping: 'login' as UserMapping,
   fullAccessRoles: ['Admin', 'Editor'] as GrafanaRole[],
   identitySource: 'idToken' as IdentitySource,

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestReadSecretNeverEchoesContent(t *testing.T) {
@@ -146,5 +147,50 @@ func TestReadSecretRefusesOpenFiles(t *testing.T) {
 	}
 	if _, err := ReadSecret("elasticsearch.password_file", p); err == nil || !strings.Contains(err.Error(), "uid 65534") {
 		t.Errorf("a file another user owns: %v, want a refusal naming its owner", err)
+	}
+}
+
+// TestRemoteWriteTenant: the tenant and its header are checked, each
+// problem naming its option; a valid pair and no tenant at all pass.
+func TestRemoteWriteTenant(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		tenant, header string
+		want           string // "" for no problem
+	}{
+		{"", "", ""},
+		{"team-a", "", ""},
+		{"team-a", "THANOS-TENANT", ""},
+		{"a|b.c_d!*'()", "X-Scope-OrgID", ""},
+		{"team a", "", `prometheus.tenant: "team a": only printable ASCII without spaces is allowed (character 5 is ' ')`},
+		{"a\r\nX-Evil: 1", "", `prometheus.tenant: "a\r\nX-Evil: 1": only printable ASCII without spaces is allowed (character 2 is '\r')`},
+		{"tëam", "", "prometheus.tenant: \"tëam\": only printable ASCII"},
+		{strings.Repeat("x", 151), "", "prometheus.tenant: is 151 characters long, at most 150 are allowed"},
+		{"team-a", "X Scope", `prometheus.tenant_header: "X Scope" is not an HTTP header name`},
+		{"team-a", "X-Org:", `prometheus.tenant_header: "X-Org:" is not an HTTP header name`},
+		{"team-a", "authorization", `prometheus.tenant_header: "authorization" is a header the request sets itself`},
+		{"", "X-Scope-OrgID", "prometheus.tenant_header: is set but prometheus.tenant is not"},
+	} {
+		rw := RemoteWrite{Timeout: time.Second, Tenant: tc.tenant, TenantHeader: tc.header}
+		errs := rw.Validate()
+		switch {
+		case tc.want == "" && len(errs) > 0:
+			t.Errorf("tenant %q header %q: %v, want no problem", tc.tenant, tc.header, errs)
+		case tc.want != "" && (len(errs) != 1 || !strings.HasPrefix(errs[0].Error(), tc.want)):
+			t.Errorf("tenant %q header %q: %v, want one problem starting %q", tc.tenant, tc.header, errs, tc.want)
+		}
+	}
+	var c struct {
+		Prometheus RemoteWrite `yaml:"prometheus"`
+	}
+	err := DecodeStrict(strings.NewReader("prometheus: {tenant: team-a, tenant_header: THANOS-TENANT}\n"), &c)
+	if err != nil || c.Prometheus.Tenant != "team-a" || c.Prometheus.TenantHeader != "THANOS-TENANT" {
+		t.Errorf("decoded %+v, %v", c.Prometheus, err)
+	}
+	if h := TenantHeaders("", "team-a"); h.Get("X-Scope-OrgID") != "team-a" || len(h) != 1 {
+		t.Errorf("TenantHeaders default: %v", h)
+	}
+	if h := TenantHeaders("X-Scope-OrgID", ""); h != nil {
+		t.Errorf("TenantHeaders without a tenant: %v, want none", h)
 	}
 }

@@ -34,11 +34,19 @@ type RemoteWrite struct {
 	PrometheusAuth `yaml:",inline"`
 	// Timeout bounds one write, retries included.
 	Timeout time.Duration `yaml:"timeout"`
+	// Tenant, when set, is sent in TenantHeader on every request, for a
+	// multi-tenant store (Mimir, Cortex, Thanos Receive). Empty: no tenant
+	// header.
+	Tenant string `yaml:"tenant"`
+	// TenantHeader is the header that carries Tenant; empty means
+	// DefaultTenantHeader (X-Scope-OrgID).
+	TenantHeader string `yaml:"tenant_header"`
 }
 
 // Validate checks the URL, the credentials (a bearer token or a username
-// and password, not both; username and password_file together) and the
-// timeout; each problem names its option (prometheus.remote_write_url).
+// and password, not both; username and password_file together), the
+// timeout and the tenant (TenantProblem, TenantHeaderProblem); each
+// problem names its option (prometheus.remote_write_url).
 func (r *RemoteWrite) Validate() []error {
 	var errs []error
 	if u := r.RemoteWriteURL; u != "" && !HTTPURL(u) {
@@ -52,6 +60,16 @@ func (r *RemoteWrite) Validate() []error {
 	}
 	if r.Timeout <= 0 {
 		errs = append(errs, problem("prometheus.timeout", "must be positive"))
+	}
+	if p := TenantProblem(r.Tenant); p != "" {
+		errs = append(errs, problem("prometheus.tenant", "%s", p))
+	}
+	if r.TenantHeader != "" {
+		if p := TenantHeaderProblem(r.TenantHeader); p != "" {
+			errs = append(errs, problem("prometheus.tenant_header", "%s", p))
+		} else if r.Tenant == "" {
+			errs = append(errs, problem("prometheus.tenant_header", "is set but prometheus.tenant is not: set the tenant, or remove tenant_header"))
+		}
 	}
 	return errs
 }

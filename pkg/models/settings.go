@@ -17,6 +17,7 @@ import (
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 
+	"github.com/jobsight/jobsight/internal/config"
 	"github.com/jobsight/jobsight/internal/jobmodel"
 )
 
@@ -89,6 +90,13 @@ type Settings struct {
 	// PrometheusUser is the basic-auth user; its password is the secure field
 	// prometheusPassword. Mutually exclusive with the bearer token.
 	PrometheusUser string `json:"prometheusUser,omitempty"`
+	// PrometheusTenant, when set, is sent in PrometheusTenantHeader on
+	// every Prometheus request, for a multi-tenant store (Mimir, Cortex,
+	// Thanos Query behind a tenant-aware proxy or with tenancy enforced).
+	PrometheusTenant string `json:"prometheusTenant,omitempty"`
+	// PrometheusTenantHeader carries PrometheusTenant. Default
+	// X-Scope-OrgID.
+	PrometheusTenantHeader string `json:"prometheusTenantHeader,omitempty"`
 
 	// ClusterFilter, when set, restricts every query to this Slurm cluster
 	// name. Empty means all clusters.
@@ -372,6 +380,16 @@ func (s *Settings) Validate() error {
 	}
 	if s.Secrets.PrometheusPassword != "" && s.PrometheusUser == "" {
 		add("prometheusUser", "is empty but a Prometheus password is set: set the user, or clear the password")
+	}
+	if p := config.TenantProblem(s.PrometheusTenant); p != "" {
+		add("prometheusTenant", p)
+	}
+	if s.PrometheusTenantHeader != "" {
+		if p := config.TenantHeaderProblem(s.PrometheusTenantHeader); p != "" {
+			add("prometheusTenantHeader", p)
+		} else if s.PrometheusTenant == "" {
+			add("prometheusTenantHeader", "is set but prometheusTenant is not: set the tenant, or clear the header")
+		}
 	}
 	if s.TimeoutSeconds < 1 || s.TimeoutSeconds > MaxTimeoutSeconds {
 		add("timeoutSeconds", fmt.Sprintf("must be between 1 and %d seconds, got %d", MaxTimeoutSeconds, s.TimeoutSeconds))

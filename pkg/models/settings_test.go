@@ -76,6 +76,10 @@ func TestLoadSettingsErrorsNameTheField(t *testing.T) {
 		{`{"elasticsearchUrl":"http://es:9200","prometheusUrl":"http://p","timeoutSeconds":"30"}`, nil, "timeoutSeconds", "must be a whole number, got a JSON string"},
 		{`{"elasticsearchUrl":"http://es:9200","prometheusUrl":"http://p","clusterFilter":" alpha"}`, nil, "clusterFilter", "spaces"},
 		{`{"elasticsearchUrl":"http://es:9200","prometheusUrl":"http://p","esUrl":"x"}`, nil, "esUrl", "unknown setting"},
+		{`{"elasticsearchUrl":"http://es:9200","prometheusUrl":"http://p","prometheusTenant":"a\r\nX-Evil: 1"}`, nil, "prometheusTenant", "only printable ASCII without spaces"},
+		{`{"elasticsearchUrl":"http://es:9200","prometheusUrl":"http://p","prometheusTenant":"a","prometheusTenantHeader":"X Org"}`, nil, "prometheusTenantHeader", "not an HTTP header name"},
+		{`{"elasticsearchUrl":"http://es:9200","prometheusUrl":"http://p","prometheusTenant":"a","prometheusTenantHeader":"Authorization"}`, nil, "prometheusTenantHeader", "sets itself"},
+		{`{"elasticsearchUrl":"http://es:9200","prometheusUrl":"http://p","prometheusTenantHeader":"X-Scope-OrgID"}`, nil, "prometheusTenantHeader", "prometheusTenant is not"},
 	}
 	for _, c := range cases {
 		t.Run(c.field+" "+c.problem, func(t *testing.T) {

@@ -21,6 +21,7 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/backend/instancemgmt"
 	"github.com/grafana/grafana-plugin-sdk-go/backend/log"
 
+	"github.com/jobsight/jobsight/internal/config"
 	"github.com/jobsight/jobsight/pkg/models"
 )
 
@@ -101,9 +102,15 @@ func NewDatasource(_ context.Context, inst backend.DataSourceInstanceSettings) (
 	// of MB); the series cap (maxSeries) is checked after decoding.
 	promOpts := httpclient.Options{Timeouts: &timeouts, TLS: tlsOpts, Labels: map[string]string{"backend": "prometheus"},
 		Middlewares: withResponseLimit(maxPromBody)}
+	// The tenant header goes on every Prometheus request, the health
+	// check's included.
+	promOpts.Header = config.TenantHeaders(settings.PrometheusTenantHeader, settings.PrometheusTenant)
 	switch {
 	case settings.Secrets.PrometheusBearerToken != "":
-		promOpts.Header = http.Header{"Authorization": []string{"Bearer " + settings.Secrets.PrometheusBearerToken}}
+		if promOpts.Header == nil {
+			promOpts.Header = http.Header{}
+		}
+		promOpts.Header.Set("Authorization", "Bearer "+settings.Secrets.PrometheusBearerToken)
 	case settings.PrometheusUser != "":
 		promOpts.BasicAuth = &httpclient.BasicAuthOptions{User: settings.PrometheusUser, Password: settings.Secrets.PrometheusPassword}
 	}

@@ -140,6 +140,19 @@ describe('ConfigEditor settings', () => {
     expect(screen.getByLabelText('userIdMap value 1')).toHaveValue('bob');
     expect(screen.getByLabelText('Grafana URL')).toHaveValue('http://localhost:3000');
     expect(screen.getByLabelText('Forward ID token')).toBeChecked();
+    expect(screen.getByLabelText('Tenant')).toHaveValue('team-a');
+    expect(screen.getByLabelText('Tenant header')).toHaveValue('X-Scope-OrgID');
+  });
+
+  it('sets the Prometheus tenant and its header, and removes them when emptied', async () => {
+    const { last } = setup(settings());
+    expect(screen.getByLabelText('Tenant header')).toHaveAttribute('placeholder', 'X-Scope-OrgID');
+    await user.type(screen.getByLabelText('Tenant'), 'team-a');
+    await user.type(screen.getByLabelText('Tenant header'), 'THANOS-TENANT');
+    expect(last().jsonData).toEqual({ prometheusTenant: 'team-a', prometheusTenantHeader: 'THANOS-TENANT' });
+    await user.clear(screen.getByLabelText('Tenant header'));
+    await user.clear(screen.getByLabelText('Tenant'));
+    expect(last().jsonData).toEqual({});
   });
 
   it('sets text and number settings, and removes emptied ones', async () => {

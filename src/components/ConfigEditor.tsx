@@ -51,6 +51,8 @@ export function ConfigEditor(props: ConfigEditorProps) {
   const promUser = useJsonDataField(props, 'prometheusUser');
   const promPassword = useSecureField(props, 'prometheusPassword');
   const promToken = useSecureField(props, 'prometheusBearerToken');
+  const promTenant = useJsonDataField(props, 'prometheusTenant');
+  const promTenantHeader = useJsonDataField(props, 'prometheusTenantHeader');
   const allocationsToken = useSecureField(props, 'allocationsToken');
   const tlsCaCert = useJsonDataField(props, 'tlsCaCert');
   const clusterFilter = useJsonDataField(props, 'clusterFilter');
@@ -159,6 +161,31 @@ export function ConfigEditor(props: ConfigEditorProps) {
           tooltip="Instead of user and password, not with them"
         >
           <SecretInput id="prom-token" width={INPUT_WIDTH} {...promToken} />
+        </InlineField>
+        <InlineField
+          label="Tenant"
+          labelWidth={LABEL_WIDTH}
+          htmlFor="prom-tenant"
+          tooltip="Tenant of a multi-tenant store (Mimir, Thanos), sent on every request; empty for none"
+        >
+          <Input
+            id="prom-tenant"
+            width={INPUT_WIDTH}
+            {...promTenant}
+          />
+        </InlineField>
+        <InlineField
+          label="Tenant header"
+          labelWidth={LABEL_WIDTH}
+          htmlFor="prom-tenant-header"
+          tooltip="The header carrying the tenant (Thanos: THANOS-TENANT unless told otherwise)"
+        >
+          <Input
+            id="prom-tenant-header"
+            width={INPUT_WIDTH}
+            placeholder={DEFAULTS.prometheusTenantHeader}
+            {...promTenantHeader}
+          />
         </InlineField>
       </FieldSet>
 

@@ -19,7 +19,7 @@ func FromConfig(c config.RemoteWrite, log *slog.Logger) (*Client, error) {
 		return nil, err
 	}
 	client, err := New(Config{URL: c.RemoteWriteURL, BearerToken: token, Username: c.Username, Password: password,
-		Timeout: c.Timeout, Logger: log})
+		Tenant: c.Tenant, TenantHeader: c.TenantHeader, Timeout: c.Timeout, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("prometheus.remote_write_url: %w", err)
 	}

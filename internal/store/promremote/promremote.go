@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/exp/api/remote"
 	"github.com/prometheus/prometheus/prompb"
 
+	"github.com/jobsight/jobsight/internal/config"
 	"github.com/jobsight/jobsight/internal/store"
 )
 
@@ -66,6 +67,12 @@ type Config struct {
 	// BearerToken and Username are exclusive.
 	Username string
 	Password string
+	// Tenant, when set, is sent in TenantHeader on every request (spool
+	// replays included), for multi-tenant stores (Mimir, Thanos Receive).
+	Tenant string
+	// TenantHeader carries Tenant; config.DefaultTenantHeader
+	// (X-Scope-OrgID) when empty.
+	TenantHeader string
 	// Timeout bounds one Write including its retries; DefaultTimeout when 0.
 	Timeout time.Duration
 	// MaxRetries is how often a retryable failure is retried within one
@@ -147,6 +154,14 @@ func New(cfg Config) (*Client, error) {
 	if cfg.BearerToken != "" && cfg.Username != "" {
 		return nil, errors.New("promremote: set either a bearer token or a username, not both")
 	}
+	if p := config.TenantProblem(cfg.Tenant); p != "" {
+		return nil, fmt.Errorf("promremote: tenant %s", p)
+	}
+	if cfg.TenantHeader != "" {
+		if p := config.TenantHeaderProblem(cfg.TenantHeader); p != "" {
+			return nil, fmt.Errorf("promremote: tenant header %s", p)
+		}
+	}
 	base := cfg.Transport
 	if base == nil {
 		base = http.DefaultTransport
@@ -165,6 +180,7 @@ func New(cfg Config) (*Client, error) {
 		remote.WithAPIPath(""), // URL is the whole endpoint
 		remote.WithAPIHTTPClient(&http.Client{Transport: &transport{
 			base: base, bearer: cfg.BearerToken, user: cfg.Username, password: cfg.Password,
+			tenant: config.TenantHeaders(cfg.TenantHeader, cfg.Tenant),
 		}}),
 		remote.WithAPIBackoff(remote.BackoffConfig{Min: 200 * time.Millisecond, Max: 2 * time.Second, MaxRetries: retries}),
 		remote.WithAPILogger(logger),
@@ -325,22 +341,27 @@ func (r *statusRecorder) get() int {
 	return r.status
 }
 
-// transport adds authentication and records each answer's status.
+// transport adds authentication and the tenant header, and records each
+// answer's status.
 type transport struct {
 	base           http.RoundTripper
 	bearer         string
 	user, password string
+	tenant         http.Header // nil: no tenant
 }
 
 // RoundTrip implements http.RoundTripper.
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	rec, _ := req.Context().Value(statusKey{}).(*statusRecorder)
-	if t.bearer != "" || t.user != "" {
+	if t.bearer != "" || t.user != "" || t.tenant != nil {
 		req = req.Clone(req.Context())
 		if t.bearer != "" {
 			req.Header.Set("Authorization", "Bearer "+t.bearer)
-		} else {
+		} else if t.user != "" {
 			req.SetBasicAuth(t.user, t.password)
+		}
+		for k, v := range t.tenant {
+			req.Header[k] = v
 		}
 	}
 	resp, err := t.base.RoundTrip(req)

@@ -11,11 +11,14 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/jobsight/jobsight/internal/config"
 	"github.com/jobsight/jobsight/test/stack"
 )
 
@@ -229,6 +232,63 @@ func TestServerErrorIsRetryableAndAuthIsSent(t *testing.T) {
 	}
 }
 
+// TestTenantHeaderOnEveryRequest: the tenant goes in the configured header
+// (X-Scope-OrgID by default) on every request, retries and spool replays
+// included, alongside the credentials.
+func TestTenantHeaderOnEveryRequest(t *testing.T) {
+	// A fake endpoint that records headers: Prometheus ignores tenant
+	// headers, so only a recorder can show they are sent. It fails the
+	// first request (503) so that a retry is seen too.
+	type got struct{ tenant, thanos, auth string }
+	var mu sync.Mutex
+	var reqs []got
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		reqs = append(reqs, got{r.Header.Get("X-Scope-OrgID"), r.Header.Get("THANOS-TENANT"), r.Header.Get("Authorization")})
+		n := len(reqs)
+		mu.Unlock()
+		if n == 1 {
+			http.Error(w, "overloaded", http.StatusServiceUnavailable)
+		}
+	}))
+	defer srv.Close()
+	series := []Series{{Name: "x", Samples: []Sample{{1, 1}}}}
+
+	c, err := New(Config{URL: srv.URL + "/api/v1/push", BearerToken: "tok", Tenant: "team-a", MaxRetries: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Write(context.Background(), series); err != nil {
+		t.Fatal(err)
+	}
+	payload, _ := Encode(series)
+	if err := c.WriteEncoded(context.Background(), payload); err != nil { // a spool replay
+		t.Fatal(err)
+	}
+	// The agent's and the collector's configuration section.
+	c, err = FromConfig(config.RemoteWrite{RemoteWriteURL: srv.URL + "/api/v1/push", Timeout: 5 * time.Second,
+		Tenant: "team-b", TenantHeader: "THANOS-TENANT"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Write(context.Background(), series); err != nil {
+		t.Fatal(err)
+	}
+	c, err = New(Config{URL: srv.URL + "/api/v1/push"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Write(context.Background(), series); err != nil {
+		t.Fatal(err)
+	}
+	want := []got{{"team-a", "", "Bearer tok"}, {"team-a", "", "Bearer tok"}, {"team-a", "", "Bearer tok"},
+		{"", "team-b", ""}, {"", "", ""}}
+	if !reflect.DeepEqual(reqs, want) {
+		t.Errorf("requests carried (X-Scope-OrgID, THANOS-TENANT, Authorization)\n%q\nwant\n%q", reqs, want)
+	}
+}
+
 func TestEncodeValidates(t *testing.T) {
 	s := []Sample{{1, 1}}
 	for _, tc := range []struct {
@@ -277,6 +337,9 @@ func TestNewValidatesConfig(t *testing.T) {
 		{URL: "prometheus:9090"},
 		{URL: "http://user:pw@prom:9090/api/v1/write"},
 		{URL: "http://prom:9090/api/v1/write", BearerToken: "t", Username: "u"},
+		{URL: "http://prom:9090/api/v1/write", Tenant: "a\r\nX-Evil: 1"},
+		{URL: "http://prom:9090/api/v1/write", Tenant: "a", TenantHeader: "X Scope"},
+		{URL: "http://prom:9090/api/v1/write", Tenant: "a", TenantHeader: "Authorization"},
 	} {
 		if _, err := New(cfg); err == nil {
 			t.Errorf("New(%+v): no error", cfg)
