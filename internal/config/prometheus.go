@@ -61,13 +61,20 @@ func (r *RemoteWrite) Validate() []error {
 	if r.Timeout <= 0 {
 		errs = append(errs, problem("prometheus.timeout", "must be positive"))
 	}
-	if p := TenantProblem(r.Tenant); p != "" {
+	return append(errs, ValidateTenant(r.Tenant, r.TenantHeader)...)
+}
+
+// ValidateTenant checks the prometheus section's tenant and tenant_header
+// (TenantProblem, TenantHeaderProblem); each problem names its option.
+func ValidateTenant(tenant, header string) []error {
+	var errs []error
+	if p := TenantProblem(tenant); p != "" {
 		errs = append(errs, problem("prometheus.tenant", "%s", p))
 	}
-	if r.TenantHeader != "" {
-		if p := TenantHeaderProblem(r.TenantHeader); p != "" {
+	if header != "" {
+		if p := TenantHeaderProblem(header); p != "" {
 			errs = append(errs, problem("prometheus.tenant_header", "%s", p))
-		} else if r.Tenant == "" {
+		} else if tenant == "" {
 			errs = append(errs, problem("prometheus.tenant_header", "is set but prometheus.tenant is not: set the tenant, or remove tenant_header"))
 		}
 	}

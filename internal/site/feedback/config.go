@@ -52,6 +52,10 @@ type PrometheusQuery struct {
 	// named here).
 	CAFile  string        `yaml:"ca_file"`
 	Timeout time.Duration `yaml:"timeout"`
+	// Tenant, when set, is sent in TenantHeader (X-Scope-OrgID when
+	// empty) on every query, for a multi-tenant store.
+	Tenant       string `yaml:"tenant"`
+	TenantHeader string `yaml:"tenant_header"`
 }
 
 // ReportConfig is the report command's own Elasticsearch credential
@@ -157,6 +161,7 @@ func (c *Config) Validate() error {
 	if c.Report.Username != "" && c.Report.Username == c.Elasticsearch.Username {
 		bad("report.username", "%q is also elasticsearch.username: reports need a read-only user of their own", c.Report.Username)
 	}
+	errs = append(errs, config.ValidateTenant(c.Prometheus.Tenant, c.Prometheus.TenantHeader)...)
 	if c.Prometheus.Timeout <= 0 {
 		bad("prometheus.timeout", "must be positive")
 	}

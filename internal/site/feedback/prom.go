@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"github.com/jobsight/jobsight/internal/config"
 	"net/http"
 	"os"
 	"strconv"
@@ -48,8 +49,12 @@ func NewSeries(cfg PrometheusQuery) (*Series, error) {
 		}
 		rt = t
 	}
-	if token != "" || cfg.Username != "" {
-		rt = authTransport{next: rt, token: token, user: cfg.Username, password: pw}
+	if token != "" || cfg.Username != "" || cfg.Tenant != "" {
+		header := cfg.TenantHeader
+		if header == "" {
+			header = config.DefaultTenantHeader
+		}
+		rt = authTransport{next: rt, token: token, user: cfg.Username, password: pw, tenant: cfg.Tenant, tenantHeader: header}
 	}
 	c, err := api.NewClient(api.Config{Address: cfg.URL, RoundTripper: rt})
 	if err != nil {
@@ -58,17 +63,23 @@ func NewSeries(cfg PrometheusQuery) (*Series, error) {
 	return &Series{api: promv1.NewAPI(c), timeout: cfg.Timeout}, nil
 }
 
+// authTransport adds the credentials and the tenant to every query.
 type authTransport struct {
 	next                  http.RoundTripper
 	token, user, password string
+	tenant, tenantHeader  string
 }
 
 func (a authTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
-	if a.token != "" {
+	switch {
+	case a.token != "":
 		r.Header.Set("Authorization", "Bearer "+a.token)
-	} else {
+	case a.user != "":
 		r.SetBasicAuth(a.user, a.password)
+	}
+	if a.tenant != "" {
+		r.Header.Set(a.tenantHeader, a.tenant)
 	}
 	return a.next.RoundTrip(r)
 }
