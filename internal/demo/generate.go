@@ -245,16 +245,16 @@ func (g *Generator) submission(at time.Time) submission {
 		}
 	} else {
 		switch x := r.IntN(100); {
-		case x < 72:
+		case x < 78:
 			s.part = g.site.partition("cpu")
-		case x < 80:
+		case x < 87:
 			s.part = g.site.partition("bigmem")
 		default:
 			s.part = g.site.partition("debug")
 		}
 	}
-	if s.part.GPUsPerNode == 0 && s.part.Name != "debug" && r.IntN(100) < 7 {
-		s.tasks = 4 + r.IntN(40) // an array job
+	if s.part.GPUsPerNode == 0 && s.part.Name != "debug" && r.IntN(100) < 3 {
+		s.tasks = 4 + r.IntN(20) // an array job
 	}
 	return s
 }
@@ -300,7 +300,7 @@ func (g *Generator) size(p *Partition) size {
 	case p.GPUsPerNode > 0:
 		choices := []int64{1, 1, 1, 1, 2, 2, 4, 4, 4, p.GPUsPerNode, 2 * p.GPUsPerNode, 4 * p.GPUsPerNode}
 		s.gpus = choices[r.IntN(len(choices))]
-		if r.IntN(10) != 0 && s.gpus > p.GPUsPerNode { // multi-node jobs are rarer
+		if r.IntN(3) != 0 && s.gpus > p.GPUsPerNode { // multi-node jobs are rarer
 			s.gpus = p.GPUsPerNode
 		}
 		s.nodes = (s.gpus + p.GPUsPerNode - 1) / p.GPUsPerNode
@@ -536,11 +536,11 @@ func (g *Generator) Running() []jobmodel.Job {
 		if s.part.Name == "debug" {
 			start = g.cfg.End.Add(-time.Duration(1+r.IntN(50)) * time.Minute)
 		}
-		g.r = save
 		cluster := s.part.Cluster
 		id := jobmodel.Identity{Cluster: cluster, JobID: nextID[cluster]}
 		nextID[cluster]++
 		j := g.base(id, s, name, sz, limit)
+		g.r = save
 		j.State = jobmodel.StateRunning
 		j.SubmitTime = jobmodel.At(start.Add(-time.Duration(30+r.IntN(3600)) * time.Second))
 		j.StartTime = jobmodel.At(start)

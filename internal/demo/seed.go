@@ -349,3 +349,5 @@ func WriteHistory(ctx context.Context, c *promremote.Client, site *Site, jobs []
 	st.Took = time.Since(t0)
 	return st, nil
 }
+
+func jsonMarshal(j *jobmodel.Job) ([]byte, error) { return json.Marshal(j) }

@@ -124,8 +124,8 @@ func newSite(clusters []string, r *rand.Rand) *Site {
 		switch acct := u.Accounts[0]; {
 		case acct == "dl-vision" || acct == "dl-nlp" || acct == "speech" || acct == "robotics" || acct == "imaging":
 			u.gpuShare = 0.85
-		case r.IntN(3) == 0:
-			u.gpuShare = 0.3 + 0.3*r.Float64()
+		case r.IntN(5) < 2:
+			u.gpuShare = 0.3 + 0.4*r.Float64()
 		default:
 			u.gpuShare = 0.08 * r.Float64()
 		}
