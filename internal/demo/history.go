@@ -69,8 +69,8 @@ func HistoryJobs(span time.Duration, perDay float64) (int, error) {
 	}
 	n := PerDay(perDay, span)
 	if n > MaxHistoryJobs {
-		return 0, fmt.Errorf("%.0f jobs a day over %s are %d jobs; the demo history holds at most %d: ask for fewer jobs a day or a shorter history",
-			perDay, span, n, MaxHistoryJobs)
+		return 0, fmt.Errorf("%.0f jobs a day over %.0f days are %d jobs; the demo history holds at most %d: ask for fewer jobs a day or a shorter history",
+			perDay, span.Hours()/24, n, MaxHistoryJobs)
 	}
 	return max(n, 1), nil
 }

@@ -175,6 +175,13 @@ func Start(ctx context.Context, dir string) (*Env, error) {
 	if err := os.MkdirAll(e.data, 0o755); err != nil {
 		return nil, fmt.Errorf("%s: %w", EnvData, err)
 	}
+	// Data of another seed (or of an interrupted one) is removed: its
+	// documents would stay beside the new seed's.
+	if old, ok := readMark(e.data); !ok || !old.sameSeed(currentMark()) {
+		if err := os.RemoveAll(filepath.Join(e.data, "es")); err != nil {
+			return nil, fmt.Errorf("%s: removing another seed's data: %w", EnvData, err)
+		}
+	}
 	zinc, err := stack.StartZinc(ctx, filepath.Join(e.data, "es"))
 	if err != nil {
 		return nil, err
@@ -220,6 +227,22 @@ type seedMark struct {
 	Compact  bool      `json:"compact"`
 }
 
+func currentMark() seedMark {
+	return seedMark{Seed: Seed, Finished: FinishedJobs, SpanSec: int64(FinishedSpan / time.Second), Compact: FinishedJobs > 100_000}
+}
+
+// sameSeed: the marks describe the same finished jobs (up to their end).
+func (m seedMark) sameSeed(o seedMark) bool {
+	m.End, o.End = time.Time{}, time.Time{}
+	return m == o
+}
+
+func readMark(dir string) (seedMark, bool) {
+	var m seedMark
+	b, err := os.ReadFile(filepath.Join(dir, "dsbench-seed.json"))
+	return m, err == nil && json.Unmarshal(b, &m) == nil
+}
+
 // GeneratorConfig is the generator's configuration for a seed ending at
 // end.
 func GeneratorConfig(end time.Time) demo.Config {
@@ -241,18 +264,13 @@ func (e *Env) Seed(ctx context.Context) error {
 	if _, err := c.Info(ctx); err != nil {
 		return err
 	}
-	mark := seedMark{Seed: Seed, Finished: FinishedJobs, SpanSec: int64(FinishedSpan / time.Second), Compact: FinishedJobs > 100_000}
+	mark := currentMark()
 	markFile := filepath.Join(e.data, "dsbench-seed.json")
 	if e.data != "" {
-		var old seedMark
-		if b, err := os.ReadFile(markFile); err == nil && json.Unmarshal(b, &old) == nil {
-			same := old
-			same.End = time.Time{}
-			if same == mark {
-				n, err := demo.CountDocs(ctx, c, Index, `{"term":{"final":true}}`)
-				if err == nil && n == FinishedJobs {
-					e.SeedEnd, e.Reused = old.End, true
-				}
+		if old, ok := readMark(e.data); ok && old.sameSeed(mark) {
+			n, err := demo.CountDocs(ctx, c, Index, `{"term":{"final":true}}`)
+			if err == nil && n == FinishedJobs {
+				e.SeedEnd, e.Reused = old.End, true
 			}
 		}
 	}

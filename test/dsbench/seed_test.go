@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -157,4 +159,86 @@ func TestIndexRate(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("bulk: %s; searchable %s later", st, time.Since(t0).Round(time.Millisecond))
+}
+
+// TestSeedReuse: with JOBSIGHT_DSBENCH_DATA a second run finds the first
+// run's finished jobs in ZincSearch's kept data and indexes only the
+// running ones; a different size indexes again.
+func TestSeedReuse(t *testing.T) {
+	stack.Require(t, stack.PrometheusBin)
+	if os.Getenv(stack.EnvTestESURL) != "" {
+		t.Skip("the kept data directory is ZincSearch's")
+	}
+	data := t.TempDir()
+	t.Setenv(EnvData, data)
+	t.Setenv(EnvJobs, "1500")
+	t.Setenv(EnvRunning, "20")
+	t.Setenv(EnvSpan, "3d")
+	ctx := context.Background()
+	run := func() *Env {
+		t.Helper()
+		e, err := Start(ctx, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		if err := e.Seed(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Log(e.Summary())
+		if len(e.Jobs) != 20 || e.TimelineJob == "" || e.Series == 0 {
+			t.Errorf("%d running jobs, timeline %q, %d series", len(e.Jobs), e.TimelineJob, e.Series)
+		}
+		return e
+	}
+	first := run()
+	if first.Reused || FinishedJobs != 1500 || FinishedSpan != 72*time.Hour {
+		t.Fatalf("first run: reused %v, %d jobs over %s", first.Reused, FinishedJobs, FinishedSpan)
+	}
+	second := run()
+	if !second.Reused || !second.SeedEnd.Equal(first.SeedEnd) || second.Indexed.Docs != 20 {
+		t.Errorf("second run: reused %v, seed end %s (first %s), indexed %d", second.Reused, second.SeedEnd, first.SeedEnd, second.Indexed.Docs)
+	}
+	// Another size: the kept data is removed, not added to (the index
+	// holds exactly the new seed).
+	t.Setenv(EnvJobs, "1400")
+	third := run()
+	if third.Reused || third.Indexed.Docs != 1420 {
+		t.Errorf("another size: reused %v, indexed %d", third.Reused, third.Indexed.Docs)
+	}
+	zinc, err := stack.StartZinc(ctx, filepath.Join(data, "es"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zinc.Stop()
+	c, err := elasticsearch.New(elasticsearch.Config{URLs: []string{zinc.URL}, Username: zinc.User, Password: zinc.Password})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := demo.CountDocs(ctx, c, Index, ""); err != nil || n != 1420 {
+		t.Errorf("the kept index holds %d documents (%v), want the new seed's 1420", n, err)
+	}
+}
+
+func TestSizesFromEnv(t *testing.T) {
+	for _, c := range []struct{ jobs, running, span, want string }{
+		{"abc", "", "", EnvJobs}, {"0", "", "", EnvJobs}, {"", "-1", "", EnvRunning}, {"", "", "0d", EnvSpan}, {"", "", "401d", EnvSpan},
+	} {
+		t.Setenv(EnvJobs, c.jobs)
+		t.Setenv(EnvRunning, c.running)
+		t.Setenv(EnvSpan, c.span)
+		if err := sizesFromEnv(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want an error naming %s", c, err, c.want)
+		}
+	}
+	t.Setenv(EnvJobs, "1000000")
+	t.Setenv(EnvRunning, "")
+	t.Setenv(EnvSpan, "")
+	if err := sizesFromEnv(); err != nil || FinishedJobs != 1_000_000 || RunningJobs != 500 || FinishedSpan != 365*24*time.Hour {
+		t.Errorf("a million: %v, %d, %d, %s", err, FinishedJobs, RunningJobs, FinishedSpan)
+	}
+	t.Setenv(EnvJobs, "")
+	if err := sizesFromEnv(); err != nil || FinishedJobs != 10000 || FinishedSpan != 7*24*time.Hour {
+		t.Errorf("defaults: %v, %d, %s", err, FinishedJobs, FinishedSpan)
+	}
 }
