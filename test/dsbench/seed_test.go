@@ -171,9 +171,9 @@ func TestSeedReuse(t *testing.T) {
 	}
 	data := t.TempDir()
 	t.Setenv(EnvData, data)
-	t.Setenv(EnvJobs, "1500")
+	t.Setenv(EnvJobs, "400")
 	t.Setenv(EnvRunning, "20")
-	t.Setenv(EnvSpan, "3d")
+	t.Setenv(EnvSpan, "1d")
 	ctx := context.Background()
 	run := func() *Env {
 		t.Helper()
@@ -192,7 +192,7 @@ func TestSeedReuse(t *testing.T) {
 		return e
 	}
 	first := run()
-	if first.Reused || FinishedJobs != 1500 || FinishedSpan != 72*time.Hour {
+	if first.Reused || FinishedJobs != 400 || FinishedSpan != 24*time.Hour {
 		t.Fatalf("first run: reused %v, %d jobs over %s", first.Reused, FinishedJobs, FinishedSpan)
 	}
 	second := run()
@@ -201,9 +201,9 @@ func TestSeedReuse(t *testing.T) {
 	}
 	// Another size: the kept data is removed, not added to (the index
 	// holds exactly the new seed).
-	t.Setenv(EnvJobs, "1400")
+	t.Setenv(EnvJobs, "300")
 	third := run()
-	if third.Reused || third.Indexed.Docs != 1420 {
+	if third.Reused || third.Indexed.Docs != 320 {
 		t.Errorf("another size: reused %v, indexed %d", third.Reused, third.Indexed.Docs)
 	}
 	zinc, err := stack.StartZinc(ctx, filepath.Join(data, "es"))
@@ -215,8 +215,8 @@ func TestSeedReuse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := demo.CountDocs(ctx, c, Index, ""); err != nil || n != 1420 {
-		t.Errorf("the kept index holds %d documents (%v), want the new seed's 1420", n, err)
+	if n, err := demo.CountDocs(ctx, c, Index, ""); err != nil || n != 320 {
+		t.Errorf("the kept index holds %d documents (%v), want the new seed's 320", n, err)
 	}
 }
 
