@@ -7,13 +7,19 @@
 // prints the dashboard URLs and a login and stays in the foreground until
 // Ctrl-C or SIGTERM, then stops everything.
 //
+// With --history 30d it also seeds a month of generated history (internal/demo:
+// finished jobs of made-up users on the made-up clusters demo-hpc and
+// demo-ai, their documents with source "generated", their series, and a
+// few running jobs kept alive while the stack runs), so that every
+// dashboard and job page has something to show.
+//
 // Grafana's server is not part of Jobsight and is never built by it: the
 // stack uses a grafana binary found on PATH or given with --grafana (and
 // --grafana-home where its home path is not beside it or in
 // /usr/share/grafana); without one it starts everything else and says how
 // to add one.
 //
-//	go run ./cmd/jobsight-stack up [--dir D] [--build] [--no-jobs] [--no-grafana] [--grafana BIN] [--grafana-home DIR]
+//	go run ./cmd/jobsight-stack up [--dir D] [--build] [--no-jobs] [--no-grafana] [--grafana BIN] [--grafana-home DIR] [--history 30d [--history-jobs-per-day N]]
 //	go run ./cmd/jobsight-stack down [--dir D]
 //
 // It needs root (Slurm runs jobs as their users and creates cgroups).
@@ -33,14 +39,17 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jobsight/jobsight/internal/demo"
 	"github.com/jobsight/jobsight/internal/site/clusterstate"
+	"github.com/jobsight/jobsight/internal/store/elasticsearch"
+	"github.com/jobsight/jobsight/internal/store/promremote"
 	"github.com/jobsight/jobsight/test/stack"
 )
 
 func main() {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("component", "jobsight-stack")
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: jobsight-stack up|down [--dir D] [--slurm 26.05|25.11|25.05|22.05] [--build] [--no-jobs] [--no-grafana] [--grafana BIN] [--grafana-home DIR]")
+		fmt.Fprintln(os.Stderr, "usage: jobsight-stack up|down [--dir D] [--slurm 26.05|25.11|25.05|22.05] [--build] [--no-jobs] [--no-grafana] [--grafana BIN] [--grafana-home DIR] [--history 30d [--history-jobs-per-day N]]")
 		os.Exit(2)
 	}
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
@@ -51,7 +60,18 @@ func main() {
 	grafanaBin := fs.String("grafana", "", "the grafana executable to run (default: grafana on PATH); Jobsight never builds Grafana's server")
 	grafanaHome := fs.String("grafana-home", "", "Grafana's home path, with public/ and conf/ (default: beside the binary, or /usr/share/grafana)")
 	slurmRelease := fs.String("slurm", stack.SlurmRelease(), "the Slurm release to run: 26.05 (built from ../shared/slurm and cached), 25.11, 25.05, or 22.05 (Debian's packages); default $"+stack.EnvSlurm+", else "+stack.DefaultSlurmRelease)
+	history := fs.String("history", "", "seed generated history of this length (e.g. 30d, 12h, 2w; at most 400d): job documents labelled source \"generated\" and their series, on the made-up clusters "+strings.Join(demo.DemoClusters, " and "))
+	perDay := fs.Float64("history-jobs-per-day", demo.DefaultPerDay, "finished jobs a day in the generated history")
 	_ = fs.Parse(os.Args[2:])
+	var hist *historyOptions
+	if *history != "" || flagSet(fs, "history-jobs-per-day") {
+		h, err := parseHistory(*history, *perDay)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "jobsight-stack: %v\n", err)
+			os.Exit(2)
+		}
+		hist = h
+	}
 	switch *slurmRelease {
 	case "26.05", "25.11", "25.05", "22.05":
 		// One place decides: the SPANK plugin's build and the cluster.
@@ -74,7 +94,7 @@ func main() {
 		if !*noGrafana {
 			gopts = &stack.GrafanaOptions{Binary: *grafanaBin, Home: *grafanaHome}
 		}
-		err = up(log, *dir, *build, *noJobs, gopts)
+		err = up(log, *dir, *build, *noJobs, gopts, hist)
 	case "down":
 		if *dir == "" {
 			err = fmt.Errorf("down: give --dir, the directory `up` printed")
@@ -92,7 +112,7 @@ func main() {
 
 func pidFile(dir string) string { return filepath.Join(dir, "jobsight-stack.pid") }
 
-func up(log *slog.Logger, dir string, build, noJobs bool, grafana *stack.GrafanaOptions) error {
+func up(log *slog.Logger, dir string, build, noJobs bool, grafana *stack.GrafanaOptions, hist *historyOptions) error {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return err
@@ -109,6 +129,11 @@ func up(log *slog.Logger, dir string, build, noJobs bool, grafana *stack.Grafana
 	defer stop()
 
 	opts := stack.Options{Slurm: stack.SlurmOptions{ClusterName: "jobsight-dev", GPUs: 8}}
+	if hist != nil {
+		// Prometheus keeps 15 days by default: the history's older part
+		// would be deleted.
+		opts.Prometheus.Retention = hist.span + 7*24*time.Hour
+	}
 	if agent, err := prepareAgent(ctx, log, dir, build); err != nil {
 		log.Warn("no agent: jobs run unmonitored", "reason", err)
 	} else {
@@ -128,6 +153,15 @@ func up(log *slog.Logger, dir string, build, noJobs bool, grafana *stack.Grafana
 	}()
 	if err := os.WriteFile(pidFile(dir), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
 		return fmt.Errorf("writing pid file: %w", err)
+	}
+	// The history goes first: Prometheus takes old samples only while it
+	// holds nothing newer (the collector and the agents write now).
+	if hist != nil {
+		seeded, err := seedHistory(ctx, log, st, *hist)
+		if err != nil {
+			return fmt.Errorf("seeding the generated history: %w", err)
+		}
+		go seeded.Feed(ctx)
 	}
 	// The cluster-state collector: the contention the hogging dashboard
 	// and alert rules weigh by.
@@ -250,4 +284,52 @@ func startClusterState(ctx context.Context, log *slog.Logger, dir string, st *st
 	cfg.Prometheus.RemoteWriteURL = st.Prometheus.URL + "/api/v1/write"
 	cfg.Spool.Dir = filepath.Join(dir, "cluster-state-spool")
 	return clusterstate.Background(ctx, cfg, clusterstate.Options{Logger: log.With("component", "cluster-state")})
+}
+
+// historyOptions are --history and --history-jobs-per-day, checked.
+type historyOptions struct {
+	span   time.Duration
+	perDay float64
+}
+
+// parseHistory checks --history and --history-jobs-per-day.
+func parseHistory(span string, perDay float64) (*historyOptions, error) {
+	if span == "" {
+		return nil, fmt.Errorf("--history-jobs-per-day needs --history (e.g. --history 30d)")
+	}
+	d, err := demo.ParseSpan(span)
+	if err != nil {
+		return nil, fmt.Errorf("--history: %w", err)
+	}
+	if _, err := demo.HistoryJobs(d, perDay); err != nil {
+		return nil, fmt.Errorf("--history %s --history-jobs-per-day %v: %w", span, perDay, err)
+	}
+	return &historyOptions{span: d, perDay: perDay}, nil
+}
+
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// seedHistory seeds the generated history into the stack's
+// Elasticsearch-API server and Prometheus.
+func seedHistory(ctx context.Context, log *slog.Logger, st *stack.Stack, h historyOptions) (*demo.Seeded, error) {
+	es := st.Elasticsearch
+	c, err := elasticsearch.New(elasticsearch.Config{URLs: []string{es.URL}, Username: es.User, Password: es.Password, CACertFile: es.CACertFile, Timeout: 2 * time.Minute})
+	if err != nil {
+		return nil, err
+	}
+	w, err := promremote.New(promremote.Config{URL: st.Prometheus.URL + "/api/v1/write", Timeout: time.Minute})
+	if err != nil {
+		return nil, err
+	}
+	s, err := demo.SeedHistory(ctx, demo.HistoryOptions{ES: c, PromWrite: w, Span: h.span, PerDay: h.perDay, Log: log.With("part", "history")})
+	if err != nil {
+		return nil, err
+	}
+	log.Info("generated history seeded: the Elasticsearch-API server makes the documents searchable in the background (ZincSearch: some minutes for some thousands)",
+		"jobs", len(s.Jobs), "clusters", strings.Join(demo.DemoClusters, ","), "source", demo.Source)
+	return s, nil
 }

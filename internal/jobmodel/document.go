@@ -8,6 +8,10 @@ const SchemaVersion = 1
 const (
 	SourceSlurm      = "slurm"      // written by the agent started by the SPANK plugin
 	SourceStandalone = "standalone" // written by `jobsight-agent run -- CMD`
+	// SourceGenerated marks made-up data: the demo history and benchmark
+	// seed of internal/demo (`jobsight-stack up --history`), never a
+	// measurement.
+	SourceGenerated = "generated"
 )
 
 // Job states as stored: Slurm's base state names, plus RUNNING while the job

@@ -9,7 +9,7 @@ import (
 	"github.com/jobsight/jobsight/test/browser"
 )
 
-var jobPageShot = flag.String("jobpage-screenshot", "", "TestDatasourceOnRealJobs: also save the job page's screenshot here (relative to the module root, e.g. docs/job-page.png)")
+var jobPageShot = flag.String("jobpage-screenshot", "", "TestDatasourceOnRealJobs: also save the job page's screenshot here (relative to the module root; docs/job-page.png is taken from the demo history by test/demo)")
 
 // checkJobPageInBrowser opens the datasource's job page in headless
 // Chromium with JavaScript off and checks what a person would read.

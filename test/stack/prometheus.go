@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 )
 
 // PrometheusBin is the Prometheus server the stack runs: Debian's package
@@ -29,6 +30,20 @@ global:
 // until /-/ready answers. The returned Server's URL has no trailing slash;
 // remote writes go to URL + "/api/v1/write".
 func StartPrometheus(ctx context.Context, dir string) (*Server, error) {
+	return StartPrometheusWith(ctx, dir, PrometheusOptions{})
+}
+
+// PrometheusOptions configures StartPrometheusWith.
+type PrometheusOptions struct {
+	// Retention is how long Prometheus keeps samples (its
+	// --storage.tsdb.retention.time); 0 keeps its default, 15 days. A
+	// generated history longer than that needs more, or Prometheus
+	// deletes its older part.
+	Retention time.Duration
+}
+
+// StartPrometheusWith is StartPrometheus with options.
+func StartPrometheusWith(ctx context.Context, dir string, opts PrometheusOptions) (*Server, error) {
 	if _, err := os.Stat(PrometheusBin); err != nil {
 		return nil, fmt.Errorf("prometheus is not installed (Debian package prometheus): %w", err)
 	}
@@ -44,14 +59,18 @@ func StartPrometheus(ctx context.Context, dir string) (*Server, error) {
 		return nil, err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	s, err := startProcess("prometheus", dir, nil, PrometheusBin,
-		"--config.file="+cfg,
-		"--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+addr,
+	args := []string{
+		"--config.file=" + cfg,
+		"--storage.tsdb.path=" + filepath.Join(dir, "data"),
+		"--web.listen-address=" + addr,
 		"--web.enable-remote-write-receiver",
 		"--web.enable-lifecycle",
 		"--log.level=warn",
-	)
+	}
+	if opts.Retention > 0 {
+		args = append(args, "--storage.tsdb.retention.time="+strconv.FormatInt(int64(opts.Retention/time.Hour)+1, 10)+"h")
+	}
+	s, err := startProcess("prometheus", dir, nil, PrometheusBin, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -64,3 +64,25 @@ func promGetJSON(t *testing.T, url string, v any) {
 		t.Fatalf("GET %s: %v", url, err)
 	}
 }
+
+// TestPrometheusRetention: a history longer than Prometheus' default 15
+// days needs its retention raised, or the older part is deleted.
+func TestPrometheusRetention(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Prometheus")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	p, err := StartPrometheusWith(ctx, t.TempDir(), PrometheusOptions{Retention: 37 * 24 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	var flags struct {
+		Data map[string]string `json:"data"`
+	}
+	promGetJSON(t, p.URL+"/api/v1/status/flags", &flags)
+	if got := flags.Data["storage.tsdb.retention.time"]; got != "37d1h" {
+		t.Errorf("retention %q, want 37d1h (37 days and the hour rounded up)", got)
+	}
+}

@@ -20,6 +20,8 @@ type Options struct {
 	// Agent, when set, loads the Jobsight SPANK plugin into slurmd with an
 	// agent configuration pointing at this stack.
 	Agent *AgentOptions
+	// Prometheus configures Prometheus (its retention).
+	Prometheus PrometheusOptions
 }
 
 // Stack is everything Jobsight runs against: a Slurm cluster, Prometheus
@@ -66,7 +68,7 @@ func Up(ctx context.Context, dir string, opts Options) (*Stack, error) {
 	if s.Elasticsearch, err = StartElasticsearch(ctx, filepath.Join(dir, "es")); err != nil {
 		return nil, fmt.Errorf("starting the Elasticsearch-API server: %w", err)
 	}
-	if s.Prometheus, err = StartPrometheus(ctx, filepath.Join(dir, "prometheus")); err != nil {
+	if s.Prometheus, err = StartPrometheusWith(ctx, filepath.Join(dir, "prometheus"), opts.Prometheus); err != nil {
 		s.Down()
 		return nil, fmt.Errorf("starting Prometheus: %w", err)
 	}
