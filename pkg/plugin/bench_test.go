@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +17,9 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
 	"github.com/jobsight/jobsight/pkg/plugin"
+	"github.com/jobsight/jobsight/test/dashtest"
 	"github.com/jobsight/jobsight/test/dsbench"
+	"github.com/jobsight/jobsight/test/pluginhost"
 	"github.com/jobsight/jobsight/test/stack"
 )
 
@@ -77,7 +80,12 @@ func BenchmarkDatasource(b *testing.B) {
 	replayDS := newBenchDS(b, rp.URL()+"/es", env.ESUser(), env.ESPassword(), rp.URL())
 	stock := env.NewStockClient()
 
-	for _, p := range env.Panels(time.Now()) {
+	panels := env.Panels(time.Now())
+	if os.Getenv(envPanels) != "picked" {
+		panels = append(panels, dashboardPanels(b, env)...)
+	}
+	host := startBenchHost(b, env)
+	for _, p := range panels {
 		// Capture the real answers once, through the recorder.
 		if _, err := runPanel(ctx, recDS, p); err != nil {
 			b.Fatalf("%s through the recorder: %v", p.Name, err)
@@ -105,21 +113,162 @@ func BenchmarkDatasource(b *testing.B) {
 			}
 			r.report(b)
 		})
-		b.Run("stock/"+p.Name, func(b *testing.B) {
-			var r dsbench.StockResult
-			b.ReportAllocs()
-			for i := 0; i < b.N; i++ {
-				if r, err = stock.Run(ctx, p); err != nil {
-					b.Fatal(err)
+		if len(p.Stock) > 0 {
+			b.Run("stock/"+p.Name, func(b *testing.B) {
+				var r dsbench.StockResult
+				b.ReportAllocs()
+				for i := 0; i < b.N; i++ {
+					if r, err = stock.Run(ctx, p); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(r.ES), "es-req/op")
+				b.ReportMetric(float64(r.Prom), "prom-req/op")
+				b.ReportMetric(float64(r.Rows), "rows")
+				b.ReportMetric(float64(r.Bytes), "answer-B")
+			})
+		}
+		b.Run("own/"+p.Name, func(b *testing.B) { benchOwn(b, rp, replayDS, p, recording) })
+		b.Run("host/"+p.Name, func(b *testing.B) { host.bench(b, p) })
+	}
+}
+
+// benchAllocations are the seeded clusters' yearly CPU- and GPU-hour
+// allocations, for the allocation panels.
+var benchAllocations = []map[string]any{
+	{"cluster": dsbench.Cluster, "resource": "cpu", "hours": 5e7, "periodDays": 365},
+	{"cluster": dsbench.Cluster, "resource": "gpu", "hours": 2e6, "periodDays": 365},
+	{"cluster": dsbench.Cluster2, "resource": "gpu", "hours": 2e6, "periodDays": 365},
+}
+
+// envPanels=picked runs only the hand-picked panels that have stock
+// equivalents (env.Panels); by default every shipped dashboard's panels
+// are run too.
+const envPanels = "JOBSIGHT_DSBENCH_PANELS"
+
+// dashboardPanels are the queries of every panel of the shipped dashboards
+// as Grafana sends them with every variable at All (the job variable: the
+// seeded multi-node GPU job), over the seeded span, with the time zone
+// the frontend adds.
+func dashboardPanels(b *testing.B, env *dsbench.Env) []dsbench.Panel {
+	root, err := stack.RepoRoot()
+	if err != nil {
+		b.Fatal(err)
+	}
+	all := []string{dashtest.AllValue}
+	vars := map[string][]string{"cluster": all, "user": all, "account": all, "partition": all, "node": all,
+		"job": {env.TimelineJob}, "datasource": {"bench"}}
+	var out []dsbench.Panel
+	dashboards := dashtest.Load(b, filepath.Join(root, "dashboards"))
+	files := make([]string, 0, len(dashboards))
+	for f := range dashboards {
+		files = append(files, f)
+	}
+	sort.Strings(files)
+	for _, file := range files {
+		d := dashboards[file]
+		if !dashtest.UsesJobsight(d) {
+			continue
+		}
+		short := strings.TrimPrefix(strings.TrimSuffix(filepath.Base(file), ".json"), "jobsight-")
+		for _, panel := range dashtest.AllPanels(d.Panels) {
+			for i, raw := range panel.Targets {
+				model := dashtest.ExpandTarget(b, file+": "+panel.Title, raw, vars)
+				if model["queryType"] == nil {
+					continue
+				}
+				model["timezone"] = "Europe/Berlin"
+				q, _ := json.Marshal(model)
+				name := short + "/" + benchName(panel.Title)
+				if len(panel.Targets) > 1 {
+					name += fmt.Sprintf("/%d", i)
+				}
+				out = append(out, dsbench.Panel{Name: name, Query: string(q), MaxDataPoints: 1000})
+			}
+		}
+	}
+	return out
+}
+
+// benchName is a panel title as a benchmark name (no spaces or slashes).
+func benchName(title string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_':
+			return r
+		}
+		return '_'
+	}, title)
+}
+
+// benchHost is the plugin executable run by the plugin host (as Grafana
+// runs it) on the seeded servers.
+type benchHost struct {
+	h  *pluginhost.Host
+	ds pluginhost.Datasource
+}
+
+func startBenchHost(b *testing.B, env *dsbench.Env) *benchHost {
+	root, err := stack.RepoRoot()
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	exe, err := pluginhost.Build(ctx, root, b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	h, err := pluginhost.Start(ctx, exe, pluginhost.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(h.Close)
+	jd, _ := json.Marshal(map[string]any{"elasticsearchUrl": env.ESURL(), "elasticsearchUser": env.ESUser(),
+		"elasticsearchJobIndex": dsbench.Index, "prometheusUrl": env.PromURL(), "timeoutSeconds": 60, "maxJobs": 20000,
+		"allocations": benchAllocations})
+	return &benchHost{h: h, ds: pluginhost.Datasource{ID: 1, UID: "bench", Name: "Jobsight", JSONData: jd,
+		SecureJSONData: map[string]string{"elasticsearchPassword": env.ESPassword()}, Updated: time.Now()}}
+}
+
+// bench runs a panel's query through the plugin host, end to end, and
+// reports the plugin process's resident memory after it and at its peak
+// so far.
+func (bh *benchHost) bench(b *testing.B, p dsbench.Panel) {
+	var model map[string]any
+	if err := json.Unmarshal([]byte(p.Query), &model); err != nil {
+		b.Fatal(err)
+	}
+	admin := pluginhost.Caller{User: &backend.User{Login: "admin", Name: "Admin", Email: "admin@example.org", Role: "Admin"}}
+	ctx := context.Background()
+	var es, prom int64
+	for i := 0; i < b.N; i++ {
+		now := time.Now()
+		resp, err := bh.h.QueryData(ctx, bh.ds, admin, pluginhost.Query{RefID: "A", Model: model,
+			From: now.Add(-dsbench.FinishedSpan), To: now, MaxDataPoints: max(p.MaxDataPoints, 1000)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		dr := resp.Responses["A"]
+		if dr.Error != nil {
+			b.Fatalf("%s: %v", p.Name, dr.Error)
+		}
+		for _, f := range dr.Frames {
+			if f.Meta != nil {
+				if m, ok := f.Meta.Custom.(map[string]any); ok {
+					es, prom = asInt(m["elasticsearchRequests"]), asInt(m["prometheusRequests"])
 				}
 			}
-			b.ReportMetric(float64(r.ES), "es-req/op")
-			b.ReportMetric(float64(r.Prom), "prom-req/op")
-			b.ReportMetric(float64(r.Rows), "rows")
-			b.ReportMetric(float64(r.Bytes), "answer-B")
-		})
-		b.Run("own/"+p.Name, func(b *testing.B) { benchOwn(b, rp, replayDS, p, recording) })
+		}
 	}
+	b.StopTimer()
+	rss, peak, err := bh.h.Memory()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(es), "es-req/op")
+	b.ReportMetric(float64(prom), "prom-req/op")
+	b.ReportMetric(float64(rss)/(1<<20), "plugin-rss-MiB")
+	b.ReportMetric(float64(peak)/(1<<20), "plugin-peak-MiB")
 }
 
 // Environment variables of the replay benchmark: JOBSIGHT_DSBENCH_SAVE=dir
@@ -223,6 +372,7 @@ func newBenchDS(b *testing.B, esURL, esUser, esPassword, promURL string) *plugin
 		"prometheusUrl":         promURL,
 		"timeoutSeconds":        60,
 		"maxJobs":               20000,
+		"allocations":           benchAllocations,
 	})
 	inst, err := plugin.NewDatasource(context.Background(), backend.DataSourceInstanceSettings{
 		UID: "bench", Name: "Jobsight", JSONData: jd,

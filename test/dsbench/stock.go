@@ -113,9 +113,10 @@ func (e *Env) Panels(now time.Time) []Panel {
 	sumAgg := func(id, field string) string { return fmt.Sprintf(`%q:{"sum":{"field":%q}}`, id, field) }
 	byAccount := fmt.Sprintf(`{"size":0,"query":{"bool":{"filter":[{"range":{"start_time":{"gte":%d,"lte":%d,"format":"epoch_millis"}}}]}},"aggs":{"2":{"terms":{"field":"account","size":500,"order":{"_key":"asc"},"min_doc_count":1},"aggs":{%s}}}}`,
 		fromMs, toMs, strings.Join([]string{
-			sumAgg("3", "analysis.figures.core_hours"), sumAgg("4", "analysis.figures.core_hours_wasted"),
-			sumAgg("5", "analysis.figures.gpu_hours"), sumAgg("6", "analysis.figures.gpu_hours_wasted"),
-			sumAgg("7", "elapsed_seconds"), sumAgg("8", "time_limit_seconds"),
+			sumAgg("3", "totals.core_hours_reserved"), sumAgg("4", "totals.core_hours_used"), sumAgg("5", "totals.core_hours_unused"),
+			sumAgg("6", "totals.gpu_hours_reserved"), sumAgg("7", "totals.gpu_hours_used"), sumAgg("8", "totals.gpu_hours_unused"),
+			sumAgg("9", "totals.memory_gib_hours_reserved"), sumAgg("10", "totals.memory_gib_hours_used"), sumAgg("11", "totals.memory_gib_hours_unused"),
+			sumAgg("12", "totals.elapsed_hours"), sumAgg("13", "totals.time_limit_hours"),
 		}, ","))
 
 	esRaw := func(size int) StockRequest {
@@ -134,8 +135,8 @@ func (e *Env) Panels(now time.Time) []Panel {
 			Stock:     append([]StockRequest{esRaw(10000)}, liveNow...),
 			StockNote: "as above; whole _source of each document (the raw-data query has no field list), 10,000 rows at most (max_result_window; Grafana does not page)"},
 		{Name: "reservation_by_account", Query: `{"queryType":"reservation","groupBy":"account"}`,
-			Stock:     []StockRequest{{Backend: "elasticsearch", What: "terms(account) + sum of the stored analysis.figures", MSearch: []string{header, byAccount}}},
-			StockNote: "finished jobs only: running jobs have no analysis figures and their series carry no account label, so their usage cannot be grouped by account; no memory GiB-hours (no stored figure; a script aggregation is outside the portable API and ZincSearch); waste columns = the stored *_wasted sums"},
+			Stock:     []StockRequest{{Backend: "elasticsearch", What: "terms(account) + sums of the stored totals", MSearch: []string{header, byAccount}}},
+			StockNote: "finished jobs only: running jobs have no totals yet and their series carry no account label, so their usage cannot be grouped by account; the jobs started in the range (the time field), not those overlapping it; a sum over jobs that lack a figure reads as 0, with no count of the jobs lacking it"},
 		{Name: "reservation_per_job", Query: `{"queryType":"reservation"}`,
 			Stock:     append([]StockRequest{esRaw(10000)}, usedSoFar...),
 			StockNote: "at most 10,000 of the " + strconv.Itoa(e.Finished+len(e.Jobs)) + " jobs (one raw-data query, no paging); reserved hours per row need 'Add field from calculation' transformations in the browser (not measured); the running jobs' windows are the whole dashboard range ($__range), not each job's own run"},
