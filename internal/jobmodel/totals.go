@@ -1,6 +1,10 @@
 package jobmodel
 
-import "math"
+import (
+	"math"
+	"strings"
+	"time"
+)
 
 // TotalsVersion is the version of the Totals computation; it changes when
 // a figure would be computed differently.
@@ -42,11 +46,34 @@ type Totals struct {
 	MemoryGiBHoursUsed     *float64 `json:"memory_gib_hours_used,omitempty"`
 	MemoryGiBHoursUnused   *float64 `json:"memory_gib_hours_unused,omitempty"`
 
+	// StartWeighted are the mean amounts above, each times the job's start
+	// in hours since TotalsEpoch: with them, date histograms of where jobs
+	// start and end give usage over time exactly (the plugin's levels).
+	StartWeighted *StartWeighted `json:"start_weighted,omitempty"`
+
 	// Missing names the figures above that could not be computed
 	// (TotalsFigures), so that an aggregation can count the jobs lacking
 	// each one.
 	Missing []string `json:"missing,omitempty"`
+	// MissingSet is Missing joined by commas, one value: terms
+	// aggregations count the jobs by it (a server may count only the
+	// first value of a list), "" when nothing is missing.
+	MissingSet string `json:"missing_set"`
 }
+
+// StartWeighted are a job's mean amounts times its start (hours since
+// TotalsEpoch); a nil amount stays nil.
+type StartWeighted struct {
+	CoresReserved     *float64 `json:"cores_reserved,omitempty"`
+	CoresUsed         *float64 `json:"cores_used,omitempty"`
+	GPUsReserved      *float64 `json:"gpus_reserved,omitempty"`
+	GPUsUsed          *float64 `json:"gpus_used,omitempty"`
+	MemoryGiBReserved *float64 `json:"memory_gib_reserved,omitempty"`
+	MemoryGiBUsed     *float64 `json:"memory_gib_used,omitempty"`
+}
+
+// TotalsEpoch is the origin of StartWeighted's times.
+var TotalsEpoch = time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // The figures Totals.Missing may name: each reserved and used amount.
 const (
@@ -169,6 +196,18 @@ func TotalsOf(j *Job) *Totals {
 		}
 		t.CoresUsed, t.GPUsUsed, t.MemoryGiBUsed = zeroIf(a.CPUUsedH), zeroIf(a.GPUUsedH), zeroIf(a.MemUsedH)
 	}
+	if j.StartTime != nil {
+		sh := j.StartTime.Sub(TotalsEpoch).Hours()
+		w := func(v *float64) *float64 {
+			if v == nil {
+				return nil
+			}
+			return f64(*v * sh)
+		}
+		t.StartWeighted = &StartWeighted{CoresReserved: w(t.CoresReserved), CoresUsed: w(t.CoresUsed),
+			GPUsReserved: w(t.GPUsReserved), GPUsUsed: w(t.GPUsUsed),
+			MemoryGiBReserved: w(t.MemoryGiBReserved), MemoryGiBUsed: w(t.MemoryGiBUsed)}
+	}
 	for _, m := range []struct {
 		name string
 		v    *float64
@@ -178,6 +217,7 @@ func TotalsOf(j *Job) *Totals {
 			t.Missing = append(t.Missing, m.name)
 		}
 	}
+	t.MissingSet = strings.Join(t.Missing, ",")
 	return t
 }
 

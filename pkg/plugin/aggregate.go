@@ -11,6 +11,7 @@ package plugin
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -146,14 +147,14 @@ var derivedFrom = map[string][2]string{
 // Aggregation names of the totals sums and of the two counts that tell
 // how many jobs lack each figure.
 const (
-	aggMissing  = "missing" // terms on totals.missing
+	aggMissing  = "missing" // terms on totals.missing_set
 	aggVersions = "with"    // terms on totals.version: jobs that have totals
 )
 
 // totalsAggs are the sub-aggregations that sum a group's totals.
 func totalsAggs() map[string]any {
 	aggs := map[string]any{
-		aggMissing:  map[string]any{"terms": map[string]any{"field": "totals.missing", "size": 20}},
+		aggMissing:  map[string]any{"terms": map[string]any{"field": "totals.missing_set", "size": 256}},
 		aggVersions: map[string]any{"terms": map[string]any{"field": "totals.version", "size": 20}},
 	}
 	for _, tf := range totalsFields {
@@ -169,9 +170,10 @@ type valueAgg struct {
 
 // totalsBucket is one group's answer to totalsAggs.
 type totalsBucket struct {
-	Key      any   `json:"key"`
-	DocCount int64 `json:"doc_count"`
-	Missing  struct {
+	Key         any     `json:"key"`
+	KeyAsString *string `json:"key_as_string"`
+	DocCount    int64   `json:"doc_count"`
+	Missing     struct {
 		Buckets []struct {
 			Key      any   `json:"key"`
 			DocCount int64 `json:"doc_count"`
@@ -223,12 +225,22 @@ func keyString(k any) string {
 	return fmt.Sprint(k)
 }
 
+// groupKeyOf is a terms bucket's key as text: key_as_string where the
+// server gives one (the groups are keyword fields: ZincSearch answers the
+// documents without the field as key 0 with key_as_string "").
+func groupKeyOf(key any, asString *string) string {
+	if asString != nil {
+		return *asString
+	}
+	return keyString(key)
+}
+
 // sumsOf turns a group's aggregation answer into sums: a figure is nil
 // when no job of the group has it (Elasticsearch sums nothing to 0), and
 // the jobs lacking it are counted. Jobs without totals (documents written
 // before totals existed) lack every figure.
 func sumsOf(b *totalsBucket) *sums {
-	s := &sums{key: keyString(b.Key), jobs: b.DocCount}
+	s := &sums{key: groupKeyOf(b.Key, b.KeyAsString), jobs: b.DocCount}
 	with := int64(0)
 	for _, v := range b.With.Buckets {
 		// Versions start at 1. (ZincSearch also answers a bucket for the
@@ -240,7 +252,12 @@ func sumsOf(b *totalsBucket) *sums {
 	without := max(b.DocCount-with, 0)
 	missing := map[string]int64{}
 	for _, m := range b.Missing.Buckets {
-		missing[keyString(m.Key)] += m.DocCount
+		// A combination of figures, comma-separated.
+		for _, f := range strings.Split(keyString(m.Key), ",") {
+			if f != "" {
+				missing[f] += m.DocCount
+			}
+		}
 	}
 	for _, f := range jobmodel.TotalsFigures {
 		s.miss(f, missing[f]+without)
@@ -288,8 +305,10 @@ func groupField(by string) string {
 	return by
 }
 
-// maxGroups bounds the groups one aggregation returns (users of a site).
-const maxGroups = 10000
+// maxGroups bounds the groups one aggregation returns (users of a site):
+// each brings up to 10 more buckets (missing combinations, versions),
+// and Elasticsearch refuses an answer of more than 65,536.
+const maxGroups = 5000
 
 // finishedGroups sums the finished jobs of a scope by group (by "" gives
 // one group, the whole scope) in one aggregation request. The second
@@ -331,17 +350,54 @@ func (d *Datasource) finishedGroups(qc *queryCtx, sc jobScope, by string) (map[s
 			s := sumsOf(&g.Buckets[i])
 			groups[s.key] = s
 		}
-		// Jobs without the group's field (no class yet, say) are a
-		// group of their own.
-		var in int64
-		for _, s := range groups {
-			in += s.jobs
-		}
-		if rest := all.jobs - in; rest > 0 && len(g.Buckets) < maxGroups {
-			groups[""] = &sums{jobs: rest}
+		// Jobs without the group's field (no class yet, say), or in
+		// groups past maxGroups: the whole scope less the groups.
+		rest := subtract(all, groups)
+		if rest.jobs > 0 {
+			rest.key = ""
+			if len(g.Buckets) >= maxGroups {
+				rest.key = "other"
+			}
+			groups[rest.key] = rest
 		}
 	}
 	return groups, all, nil
+}
+
+// subtract is all less the groups: the jobs none of them holds.
+func subtract(all *sums, groups map[string]*sums) *sums {
+	rest := &sums{jobs: all.jobs, running: all.running}
+	for _, g := range groups {
+		rest.jobs -= g.jobs
+		rest.running -= g.running
+	}
+	if rest.jobs <= 0 {
+		return &sums{}
+	}
+	for _, tf := range totalsFields {
+		v := *tf.slot(all)
+		if v == nil {
+			continue
+		}
+		left := *v
+		for _, g := range groups {
+			if gv := *tf.slot(g); gv != nil {
+				left -= *gv
+			}
+		}
+		// Sums of the groups can differ from the whole's in the last
+		// bits: a remainder that small is nothing.
+		if math.Abs(left) > 1e-9*math.Max(1, math.Abs(*v)) {
+			*tf.slot(rest) = ptr(left)
+		}
+	}
+	for k, n := range all.missing {
+		for _, g := range groups {
+			n -= g.missing[k]
+		}
+		rest.miss(k, n)
+	}
+	return rest
 }
 
 // missingNotice says how many jobs lack each figure a panel shows.

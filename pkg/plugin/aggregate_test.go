@@ -62,7 +62,7 @@ func newAggFixture(t *testing.T) *aggFixture {
 	pick := func(p float64) bool { return rng.Float64() < p }
 	classes := []string{jobmodel.ClassEfficient, jobmodel.ClassAcceptable, jobmodel.ClassInefficient, jobmodel.ClassWasted, jobmodel.ClassShort}
 	var docs []jobmodel.Job
-	mk := func(i int, start time.Time, hours int, final bool) jobmodel.Job {
+	mk := func(i int, start time.Time, d time.Duration, final bool) jobmodel.Job {
 		u := i % 6
 		j := jobmodel.Job{DocID: fmt.Sprintf("c:%d", 1000+i), SchemaVersion: jobmodel.SchemaVersion, Cluster: "c",
 			JobID: fmt.Sprint(1000 + i), SlurmJobID: uint64(1000 + i), User: fmt.Sprintf("u%d", u), Account: fmt.Sprintf("a%d", u%3),
@@ -74,7 +74,7 @@ func newAggFixture(t *testing.T) *aggFixture {
 		}
 		mem := int64(1+rng.IntN(64)) * jobmodel.GiB
 		j.Requested = jobmodel.Request{CPUs: &cpus, GPUs: &gpus, MemoryBytes: &mem}
-		el := float64(hours) * 3600
+		el := d.Seconds()
 		if !pick(0.1) {
 			j.TimeLimitSeconds = jobmodel.Ptr(int64(el) * int64(1+rng.IntN(3)))
 		}
@@ -82,7 +82,7 @@ func newAggFixture(t *testing.T) *aggFixture {
 			j.State = jobmodel.StateRunning
 			return j
 		}
-		j.EndTime = jobmodel.At(start.Add(time.Duration(hours) * time.Hour))
+		j.EndTime = jobmodel.At(start.Add(d))
 		j.ElapsedSeconds = &el
 		if !pick(0.08) {
 			j.CPU = &jobmodel.CPUUsage{CoreSeconds: jobmodel.Ptr(float64(cpus) * el * (0.05 + 1.15*rng.Float64()))}
@@ -100,16 +100,20 @@ func newAggFixture(t *testing.T) *aggFixture {
 		j.Totals = jobmodel.TotalsOf(&j)
 		return j
 	}
-	// Finished jobs start and end half past an hour: the histograms'
-	// midpoint rule is then exact, and the figures must match exactly.
+	// Finished jobs start anywhere and run from minutes to days: a third
+	// start and end within one hour, some within one minute.
 	for i := 0; i < 400; i++ {
-		hours := 1 + rng.IntN(60)
-		latest := int(to.Sub(from).Hours()) - hours - 1
-		start := from.Add(time.Duration(rng.IntN(latest+72)-72)*time.Hour + 30*time.Minute)
-		docs = append(docs, mk(i, start, hours, true))
+		d := time.Duration(1+rng.IntN(60)) * time.Hour
+		if i%3 == 0 {
+			d = time.Duration(20+rng.IntN(3000)) * time.Second
+		}
+		latest := to.Sub(from) - d - time.Hour
+		start := from.Add(time.Duration(rng.Int64N(int64(latest+72*time.Hour))) - 72*time.Hour).Truncate(time.Second)
+		docs = append(docs, mk(i, start, d, true))
 	}
+	docs[5].Analysis = nil       // not analysed: no class
 	for i := 400; i < 403; i++ { // an older agent's documents: no totals
-		j := mk(i, from.Add(time.Duration(i-390)*time.Hour+30*time.Minute), 5, true)
+		j := mk(i, from.Add(time.Duration(i-390)*time.Hour+30*time.Minute), 5*time.Hour, true)
 		j.Totals = nil
 		docs = append(docs, j)
 	}
@@ -354,6 +358,9 @@ func testAggregatesMatch(t *testing.T, f *aggFixture) {
 			if !j.Final {
 				return "running"
 			}
+			if j.Analysis == nil {
+				return ""
+			}
 			return j.Analysis.Class
 		},
 	}
@@ -515,6 +522,15 @@ func testUsageHistoryMatches(t *testing.T, f *aggFixture) {
 				}
 			}
 		}
+	}
+	// The jobs left out of "used" are said.
+	frames := f.query(t, "admin", `{"queryType":"usageHistory","resources":["cpu"]}`)
+	said := false
+	for _, n := range frames[0].Meta.Notices {
+		said = said || strings.Contains(n.Text, "core hours used")
+	}
+	if !said {
+		t.Errorf("usage history does not say that some jobs lack their CPU use: %v", frames[0].Meta.Notices)
 	}
 	// Hour of week, UTC and Berlin.
 	ref := f.levelRef("", cores)

@@ -182,15 +182,18 @@ func (d *Datasource) queryAllocation(qc *queryCtx) (data.Frames, error) {
 	// cluster and account. One grid for both, its buckets shared out so
 	// that one answer stays well under Elasticsearch's bucket limit.
 	uf, rf := rateFields(res)
-	groups := len(allocs)
-	step := max(historyStep(qc), qc.to.Sub(earliest)/time.Duration(max(maxBuckets/(4*groups), 50)))
+	// The answer holds a histogram pair per cluster (cluster-wide
+	// allocations) and per cluster and account the query names (jobs of
+	// an allocation's account on another cluster too).
+	groups := len(clusterSet) * (len(accounts) + 1)
+	step := max(historyStep(qc), qc.to.Sub(earliest)/time.Duration(max(maxBuckets/(2*groups), 50)))
 	g := newGrid(earliest, qc.to, step, loc)
 	fields := []string{uf, rf}
 	byCluster := map[string]map[string][]float64{}
 	byAccount := map[string]map[string][]float64{} // key cluster + "\x00" + account
 	if clusterWide {
 		qa := q
-		byCluster, err = d.finishedLevels(qc, finishedScope(qc, &qa, earliest, qc.to), g, fields, models.GroupCluster)
+		byCluster, err = d.finishedLevels(qc, finishedScope(qc, &qa, earliest, qc.to), g, fields, models.GroupCluster, true)
 		if err != nil {
 			return nil, err
 		}
@@ -198,7 +201,7 @@ func (d *Datasource) queryAllocation(qc *queryCtx) (data.Frames, error) {
 	if len(accounts) > 0 {
 		qa := q
 		qa.Account = accounts
-		byAccount, err = d.finishedAccountLevels(qc, finishedScope(qc, &qa, earliest, qc.to), g, fields)
+		byAccount, err = d.finishedAccountLevels(qc, finishedScope(qc, &qa, earliest, qc.to), g, fields, !clusterWide)
 		if err != nil {
 			return nil, err
 		}
@@ -287,30 +290,38 @@ func integrate(g grid, lvl []float64, from, to time.Time) float64 {
 
 // finishedAccountLevels is finishedLevels by cluster and account (keys
 // cluster + "\x00" + account).
-func (d *Datasource) finishedAccountLevels(qc *queryCtx, sc jobScope, g grid, fields []string) (map[string]map[string][]float64, error) {
+func (d *Datasource) finishedAccountLevels(qc *queryCtx, sc jobScope, g grid, fields []string, count bool) (map[string]map[string][]float64, error) {
 	query, err := d.esQuery(sc)
 	if err != nil {
 		return nil, err
 	}
 	aggs := map[string]any{"c": map[string]any{"terms": map[string]any{"field": "cluster", "size": 1000}, "aggs": map[string]any{
 		"a": map[string]any{"terms": map[string]any{"field": "account", "size": maxGroups}, "aggs": levelAggs(g, fields)}}}}
-	ans, err := d.search(qc.ctx, qc.st, d.settings.ElasticsearchJobIndex, map[string]any{"size": 0, "query": query, "aggs": aggs})
+	raw, err := d.levelSearch(qc, query, aggs, count)
 	if err != nil {
 		return nil, err
 	}
+	var top struct {
+		C json.RawMessage `json:"c"`
+	}
+	if err := json.Unmarshal(raw, &top); err != nil {
+		return nil, fmt.Errorf("decoding the allocation histograms: %w", err)
+	}
 	var c struct {
 		Buckets []struct {
-			Key any `json:"key"`
-			A   struct {
+			Key         any     `json:"key"`
+			KeyAsString *string `json:"key_as_string"`
+			A           struct {
 				Buckets []struct {
-					Key any `json:"key"`
+					Key         any     `json:"key"`
+					KeyAsString *string `json:"key_as_string"`
 					levelAnswer
 				} `json:"buckets"`
 			} `json:"a"`
 		} `json:"buckets"`
 	}
-	if raw, ok := ans.Aggregations["c"]; ok {
-		if err := json.Unmarshal(raw, &c); err != nil {
+	if len(top.C) > 0 {
+		if err := json.Unmarshal(top.C, &c); err != nil {
 			return nil, fmt.Errorf("decoding the allocation histograms: %w", err)
 		}
 	}
@@ -322,7 +333,7 @@ func (d *Datasource) finishedAccountLevels(qc *queryCtx, sc jobScope, g grid, fi
 			if err != nil {
 				return nil, err
 			}
-			out[keyString(cb.Key)+"\x00"+keyString(ab.Key)] = lv
+			out[groupKeyOf(cb.Key, cb.KeyAsString)+"\x00"+groupKeyOf(ab.Key, ab.KeyAsString)] = lv
 		}
 	}
 	return out, nil

@@ -77,7 +77,40 @@ func (d *Datasource) searchRaw(ctx context.Context, st *stats, index string, bod
 	if p := httpProblem("Elasticsearch", d.settings.ElasticsearchURL, "the search on "+index, status, data, "elasticsearchUser and elasticsearchPassword"); p != "" {
 		return nil, &backendError{backend: "Elasticsearch", msg: p}
 	}
+	if n := shardsFailed(data); n != "" {
+		// Elasticsearch answers what the other shards found: the panel
+		// must say it is partial, never show it as whole.
+		st.note.Store(&n)
+	}
 	return data, nil
+}
+
+// shardsFailed says, from the head of a search answer, how many shards
+// failed ("" when none did or the answer does not say).
+func shardsFailed(answer []byte) string {
+	i := bytes.Index(answer[:min(len(answer), 1024)], []byte(`"_shards"`))
+	if i < 0 {
+		return ""
+	}
+	rest := bytes.TrimLeft(answer[i+len(`"_shards"`):], " \t\r\n")
+	if len(rest) == 0 || rest[0] != ':' {
+		return ""
+	}
+	var sh struct {
+		Total, Failed int
+	}
+	// The decoder reads the one object, however long its failures list.
+	if json.NewDecoder(bytes.NewReader(rest[1:])).Decode(&sh) != nil || sh.Failed == 0 {
+		return ""
+	}
+	reason := ""
+	if k := bytes.Index(answer, []byte(`"reason":"`)); k >= 0 {
+		r := answer[k+len(`"reason":"`):]
+		if e := bytes.IndexByte(r, '"'); e >= 0 {
+			reason = ": " + string(r[:min(e, 200)])
+		}
+	}
+	return fmt.Sprintf("Partial answer: %d of %d Elasticsearch shards failed%s", sh.Failed, sh.Total, reason)
 }
 
 // esRequest sends one request to Elasticsearch (body JSON-encoded, or

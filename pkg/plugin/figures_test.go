@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -110,5 +111,18 @@ func TestAllocationCountsHoursBeforeTheRange(t *testing.T) {
 	other := models.Allocation{Cluster: "d", Resource: "cpu", Hours: 1, PeriodDays: 365}
 	if r, _ := accrue(other, models.ResourceCPU, periodStart(other, now), times, []jobmodel.Job{j}, []figures{jobFigures(&j, now)}); r[1] != 0 {
 		t.Errorf("another cluster's allocation counts the job: %v", r)
+	}
+}
+
+// A search answer with failed shards is partial and says so; one without
+// failures says nothing.
+func TestShardsFailed(t *testing.T) {
+	if n := shardsFailed([]byte(`{"took":3,"timed_out":false,"_shards":{"total":12,"successful":11,"skipped":0,"failed":1,"failures":[{"shard":0,"index":"jobsight-jobs","reason":{"type":"query_shard_exception","reason":"No mapped field found"}}]},"hits":{}}`)); !strings.Contains(n, "1 of 12") || !strings.Contains(n, "No mapped field") {
+		t.Errorf("failed shards: %q", n)
+	}
+	for _, ok := range []string{`{"_shards":{"total":1,"successful":1,"skipped":0,"failed":0},"hits":{}}`, `{"hits":{}}`, `{"_shards":`} {
+		if n := shardsFailed([]byte(ok)); n != "" {
+			t.Errorf("%s: %q", ok, n)
+		}
 	}
 }

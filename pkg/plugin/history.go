@@ -92,7 +92,7 @@ func historyStep(qc *queryCtx) time.Duration {
 // finishedLevels runs the level aggregations of a scope over the grid, by
 // group (by "": one group, key "all"), and returns each group's levels
 // of the fields.
-func (d *Datasource) finishedLevels(qc *queryCtx, sc jobScope, g grid, fields []string, by string) (map[string]map[string][]float64, error) {
+func (d *Datasource) finishedLevels(qc *queryCtx, sc jobScope, g grid, fields []string, by string, count bool) (map[string]map[string][]float64, error) {
 	query, err := d.esQuery(sc)
 	if err != nil {
 		return nil, err
@@ -101,11 +101,7 @@ func (d *Datasource) finishedLevels(qc *queryCtx, sc jobScope, g grid, fields []
 	if by != models.GroupNone {
 		aggs = map[string]any{"g": map[string]any{"terms": map[string]any{"field": groupField(by), "size": maxGroups}, "aggs": aggs}}
 	}
-	ans, err := d.search(qc.ctx, qc.st, d.settings.ElasticsearchJobIndex, map[string]any{"size": 0, "query": query, "aggs": aggs})
-	if err != nil {
-		return nil, err
-	}
-	raw, err := json.Marshal(ans.Aggregations)
+	raw, err := d.levelSearch(qc, query, aggs, count)
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +121,8 @@ func (d *Datasource) finishedLevels(qc *queryCtx, sc jobScope, g grid, fields []
 	var grouped struct {
 		G struct {
 			Buckets []struct {
-				Key any `json:"key"`
+				Key         any     `json:"key"`
+				KeyAsString *string `json:"key_as_string"`
 				levelAnswer
 			} `json:"buckets"`
 		} `json:"g"`
@@ -139,9 +136,41 @@ func (d *Datasource) finishedLevels(qc *queryCtx, sc jobScope, g grid, fields []
 		if err != nil {
 			return nil, err
 		}
-		out[keyString(b.Key)] = lv
+		out[groupKeyOf(b.Key, b.KeyAsString)] = lv
 	}
 	return out, nil
+}
+
+// levelSearch runs a level aggregation request and returns its
+// aggregations. With count it also counts the jobs of the scope lacking
+// each figure (qc.lacking: the panel says how many were left out).
+func (d *Datasource) levelSearch(qc *queryCtx, query map[string]any, aggs map[string]any, count bool) ([]byte, error) {
+	body := map[string]any{"size": 0, "query": query, "aggs": aggs}
+	if count {
+		body["track_total_hits"] = true
+		for k, v := range totalsAggs() {
+			if k == aggMissing || k == aggVersions {
+				aggs[k] = v
+			}
+		}
+	}
+	ans, err := d.search(qc.ctx, qc.st, d.settings.ElasticsearchJobIndex, body)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := json.Marshal(ans.Aggregations)
+	if err != nil {
+		return nil, err
+	}
+	if count {
+		var tb totalsBucket
+		if err := json.Unmarshal(raw, &tb); err != nil {
+			return nil, fmt.Errorf("decoding the missing counts: %w", err)
+		}
+		tb.DocCount = ans.Hits.Total.Value
+		qc.lacking = sumsOf(&tb)
+	}
+	return raw, nil
 }
 
 // addRunning adds a running job's rate to the levels of the buckets it
@@ -192,7 +221,7 @@ func (d *Datasource) historySeries(qc *queryCtx, loc *time.Location, res string,
 	groups := map[string]*acc{}
 	var keys []string
 	if by == models.GroupNone {
-		lv, err := d.finishedLevels(qc, sc, g, []string{uf, rf}, by)
+		lv, err := d.finishedLevels(qc, sc, g, []string{uf, rf}, by, true)
 		if err != nil {
 			return nil, err
 		}
@@ -212,17 +241,17 @@ func (d *Datasource) historySeries(qc *queryCtx, loc *time.Location, res string,
 		aggs := levelAggs(g, []string{uf, rf})
 		aggs["g"] = map[string]any{"terms": map[string]any{"field": groupField(by), "size": maxGroups},
 			"aggs": map[string]any{"h": map[string]any{"sum": map[string]any{"field": "totals." + hours}}}}
-		ans, err := d.search(qc.ctx, qc.st, d.settings.ElasticsearchJobIndex, map[string]any{"size": 0, "query": query, "aggs": aggs})
+		raw, err := d.levelSearch(qc, query, aggs, true)
 		if err != nil {
 			return nil, err
 		}
-		raw, _ := json.Marshal(ans.Aggregations)
 		var top struct {
 			levelAnswer
 			G struct {
 				Buckets []struct {
-					Key any      `json:"key"`
-					H   valueAgg `json:"h"`
+					Key         any      `json:"key"`
+					KeyAsString *string  `json:"key_as_string"`
+					H           valueAgg `json:"h"`
 				} `json:"buckets"`
 			} `json:"g"`
 		}
@@ -231,7 +260,7 @@ func (d *Datasource) historySeries(qc *queryCtx, loc *time.Location, res string,
 		}
 		for _, b := range top.G.Buckets {
 			if b.H.Value != nil {
-				size[keyString(b.Key)] += *b.H.Value
+				size[groupKeyOf(b.Key, b.KeyAsString)] += *b.H.Value
 			}
 		}
 		for k := range size {
@@ -255,7 +284,7 @@ func (d *Datasource) historySeries(qc *queryCtx, loc *time.Location, res string,
 		if len(keys) > 0 {
 			q := *qc.q
 			setGroupFilter(&q, by, keys)
-			lv, err = d.finishedLevels(qc, finishedScope(qc, &q, qc.from, qc.to), g, []string{uf, rf}, by)
+			lv, err = d.finishedLevels(qc, finishedScope(qc, &q, qc.from, qc.to), g, []string{uf, rf}, by, false)
 			if err != nil {
 				return nil, err
 			}
@@ -350,7 +379,7 @@ func setGroupFilter(q *models.Query, by string, keys []string) {
 func (d *Datasource) hourOfWeek(qc *queryCtx, loc *time.Location, res string, figs []figures) (*data.Frame, error) {
 	g := newGrid(qc.from, qc.to, time.Hour, loc)
 	uf, _ := rateFields(res)
-	lv, err := d.finishedLevels(qc, finishedScope(qc, qc.q, qc.from, qc.to), g, []string{uf}, models.GroupNone)
+	lv, err := d.finishedLevels(qc, finishedScope(qc, qc.q, qc.from, qc.to), g, []string{uf}, models.GroupNone, true)
 	if err != nil {
 		return nil, err
 	}

@@ -7,9 +7,8 @@ package plugin
 // before it. Two date histograms of those sums, one on start_time and one
 // on end_time, give the level at every bucket boundary whatever the number of
 // jobs (the start histogram's buckets before the first one give the level
-// it starts from); within a bucket a job that starts or ends there counts for half
-// of it (the midpoint rule: exact for the bucket's total when starts and
-// ends are spread evenly over it). Buckets follow the dashboard's time
+// it starts from); within a bucket, the sums of the amounts times their
+// starts and runs place each one exactly (levels). Buckets follow the dashboard's time
 // zone: day-long buckets start at local midnight, hours are local hours.
 
 import (
@@ -19,6 +18,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/jobsight/jobsight/internal/jobmodel"
 	"github.com/jobsight/jobsight/pkg/models"
 )
 
@@ -111,20 +111,61 @@ func (g grid) interval() string {
 }
 
 // levelAggs are the aggregations that give the levels of the mean
-// amounts fields (totals.<field>) over the grid.
+// amounts fields (totals.<field>) over the grid: per bucket of starts and
+// of ends, each field's sum and the sum of the amounts times their
+// starts (totals.start_weighted.<field>), and per bucket of ends the sum
+// of their hours (amount × run), which place the amounts exactly inside
+// the bucket.
 func levelAggs(g grid, fields []string) map[string]any {
-	sums := map[string]any{}
-	for _, f := range fields {
-		sums[f] = map[string]any{"sum": map[string]any{"field": "totals." + f}}
-	}
-	hist := func(field string) map[string]any {
+	sum := func(field string) map[string]any { return map[string]any{"sum": map[string]any{"field": field}} }
+	hist := func(field string, ends bool) map[string]any {
+		aggs := map[string]any{}
+		for _, f := range fields {
+			aggs[f] = sum("totals." + f)
+			aggs[f+startSuffix] = sum("totals.start_weighted." + f)
+			if ends {
+				aggs[f+hoursSuffix] = sum("totals." + hoursOf[f])
+			}
+		}
 		return map[string]any{"date_histogram": map[string]any{"field": field, "fixed_interval": g.interval(),
-			"time_zone": g.loc.String(), "format": "epoch_millis", "min_doc_count": 1}, "aggs": sums}
+			"time_zone": g.zone(), "format": "epoch_millis", "min_doc_count": 1}, "aggs": aggs}
 	}
 	return map[string]any{
-		"starts": hist("start_time"),
-		"ends":   hist("end_time"),
+		"starts": hist("start_time", false),
+		"ends":   hist("end_time", true),
 	}
+}
+
+// The sums beside each amount's in a level bucket: amount × start, and
+// (ends) amount × run.
+const (
+	startSuffix = "@s"
+	hoursSuffix = "@h"
+)
+
+// hoursOf names the resource-hours of each mean amount: the amount times
+// the job's run.
+var hoursOf = map[string]string{
+	"cores_used": "core_hours_used", "cores_reserved": "core_hours_reserved",
+	"gpus_used": "gpu_hours_used", "gpus_reserved": "gpu_hours_reserved",
+	"memory_gib_used": "memory_gib_hours_used", "memory_gib_reserved": "memory_gib_hours_reserved",
+}
+
+// zone is the histogram's time_zone: the zone's name for day-long buckets
+// (local midnights, whatever the offset that day), and for shorter ones
+// the offset at the grid's start, which is how newGrid aligned them (in
+// the zone's name, Elasticsearch would shift them by an hour after a
+// daylight-saving change).
+func (g grid) zone() string {
+	if g.days > 0 || len(g.bounds) == 0 {
+		return g.loc.String()
+	}
+	_, off := g.bounds[0].In(g.loc).Zone()
+	sign := "+"
+	if off < 0 {
+		sign, off = "-", -off
+	}
+	return fmt.Sprintf("%s%02d:%02d", sign, off/3600, off%3600/60)
 }
 
 // levelBucket is one bucket of the level aggregations: its key and the
@@ -168,33 +209,49 @@ type levelAnswer struct {
 }
 
 // levels turns a level answer into the mean level of each field in each
-// bucket of the grid.
+// bucket of the grid. A bucket's resource-hours are the level at its
+// start over the whole bucket, plus each amount c that starts in it at s
+// from s to the bucket's end b, minus each that ends in it at e from e
+// to b: L·B + Σ c(b − s) − Σ c(b − e), with Σ c·s and Σ c·e = Σ c·s +
+// Σ c·(e − s) from the stored sums. Exact, whatever the jobs' lengths: a
+// job that starts and ends inside one bucket counts for its run.
 func (a *levelAnswer) levels(g grid, fields []string) (map[string][]float64, error) {
 	n := g.n()
 	out := map[string][]float64{}
 	for _, f := range fields {
 		delta := make([]float64, n) // starts − ends in each bucket
+		hours := make([]float64, n) // their resource-hours in the bucket beyond the level at its start
 		level := 0.0                // at the first bucket's start
 		for _, h := range []struct {
 			buckets []levelBucket
-			sign    float64
-		}{{a.Starts.Buckets, 1}, {a.Ends.Buckets, -1}} {
+			ends    bool
+		}{{a.Starts.Buckets, false}, {a.Ends.Buckets, true}} {
 			for _, b := range h.buckets {
 				t, ok := bucketTime(b.Key)
 				if !ok {
 					return nil, fmt.Errorf("a histogram key %v is not a time", b.Key)
 				}
+				c, cs := b.sums[f], b.sums[f+startSuffix]
+				sign := 1.0
+				if h.ends {
+					// Σ c·e: the amounts' starts plus their runs.
+					cs += b.sums[f+hoursSuffix]
+					sign = -1
+				}
 				switch i := g.index(t); {
 				case i >= 0:
-					delta[i] += h.sign * b.sums[f]
+					delta[i] += sign * c
+					bh := g.bounds[i+1].Sub(jobmodel.TotalsEpoch).Hours()
+					hours[i] += sign * (c*bh - cs)
 				case t.Before(g.bounds[0]):
-					level += h.sign * b.sums[f]
+					level += sign * c
 				}
 			}
 		}
 		vals := make([]float64, n)
 		for i := range vals {
-			vals[i] = max(level+delta[i]/2, 0)
+			b := g.bounds[i+1].Sub(g.bounds[i]).Hours()
+			vals[i] = max(level+hours[i]/b, 0)
 			level += delta[i]
 		}
 		out[f] = vals

@@ -49,7 +49,9 @@ func (d *Datasource) openPIT(qc queryCtx, index string) string {
 		ID string `json:"id"`
 	}
 	if status != http.StatusOK || json.Unmarshal(data, &ans) != nil || ans.ID == "" {
-		if status == http.StatusNotFound || status == http.StatusBadRequest || status == http.StatusMethodNotAllowed {
+		// No such API: remembered. A refusal for another reason (too
+		// many open, a timeout) is tried again next time.
+		if status == http.StatusNotFound || status == http.StatusMethodNotAllowed {
 			d.noPIT.Store(true)
 		}
 		return ""
@@ -69,7 +71,9 @@ type pageHits struct {
 	PitID string `json:"pit_id"`
 	Hits  struct {
 		Hits []struct {
-			Sort []any `json:"sort"`
+			// Kept as the server wrote them: a float64 would round a
+			// long (the sentinels of a missing value among them).
+			Sort []json.RawMessage `json:"sort"`
 		} `json:"hits"`
 	} `json:"hits"`
 }
@@ -87,7 +91,7 @@ func (d *Datasource) pagedSearch(qc queryCtx, index string, body map[string]any,
 		sort = append(sort, map[string]any{"doc_id": map[string]any{"order": "asc"}})
 	}
 	var pages [][]byte
-	var after []any
+	var after []json.RawMessage
 	got := 0
 	for got < need {
 		page := maps.Clone(body)

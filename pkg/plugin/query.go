@@ -12,6 +12,7 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/backend/log"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
+	"github.com/jobsight/jobsight/internal/jobmodel"
 	"github.com/jobsight/jobsight/pkg/models"
 )
 
@@ -86,6 +87,9 @@ type queryCtx struct {
 	maxPoints int
 	refID     string
 	pc        backend.PluginContext
+	// lacking counts the finished jobs of a level aggregation's scope
+	// that lack each figure (answer says how many were left out).
+	lacking *sums
 }
 
 // answer decodes and validates one query's model and answers it with h,
@@ -143,6 +147,10 @@ func (d *Datasource) answer(ctx context.Context, v Viewer, pc backend.PluginCont
 		if m, ok := f.Meta.Custom.(map[string]any); ok {
 			m["elasticsearchRequests"] = qc.st.es.Load()
 			m["prometheusRequests"] = qc.st.prom.Load()
+		}
+		if qc.lacking != nil && f == frames[0] {
+			f.AppendNotices(missingNotice(qc.lacking, jobmodel.FigCoreUsed, jobmodel.FigGPUUsed, jobmodel.FigMemoryUsed,
+				jobmodel.FigCoreReserved, jobmodel.FigGPUReserved, jobmodel.FigMemoryReserved)...)
 		}
 		if n := qc.st.note.Load(); n != nil {
 			f.AppendNotices(data.Notice{Severity: data.NoticeSeverityWarning, Text: *n})

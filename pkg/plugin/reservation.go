@@ -71,53 +71,67 @@ func (d *Datasource) queryReservation(qc *queryCtx) (data.Frames, error) {
 }
 
 // finishedTop reads the finished jobs of the range with most unused GPU-
-// and core-hours (limit of them, their identity and totals), and the
-// whole range's sums, in one request.
+// and core-hours, their identity and totals (limit of them, ranked by
+// waste), and the whole range's sums: two searches, one sorted by unused
+// GPU-hours (with the sums), one by unused core-hours.
 func (d *Datasource) finishedTop(qc *queryCtx) (map[string]*sums, *sums, int64, error) {
 	query, err := d.esQuery(finishedScope(qc, qc.q, qc.from, qc.to))
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	body := map[string]any{"size": qc.q.Limit, "track_total_hits": true, "query": query, "aggs": totalsAggs(),
-		"_source": []string{"doc_id", "cluster", "job_id", "user", "account", "state", "totals"},
-		"sort": []any{
-			map[string]any{"totals.gpu_hours_unused": map[string]any{"order": "desc"}},
-			map[string]any{"totals.core_hours_unused": map[string]any{"order": "desc"}},
-			map[string]any{"start_time": map[string]any{"order": "desc"}},
-		}}
-	raw, err := d.searchRaw(qc.ctx, qc.st, d.settings.ElasticsearchJobIndex, body)
-	if err != nil {
-		return nil, nil, 0, err
-	}
-	var ans struct {
-		Hits struct {
-			Total struct {
-				Value int64 `json:"value"`
-			} `json:"total"`
-			Hits []struct {
-				Source jobmodel.Job `json:"_source"`
-			} `json:"hits"`
-		} `json:"hits"`
-		Aggregations totalsBucket `json:"aggregations"`
-	}
-	if err := gojson.Unmarshal(raw, &ans); err != nil {
-		return nil, nil, 0, &backendError{backend: "Elasticsearch", msg: fmt.Sprintf("Elasticsearch: the search answer is not JSON: %v", err)}
-	}
-	ans.Aggregations.DocCount = ans.Hits.Total.Value
-	all := sumsOf(&ans.Aggregations)
 	rows := map[string]*sums{}
-	for _, h := range ans.Hits.Hits {
-		j := h.Source
-		if !qc.v.canSee(j.User, j.Account) {
-			continue
+	var all *sums
+	for i, field := range []string{"totals.gpu_hours_unused", "totals.core_hours_unused"} {
+		body := map[string]any{"size": qc.q.Limit, "query": query,
+			"_source": []string{"doc_id", "cluster", "job_id", "user", "account", "state", "totals"},
+			"sort": []any{
+				map[string]any{field: map[string]any{"order": "desc", "unmapped_type": "double"}},
+				map[string]any{"start_time": map[string]any{"order": "desc", "unmapped_type": "date"}},
+			}}
+		if i == 0 {
+			body["aggs"], body["track_total_hits"] = totalsAggs(), true
 		}
-		r := &sums{key: j.DocID, jobs: 1, cluster: j.Cluster, jobID: j.JobID, docID: j.DocID, user: j.User, state: j.State}
-		t := j.Totals
-		if t == nil {
-			t = &jobmodel.Totals{}
+		raw, err := d.searchRaw(qc.ctx, qc.st, d.settings.ElasticsearchJobIndex, body)
+		if err != nil {
+			return nil, nil, 0, err
 		}
-		r.addTotals(t)
-		rows[r.key] = r
+		var ans struct {
+			Hits struct {
+				Total struct {
+					Value int64 `json:"value"`
+				} `json:"total"`
+				Hits []struct {
+					Source jobmodel.Job `json:"_source"`
+				} `json:"hits"`
+			} `json:"hits"`
+			Aggregations totalsBucket `json:"aggregations"`
+		}
+		if err := gojson.Unmarshal(raw, &ans); err != nil {
+			return nil, nil, 0, &backendError{backend: "Elasticsearch", msg: fmt.Sprintf("Elasticsearch: the search answer is not JSON: %v", err)}
+		}
+		if i == 0 {
+			ans.Aggregations.DocCount = ans.Hits.Total.Value
+			all = sumsOf(&ans.Aggregations)
+		}
+		for _, h := range ans.Hits.Hits {
+			j := h.Source
+			if !qc.v.canSee(j.User, j.Account) || rows[j.DocID] != nil {
+				continue
+			}
+			r := &sums{key: j.DocID, jobs: 1, cluster: j.Cluster, jobID: j.JobID, docID: j.DocID, user: j.User, state: j.State}
+			t := j.Totals
+			if t == nil {
+				t = &jobmodel.Totals{}
+			}
+			r.addTotals(t)
+			rows[r.key] = r
+		}
+	}
+	// The limit with most waste of the two lists.
+	if keys := sortedKeys(rows, func(a, b *sums) bool { return waste(a) > waste(b) }); len(keys) > qc.q.Limit {
+		for _, k := range keys[qc.q.Limit:] {
+			delete(rows, k)
+		}
 	}
 	return rows, all, all.jobs, nil
 }
