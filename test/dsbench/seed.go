@@ -172,13 +172,13 @@ func Start(ctx context.Context, dir string) (*Env, error) {
 	// ZincSearch keeps its data (and credentials) in EnvData's directory;
 	// Prometheus starts afresh (the running jobs' series are relative to
 	// now).
-	if err := os.MkdirAll(e.data, 0o755); err != nil {
+	if err := os.MkdirAll(e.data, 0o755); err != nil { // #nosec G703 -- the developer's own benchmark directory, named in their environment
 		return nil, fmt.Errorf("%s: %w", EnvData, err)
 	}
 	// Data of another seed (or of an interrupted one) is removed: its
 	// documents would stay beside the new seed's.
 	if old, ok := readMark(e.data); !ok || !old.sameSeed(currentMark()) {
-		if err := os.RemoveAll(filepath.Join(e.data, "es")); err != nil {
+		if err := os.RemoveAll(filepath.Join(e.data, "es")); err != nil { // #nosec G703 -- the benchmark's own data under the developer's directory
 			return nil, fmt.Errorf("%s: removing another seed's data: %w", EnvData, err)
 		}
 	}
@@ -239,7 +239,7 @@ func (m seedMark) sameSeed(o seedMark) bool {
 
 func readMark(dir string) (seedMark, bool) {
 	var m seedMark
-	b, err := os.ReadFile(filepath.Join(dir, "dsbench-seed.json"))
+	b, err := os.ReadFile(filepath.Join(dir, "dsbench-seed.json")) // #nosec G703 -- the benchmark's own mark file
 	return m, err == nil && json.Unmarshal(b, &m) == nil
 }
 
