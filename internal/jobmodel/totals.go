@@ -174,10 +174,10 @@ func TotalsOf(j *Job) *Totals {
 		CoreHoursReserved: a.CPUResH, CoreHoursUsed: a.CPUUsedH,
 		GPUHoursReserved: a.GPUResH, GPUHoursUsed: a.GPUUsedH,
 		MemoryGiBHoursReserved: a.MemResH, MemoryGiBHoursUsed: a.MemUsedH}
-	t.WalltimeHoursUnused = unused(a.LimitH, a.ElapsedH)
-	t.CoreHoursUnused = unused(a.CPUResH, a.CPUUsedH)
-	t.GPUHoursUnused = unused(a.GPUResH, a.GPUUsedH)
-	t.MemoryGiBHoursUnused = unused(a.MemResH, a.MemUsedH)
+	t.WalltimeHoursUnused = Unused(a.LimitH, a.ElapsedH)
+	t.CoreHoursUnused = Unused(a.CPUResH, a.CPUUsedH)
+	t.GPUHoursUnused = Unused(a.GPUResH, a.GPUUsedH)
+	t.MemoryGiBHoursUnused = Unused(a.MemResH, a.MemUsedH)
 	if el := a.ElapsedH; el != nil && *el > 0 {
 		rate := func(h *float64) *float64 {
 			if h == nil {
@@ -221,8 +221,9 @@ func TotalsOf(j *Job) *Totals {
 	return t
 }
 
-// unused is reserved minus used, at least 0; nil when either is unknown.
-func unused(reserved, used *float64) *float64 {
+// Unused is reserved minus used, at least 0 (a job that used more than
+// it reserved wasted nothing); nil when either is unknown.
+func Unused(reserved, used *float64) *float64 {
 	if reserved == nil || used == nil {
 		return nil
 	}

@@ -70,18 +70,11 @@ func (s *sums) addFigures(f figures) {
 		CoreHoursReserved: f.cpuResH, CoreHoursUsed: f.cpuUsedH,
 		GPUHoursReserved: f.gpuResH, GPUHoursUsed: f.gpuUsedH,
 		MemoryGiBHoursReserved: f.memResH, MemoryGiBHoursUsed: f.memUsedH}
-	t.CoreHoursUnused = unusedOf(f.cpuResH, f.cpuUsedH)
-	t.GPUHoursUnused = unusedOf(f.gpuResH, f.gpuUsedH)
-	t.MemoryGiBHoursUnused = unusedOf(f.memResH, f.memUsedH)
-	t.WalltimeHoursUnused = unusedOf(f.limitH, f.elapsedH)
+	t.CoreHoursUnused = jobmodel.Unused(f.cpuResH, f.cpuUsedH)
+	t.GPUHoursUnused = jobmodel.Unused(f.gpuResH, f.gpuUsedH)
+	t.MemoryGiBHoursUnused = jobmodel.Unused(f.memResH, f.memUsedH)
+	t.WalltimeHoursUnused = jobmodel.Unused(f.limitH, f.elapsedH)
 	s.addTotals(t)
-}
-
-func unusedOf(reserved, used *float64) *float64 {
-	if reserved == nil || used == nil {
-		return nil
-	}
-	return ptr(max(*reserved-*used, 0))
 }
 
 // addTotals adds the figures of one job's totals (jobs counted by the
