@@ -1,11 +1,11 @@
 package plugin
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 	"time"
 
+	gojson "github.com/goccy/go-json"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
 	"github.com/jobsight/jobsight/internal/jobmodel"
@@ -108,7 +108,7 @@ func (d *Datasource) finishedLevels(qc *queryCtx, sc jobScope, g grid, fields []
 	out := map[string]map[string][]float64{}
 	if by == models.GroupNone {
 		var la levelAnswer
-		if err := json.Unmarshal(raw, &la); err != nil {
+		if err := gojson.Unmarshal(raw, &la); err != nil {
 			return nil, fmt.Errorf("decoding the usage histograms: %w", err)
 		}
 		lv, err := la.levels(g, fields)
@@ -127,7 +127,7 @@ func (d *Datasource) finishedLevels(qc *queryCtx, sc jobScope, g grid, fields []
 			} `json:"buckets"`
 		} `json:"g"`
 	}
-	if err := json.Unmarshal(raw, &grouped); err != nil {
+	if err := gojson.Unmarshal(raw, &grouped); err != nil {
 		return nil, fmt.Errorf("decoding the grouped usage histograms: %w", err)
 	}
 	for i := range grouped.G.Buckets {
@@ -154,17 +154,28 @@ func (d *Datasource) levelSearch(qc *queryCtx, query map[string]any, aggs map[st
 			}
 		}
 	}
-	ans, err := d.search(qc.ctx, qc.st, d.settings.ElasticsearchJobIndex, body)
+	data, err := d.searchRaw(qc.ctx, qc.st, d.settings.ElasticsearchJobIndex, body)
 	if err != nil {
 		return nil, err
 	}
-	raw, err := json.Marshal(ans.Aggregations)
-	if err != nil {
-		return nil, err
+	var ans struct {
+		Hits struct {
+			Total struct {
+				Value int64 `json:"value"`
+			} `json:"total"`
+		} `json:"hits"`
+		Aggregations gojson.RawMessage `json:"aggregations"`
+	}
+	if err := gojson.Unmarshal(data, &ans); err != nil {
+		return nil, &backendError{backend: "Elasticsearch", msg: fmt.Sprintf("Elasticsearch: the search answer is not JSON: %v", err)}
+	}
+	raw := []byte(ans.Aggregations)
+	if len(raw) == 0 {
+		raw = []byte("{}")
 	}
 	if count {
 		var tb totalsBucket
-		if err := json.Unmarshal(raw, &tb); err != nil {
+		if err := gojson.Unmarshal(raw, &tb); err != nil {
 			return nil, fmt.Errorf("decoding the missing counts: %w", err)
 		}
 		tb.DocCount = ans.Hits.Total.Value
@@ -255,7 +266,7 @@ func (d *Datasource) historySeries(qc *queryCtx, loc *time.Location, res string,
 				} `json:"buckets"`
 			} `json:"g"`
 		}
-		if err := json.Unmarshal(raw, &top); err != nil {
+		if err := gojson.Unmarshal(raw, &top); err != nil {
 			return nil, fmt.Errorf("decoding the usage histograms: %w", err)
 		}
 		for _, b := range top.G.Buckets {

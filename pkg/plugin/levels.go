@@ -12,11 +12,12 @@ package plugin
 // zone: day-long buckets start at local midnight, hours are local hours.
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
 	"time"
+
+	gojson "github.com/goccy/go-json"
 
 	"github.com/jobsight/jobsight/internal/jobmodel"
 	"github.com/jobsight/jobsight/pkg/models"
@@ -176,22 +177,23 @@ type levelBucket struct {
 }
 
 func (b *levelBucket) UnmarshalJSON(raw []byte) error {
-	var all map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &all); err != nil {
+	// A year of hourly buckets is tens of thousands of these: one pass
+	// with goccy/go-json into generic values.
+	var all map[string]any
+	if err := gojson.Unmarshal(raw, &all); err != nil {
 		return err
 	}
-	b.sums = map[string]float64{}
+	b.sums = make(map[string]float64, len(all))
 	for k, v := range all {
 		switch k {
 		case "key":
-			if err := json.Unmarshal(v, &b.Key); err != nil {
-				return err
-			}
+			b.Key = v
 		case "doc_count", "key_as_string", "from", "to", "from_as_string", "to_as_string":
 		default:
-			var m valueAgg
-			if json.Unmarshal(v, &m) == nil && m.Value != nil {
-				b.sums[k] = *m.Value
+			if m, ok := v.(map[string]any); ok {
+				if f, ok := m["value"].(float64); ok {
+					b.sums[k] = f
+				}
 			}
 		}
 	}
