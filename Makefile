@@ -11,7 +11,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unkn
 AGENT_LDFLAGS = -s -w -X github.com/jobsight/jobsight/agent/jobagent.Version=$(VERSION)
 GOTEST_TIMEOUT ?= 20m
 
-.PHONY: all build agent agent-static site spank packages install-packages backend frontend plugin-archive plugin-check test gotest grafana-test slurm22-test real-grafana-test frontend-test bench clean
+.PHONY: all build agent agent-static site spank packages install-packages backend frontend plugin-archive plugin-check test gotest series-store-test grafana-test slurm22-test real-grafana-test frontend-test bench clean
 
 all: build
 
@@ -80,7 +80,7 @@ plugin-check: plugin-archive
 # real-cluster suites run on the Slurm release JOBSIGHT_SLURM names (default
 # 26.05, built from ../shared/slurm by scripts/build-slurm.sh); slurm22-test
 # then runs the smaller second round on Debian's 22.05.
-test: frontend-test plugin-check gotest grafana-test slurm22-test
+test: frontend-test plugin-check gotest series-store-test grafana-test slurm22-test
 
 # -count=1: never reuse cached results. The end-to-end tests build the agent
 # and the SPANK plugin at run time, which Go's test cache does not see.
@@ -90,7 +90,14 @@ test: frontend-test plugin-check gotest grafana-test slurm22-test
 GRAFANA_PKGS = ./test/grafana ./test/editors
 gotest:
 	$(GO) vet ./...
-	$(GO) test -count=1 -timeout $(GOTEST_TIMEOUT) $$($(GO) list ./... | grep -v -e '/test/grafana$$' -e '/test/editors$$')
+	$(GO) test -count=1 -timeout $(GOTEST_TIMEOUT) $$($(GO) list ./... | grep -v -e '/test/grafana$$' -e '/test/editors$$' -e '/test/thanos$$')
+
+# The agent and the datasource on a Thanos Receive hashring behind Thanos
+# Query, a receiver killed mid-job, on their own: beside the end-to-end
+# suites, a loaded machine once made a receiver drop a batch as out of
+# order while its replica was down (docs/series-stores.md).
+series-store-test:
+	$(GO) test -count=1 -timeout 10m ./test/thanos
 
 # The Grafana side without Grafana's server (AGPL; never built or run
 # here): the plugin executable under the plugin host (test/pluginhost) on
