@@ -17,8 +17,6 @@ import (
 	"strconv"
 	"time"
 
-	gojson "github.com/goccy/go-json"
-
 	"github.com/jobsight/jobsight/internal/jobmodel"
 	"github.com/jobsight/jobsight/pkg/models"
 )
@@ -121,11 +119,11 @@ func levelAggs(g grid, fields []string) map[string]any {
 	sum := func(field string) map[string]any { return map[string]any{"sum": map[string]any{"field": field}} }
 	hist := func(field string, ends bool) map[string]any {
 		aggs := map[string]any{}
-		for _, f := range fields {
-			aggs[f] = sum("totals." + f)
-			aggs[f+startSuffix] = sum("totals.start_weighted." + f)
+		for i, f := range fields {
+			aggs[levelName("v", i)] = sum("totals." + f)
+			aggs[levelName("s", i)] = sum("totals.start_weighted." + f)
 			if ends {
-				aggs[f+hoursSuffix] = sum("totals." + hoursOf[f])
+				aggs[levelName("h", i)] = sum("totals." + hoursOf[f])
 			}
 		}
 		return map[string]any{"date_histogram": map[string]any{"field": field, "fixed_interval": g.interval(),
@@ -137,12 +135,14 @@ func levelAggs(g grid, fields []string) map[string]any {
 	}
 }
 
-// The sums beside each amount's in a level bucket: amount × start, and
-// (ends) amount × run.
-const (
-	startSuffix = "@s"
-	hoursSuffix = "@h"
-)
+// levelName names the sums of the i-th field in a level bucket: v (the
+// amounts), s (amount × start), h (amount × run; ends only). Short fixed
+// names decode into levelBucket's fields (a year of hourly buckets is
+// tens of thousands of them).
+func levelName(kind string, i int) string { return kind + strconv.Itoa(i) }
+
+// maxLevelFields is how many fields one level aggregation sums.
+const maxLevelFields = 2
 
 // hoursOf names the resource-hours of each mean amount: the amount times
 // the job's run.
@@ -170,34 +170,30 @@ func (g grid) zone() string {
 }
 
 // levelBucket is one bucket of the level aggregations: its key and the
-// sums by field.
+// sums of each field (levelName).
 type levelBucket struct {
-	Key  any `json:"key"`
-	sums map[string]float64
+	Key any      `json:"key"`
+	V0  valueAgg `json:"v0"`
+	S0  valueAgg `json:"s0"`
+	H0  valueAgg `json:"h0"`
+	V1  valueAgg `json:"v1"`
+	S1  valueAgg `json:"s1"`
+	H1  valueAgg `json:"h1"`
 }
 
-func (b *levelBucket) UnmarshalJSON(raw []byte) error {
-	// A year of hourly buckets is tens of thousands of these: one pass
-	// with goccy/go-json into generic values.
-	var all map[string]any
-	if err := gojson.Unmarshal(raw, &all); err != nil {
-		return err
+// sums are the i-th field's amounts, amount × start and amount × run.
+func (b *levelBucket) sums(i int) (c, cs, ch float64) {
+	v, s, h := b.V0, b.S0, b.H0
+	if i == 1 {
+		v, s, h = b.V1, b.S1, b.H1
 	}
-	b.sums = make(map[string]float64, len(all))
-	for k, v := range all {
-		switch k {
-		case "key":
-			b.Key = v
-		case "doc_count", "key_as_string", "from", "to", "from_as_string", "to_as_string":
-		default:
-			if m, ok := v.(map[string]any); ok {
-				if f, ok := m["value"].(float64); ok {
-					b.sums[k] = f
-				}
-			}
+	val := func(a valueAgg) float64 {
+		if a.Value == nil {
+			return 0
 		}
+		return *a.Value
 	}
-	return nil
+	return val(v), val(s), val(h)
 }
 
 // levelAnswer is the answer to levelAggs.
@@ -220,7 +216,10 @@ type levelAnswer struct {
 func (a *levelAnswer) levels(g grid, fields []string) (map[string][]float64, error) {
 	n := g.n()
 	out := map[string][]float64{}
-	for _, f := range fields {
+	if len(fields) > maxLevelFields {
+		return nil, fmt.Errorf("a level aggregation sums at most %d fields", maxLevelFields)
+	}
+	for fi, f := range fields {
 		delta := make([]float64, n) // starts − ends in each bucket
 		hours := make([]float64, n) // their resource-hours in the bucket beyond the level at its start
 		level := 0.0                // at the first bucket's start
@@ -233,11 +232,11 @@ func (a *levelAnswer) levels(g grid, fields []string) (map[string][]float64, err
 				if !ok {
 					return nil, fmt.Errorf("a histogram key %v is not a time", b.Key)
 				}
-				c, cs := b.sums[f], b.sums[f+startSuffix]
+				c, cs, ch := b.sums(fi)
 				sign := 1.0
 				if h.ends {
 					// Σ c·e: the amounts' starts plus their runs.
-					cs += b.sums[f+hoursSuffix]
+					cs += ch
 					sign = -1
 				}
 				switch i := g.index(t); {
