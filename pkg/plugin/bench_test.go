@@ -217,20 +217,7 @@ type benchHost struct {
 }
 
 func startBenchHost(b *testing.B, env *dsbench.Env) *benchHost {
-	root, err := stack.RepoRoot()
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx := context.Background()
-	exe, err := pluginhost.Build(ctx, root, b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	h, err := pluginhost.Start(ctx, exe, pluginhost.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(h.Close)
+	h := pluginhost.BuildAndStart(b, context.Background())
 	jd, _ := json.Marshal(map[string]any{"elasticsearchUrl": env.ESURL(), "elasticsearchUser": env.ESUser(),
 		"elasticsearchJobIndex": dsbench.Index, "prometheusUrl": env.PromURL(), "timeoutSeconds": 60, "maxJobs": 20000,
 		"allocations": benchAllocations})

@@ -119,19 +119,7 @@ func TestDemoJobPage(t *testing.T) {
 	}
 
 	// The real plugin, as Grafana runs it.
-	root, err := stack.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	exe, err := pluginhost.Build(ctx, root, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := pluginhost.Start(ctx, exe, pluginhost.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(h.Close)
+	h := pluginhost.BuildAndStart(t, ctx)
 	jd, _ := json.Marshal(map[string]any{"elasticsearchUrl": es.URL, "elasticsearchUser": es.User, "elasticsearchJobIndex": index, "prometheusUrl": prom.URL})
 	ds := pluginhost.Datasource{ID: 1, UID: "jobsight", Name: "Jobsight", JSONData: jd, SecureJSONData: map[string]string{"elasticsearchPassword": es.Password}}
 	admin := pluginhost.Caller{User: &backend.User{Login: "admin", Name: "Admin", Email: "admin@example.org", Role: "Admin"}}
@@ -193,6 +181,10 @@ func TestDemoJobPage(t *testing.T) {
 	}
 	dst := *shot
 	if !filepath.IsAbs(dst) {
+		root, err := stack.RepoRoot()
+		if err != nil {
+			t.Fatal(err)
+		}
 		dst = filepath.Join(root, dst)
 	}
 	if err := os.WriteFile(dst, png, 0o644); err != nil {

@@ -32,6 +32,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
@@ -68,6 +69,27 @@ func Build(ctx context.Context, root, dir string) (string, error) {
 		return "", fmt.Errorf("building the plugin backend: %w\n%s", err, b)
 	}
 	return out, nil
+}
+
+// BuildAndStart builds the plugin backend from this repository into a
+// temporary directory and starts it (Build, then Start); the process is
+// stopped when the test ends. Any failure fails the test.
+func BuildAndStart(tb testing.TB, ctx context.Context) *Host {
+	tb.Helper()
+	root, err := stack.RepoRoot()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	exe, err := Build(ctx, root, tb.TempDir())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	h, err := Start(ctx, exe, Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(h.Close)
+	return h
 }
 
 // Options configures Start.

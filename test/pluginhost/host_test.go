@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
-
-	"github.com/jobsight/jobsight/test/stack"
 )
 
 // The host against the real executable, without stores: the handshake,
@@ -24,22 +22,9 @@ import (
 
 func startHost(t *testing.T) *Host {
 	t.Helper()
-	root, err := stack.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	exe, err := Build(ctx, root, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := Start(ctx, exe, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(h.Close)
-	return h
+	return BuildAndStart(t, ctx)
 }
 
 // silentStore accepts connections and never answers: a store that hangs.

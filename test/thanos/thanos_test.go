@@ -442,19 +442,7 @@ func seriesKey(name string, ls []monitor.Label) string {
 // job's series.
 func queryPlugin(t *testing.T, ctx context.Context, th *stack.Thanos, es *stack.ESServer, index string, t0 time.Time) {
 	t.Helper()
-	root, err := stack.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	exe, err := pluginhost.Build(ctx, root, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := pluginhost.Start(ctx, exe, pluginhost.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
+	h := pluginhost.BuildAndStart(t, ctx)
 	jd, _ := json.Marshal(map[string]any{
 		"elasticsearchUrl": es.URL, "elasticsearchUser": es.User, "elasticsearchJobIndex": index,
 		"prometheusUrl": th.Query.URL, "prometheusTenant": tenant, "timeoutSeconds": 20,
