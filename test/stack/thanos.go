@@ -56,6 +56,13 @@ type ThanosOptions struct {
 	// --query.enforce-tenancy): a client that does not send the header
 	// sees the default tenant's series, none of its own.
 	EnforceTenancy bool
+	// OutOfOrderWindow lets each receiver take samples up to this much
+	// older than a series' newest (--tsdb.out-of-order.time-window; 0:
+	// Thanos' default, none). With replication factor 2 a write is
+	// acknowledged once one replica stored it and the other copy is
+	// forwarded on its own, so a later write can reach that replica first:
+	// without a window it drops the older samples as out of order.
+	OutOfOrderWindow time.Duration
 }
 
 // Receiver is one `thanos receive` of the hashring, router and ingestor in
@@ -141,21 +148,25 @@ func StartThanosHashring(ctx context.Context, dir string, opts ThanosOptions) (t
 	for i, p := range ps {
 		rdir := filepath.Join(dir, "receive-"+strconv.Itoa(i))
 		replica := "r" + strconv.Itoa(i)
-		s, err := startProcess("thanos-receive", rdir, nil, opts.Bin, "receive",
-			"--tsdb.path="+filepath.Join(rdir, "data"),
+		args := []string{"receive",
+			"--tsdb.path=" + filepath.Join(rdir, "data"),
 			"--tsdb.retention=1d",
-			"--http-address=127.0.0.1:"+strconv.Itoa(p.http),
-			"--grpc-address="+endpoints[i],
-			"--remote-write.address=127.0.0.1:"+strconv.Itoa(p.write),
-			"--receive.capnproto-address=127.0.0.1:"+strconv.Itoa(p.capnp),
+			"--http-address=127.0.0.1:" + strconv.Itoa(p.http),
+			"--grpc-address=" + endpoints[i],
+			"--remote-write.address=127.0.0.1:" + strconv.Itoa(p.write),
+			"--receive.capnproto-address=127.0.0.1:" + strconv.Itoa(p.capnp),
 			"--http-grace-period=0s", "--grpc-grace-period=0s",
-			"--receive.hashrings-file="+hashringFile,
-			"--receive.local-endpoint="+endpoints[i],
-			"--receive.replication-factor="+strconv.Itoa(opts.ReplicationFactor),
-			"--receive.tenant-header="+opts.TenantHeader,
-			"--label="+ThanosReplicaLabel+`="`+replica+`"`,
+			"--receive.hashrings-file=" + hashringFile,
+			"--receive.local-endpoint=" + endpoints[i],
+			"--receive.replication-factor=" + strconv.Itoa(opts.ReplicationFactor),
+			"--receive.tenant-header=" + opts.TenantHeader,
+			"--label=" + ThanosReplicaLabel + `="` + replica + `"`,
 			"--log.level=warn",
-		)
+		}
+		if opts.OutOfOrderWindow > 0 {
+			args = append(args, "--tsdb.out-of-order.time-window="+strconv.FormatInt(int64(opts.OutOfOrderWindow/time.Second), 10)+"s")
+		}
+		s, err := startProcess("thanos-receive", rdir, nil, opts.Bin, args...)
 		if err != nil {
 			return th, err
 		}
