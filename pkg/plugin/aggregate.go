@@ -163,22 +163,20 @@ type valueAgg struct {
 
 // totalsBucket is one group's answer to totalsAggs.
 type totalsBucket struct {
-	Key         any     `json:"key"`
-	KeyAsString *string `json:"key_as_string"`
-	DocCount    int64   `json:"doc_count"`
-	Missing     struct {
-		Buckets []struct {
-			Key      any   `json:"key"`
-			DocCount int64 `json:"doc_count"`
-		} `json:"buckets"`
-	} `json:"missing"`
-	With struct {
-		Buckets []struct {
-			Key      any   `json:"key"`
-			DocCount int64 `json:"doc_count"`
-		} `json:"buckets"`
-	} `json:"with"`
-	values map[string]valueAgg
+	Key         any         `json:"key"`
+	KeyAsString *string     `json:"key_as_string"`
+	DocCount    int64       `json:"doc_count"`
+	Missing     termsCounts `json:"missing"`
+	With        termsCounts `json:"with"`
+	values      map[string]valueAgg
+}
+
+// termsCounts is a terms aggregation's answer: each key's count.
+type termsCounts struct {
+	Buckets []struct {
+		Key      any   `json:"key"`
+		DocCount int64 `json:"doc_count"`
+	} `json:"buckets"`
 }
 
 func (b *totalsBucket) UnmarshalJSON(raw []byte) error {

@@ -224,11 +224,7 @@ func (d *Datasource) queryAllocation(qc *queryCtx) (data.Frames, error) {
 		if a.Account != "" {
 			lv = byAccount[a.Cluster+"\x00"+a.Account]
 		}
-		reserved, used := make([]float64, n), make([]float64, n)
-		for b, t := range times {
-			reserved[b] = integrate(g, lv[rf], ps, t)
-			used[b] = integrate(g, lv[uf], ps, t)
-		}
+		reserved, used := cumulative(g, lv[rf], ps, times), cumulative(g, lv[uf], ps, times)
 		rr, ru := accrue(a, res, ps, times, jobs, figs)
 		for b := range reserved {
 			reserved[b] += rr[b]
@@ -273,19 +269,30 @@ func (d *Datasource) queryAllocation(qc *queryCtx) (data.Frames, error) {
 	return frames, nil
 }
 
-// integrate is the resource-hours of a level over [from, to).
-func integrate(g grid, lvl []float64, from, to time.Time) float64 {
+// cumulative is the resource-hours of a level from `from` to each of
+// times (ascending), in one pass over the grid: at each time, the whole
+// buckets before it plus the part of the bucket it falls in.
+func cumulative(g grid, lvl []float64, from time.Time, times []time.Time) []float64 {
+	out := make([]float64, len(times))
 	if lvl == nil {
-		return 0
+		return out
 	}
-	h := 0.0
-	for k := max(g.index(from), 0); k < g.n() && g.bounds[k].Before(to); k++ {
-		o := minT(g.bounds[k+1], to).Sub(maxT(g.bounds[k], from))
-		if o > 0 {
-			h += lvl[k] * o.Hours()
+	k := max(g.index(from), 0)
+	done := 0.0 // over the buckets before k, from `from` to their ends
+	for i, t := range times {
+		for ; k < g.n() && !g.bounds[k+1].After(t); k++ {
+			if o := g.bounds[k+1].Sub(maxT(g.bounds[k], from)); o > 0 {
+				done += lvl[k] * o.Hours()
+			}
+		}
+		out[i] = done
+		if k < g.n() {
+			if o := t.Sub(maxT(g.bounds[k], from)); o > 0 {
+				out[i] += lvl[k] * o.Hours()
+			}
 		}
 	}
-	return h
+	return out
 }
 
 // finishedAccountLevels is finishedLevels by cluster and account (keys

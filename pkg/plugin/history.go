@@ -174,12 +174,16 @@ func (d *Datasource) levelSearch(qc *queryCtx, query map[string]any, aggs map[st
 		raw = []byte("{}")
 	}
 	if count {
-		var tb totalsBucket
-		if err := gojson.Unmarshal(raw, &tb); err != nil {
+		// Only the two counting aggregations: totalsBucket's own decoding
+		// would read every sum, here every histogram bucket, twice more.
+		var counts struct {
+			Missing termsCounts `json:"missing"`
+			With    termsCounts `json:"with"`
+		}
+		if err := gojson.Unmarshal(raw, &counts); err != nil {
 			return nil, fmt.Errorf("decoding the missing counts: %w", err)
 		}
-		tb.DocCount = ans.Hits.Total.Value
-		qc.lacking = sumsOf(&tb)
+		qc.lacking = sumsOf(&totalsBucket{DocCount: ans.Hits.Total.Value, Missing: counts.Missing, With: counts.With})
 	}
 	return raw, nil
 }
