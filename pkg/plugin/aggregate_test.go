@@ -29,6 +29,7 @@ func TestAggregates(t *testing.T) {
 	t.Run("grouped reservation", func(t *testing.T) { testAggregatesMatch(t, f) })
 	t.Run("per-job reservation", func(t *testing.T) { testReservationPerJobTopWaste(t, f) })
 	t.Run("usage history", func(t *testing.T) { testUsageHistoryMatches(t, f) })
+	t.Run("usage history edges", func(t *testing.T) { testUsageHistoryEdges(t, f) })
 	t.Run("allocation", func(t *testing.T) { testAllocationMatches(t, f) })
 }
 
@@ -172,6 +173,12 @@ func newAggFixture(t *testing.T) *aggFixture {
 // the fixture's range.
 func (f *aggFixture) query(t *testing.T, login, q string) data.Frames {
 	t.Helper()
+	return f.queryRange(t, login, q, f.from, f.to, 240)
+}
+
+// queryRange is query over [from, to) for a panel of points.
+func (f *aggFixture) queryRange(t *testing.T, login, q string, from, to time.Time, points int64) data.Frames {
+	t.Helper()
 	role := "Viewer"
 	if login == "admin" {
 		role = "Admin"
@@ -179,8 +186,8 @@ func (f *aggFixture) query(t *testing.T, login, q string) data.Frames {
 	resp, err := f.ds.QueryData(context.Background(), &backend.QueryDataRequest{
 		PluginContext: backend.PluginContext{User: &backend.User{Login: login, Role: role},
 			DataSourceInstanceSettings: &backend.DataSourceInstanceSettings{UID: "agg"}},
-		Queries: []backend.DataQuery{{RefID: "A", JSON: json.RawMessage(q), MaxDataPoints: 240,
-			TimeRange: backend.TimeRange{From: f.from, To: f.to}}},
+		Queries: []backend.DataQuery{{RefID: "A", JSON: json.RawMessage(q), MaxDataPoints: points,
+			TimeRange: backend.TimeRange{From: from, To: to}}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -574,13 +581,102 @@ func testUsageHistoryMatches(t *testing.T, f *aggFixture) {
 	}
 }
 
+// hoursIn is the resource-hours the finished jobs with totals accrue in
+// [a, b), from the documents one by one.
+func (f *aggFixture) hoursIn(get func(*jobmodel.Totals) *float64, a, b time.Time) float64 {
+	h := 0.0
+	for i := range f.docs {
+		j := &f.docs[i]
+		if !j.Final || j.Totals == nil {
+			continue
+		}
+		if v := get(j.Totals); v != nil {
+			if o := minTime(b, j.EndTime.Time).Sub(maxTime(a, j.StartTime.Time)); o > 0 {
+				h += *v * o.Hours()
+			}
+		}
+	}
+	return h
+}
+
+// A range that starts and ends inside buckets: every bucket is the mean
+// over the whole bucket, the first one with the jobs that ended in it
+// before the range's start and the last one with those that started in
+// it after the range's end; the bucket holding now is the mean up to now
+// (what is still to come is not 0).
+func testUsageHistoryEdges(t *testing.T, f *aggFixture) {
+	cores := func(t *jobmodel.Totals) *float64 { return t.CoresUsed }
+	check := func(what string, fr *data.Frame, end func(bs time.Time) time.Time) int {
+		t.Helper()
+		nonzero := 0
+		for k := 0; k < fr.Fields[0].Len(); k++ {
+			bs := fr.Fields[0].At(k).(time.Time)
+			be := end(bs)
+			want := f.hoursIn(cores, bs, be) / be.Sub(bs).Hours()
+			got, _ := fr.Fields[1].ConcreteAt(k)
+			if math.Abs(got.(float64)-want) > 1e-4*math.Max(1, want) {
+				t.Errorf("%s: bucket %s–%s %.6f cores, want %.6f", what, bs, be, got, want)
+			}
+			if want > 0 {
+				nonzero++
+			}
+		}
+		return nonzero
+	}
+	// Hourly buckets over 24 hours from just after a job's end: the
+	// range's first bucket holds that job's last minutes.
+	var from time.Time
+	for i := range f.docs {
+		j := &f.docs[i]
+		if !j.Final || j.Totals == nil || j.Totals.CoresUsed == nil || *j.Totals.CoresUsed == 0 {
+			continue
+		}
+		e := j.EndTime.Time
+		if off := e.Sub(e.Truncate(time.Hour)); off > 0 && off < 50*time.Minute && e.After(f.from) && e.Before(f.to.Add(-48*time.Hour)) {
+			from = e.Add(time.Minute)
+			break
+		}
+	}
+	if from.IsZero() {
+		t.Fatal("no finished job ends inside an hour of the range")
+	}
+	for _, fr := range f.queryRange(t, "admin", `{"queryType":"usageHistory","resources":["cpu"]}`, from, from.Add(24*time.Hour), 24) {
+		if fr.Fields[1].Labels["kind"] != "used" {
+			continue
+		}
+		if n := fr.Fields[0].Len(); n != 25 {
+			t.Fatalf("hourly from %s: %d buckets, want 25", from, n)
+		}
+		check("hourly from "+from.Format(time.TimeOnly), fr, func(bs time.Time) time.Time { return bs.Add(time.Hour) })
+	}
+	// Daily buckets (UTC) up to now: the last one is the mean up to now.
+	now := time.Now()
+	for _, fr := range f.queryRange(t, "admin", `{"queryType":"usageHistory","resources":["cpu"]}`, f.from, now, 10) {
+		if fr.Fields[1].Labels["kind"] != "used" {
+			continue
+		}
+		if n := check("daily to now", fr, func(bs time.Time) time.Time { return minTime(bs.Add(24*time.Hour), time.Now()) }); n == 0 {
+			t.Errorf("daily to now: every bucket is empty")
+		}
+	}
+}
+
 // An allocation's cumulative reserved and used CPU-hours since its
 // period's start equal the hours the documents accrue one by one: the
 // finished jobs' mean amounts over their runs in the period, and the
 // running jobs' held cores so far.
 func testAllocationMatches(t *testing.T, f *aggFixture) {
+	// Hourly buckets to the fixture's whole hour, and daily ones (UTC) to
+	// now: the last point inside today's bucket, whose finished hours
+	// are all before now.
+	testAllocationTo(t, f, f.to, 240)
+	testAllocationTo(t, f, time.Now(), 10)
+}
+
+func testAllocationTo(t *testing.T, f *aggFixture, to time.Time, points int64) {
 	ps := time.Date(f.from.Year(), f.from.Month(), f.from.Day()-5, 0, 0, 0, 0, time.UTC)
-	frames := f.query(t, "admin", `{"queryType":"allocation","resources":["cpu"]}`)
+	// 240 hours: whole buckets of an hour or a day, one starting at ps.
+	frames := f.queryRange(t, "admin", `{"queryType":"allocation","resources":["cpu"]}`, to.Add(-240*time.Hour), to, points)
 	found := 0
 	for _, fr := range frames {
 		labels := fr.Fields[1].Labels
@@ -595,7 +691,7 @@ func testAllocationMatches(t *testing.T, f *aggFixture) {
 			if acc := labels["account"]; acc != "" && j.Account != acc {
 				continue
 			}
-			start, end := maxTime(j.StartTime.Time, ps), f.to
+			start, end := maxTime(j.StartTime.Time, ps), to
 			var rate *float64
 			switch {
 			case !j.Final:
@@ -603,7 +699,7 @@ func testAllocationMatches(t *testing.T, f *aggFixture) {
 					rate = jobmodel.Ptr(float64(*j.Requested.CPUs))
 				}
 			case j.Totals != nil:
-				end = minTime(j.EndTime.Time, f.to)
+				end = minTime(j.EndTime.Time, to)
 				rate = j.Totals.CoresReserved
 				if kind == "used" {
 					rate = j.Totals.CoresUsed
@@ -614,11 +710,11 @@ func testAllocationMatches(t *testing.T, f *aggFixture) {
 			}
 		}
 		last, _ := fr.Fields[1].ConcreteAt(fr.Fields[1].Len() - 1)
-		if at := fr.Fields[0].At(fr.Fields[0].Len() - 1).(time.Time); !at.Equal(f.to) {
-			t.Errorf("%v: the last point is at %s, want the range's end %s", labels, at, f.to)
+		if at := fr.Fields[0].At(fr.Fields[0].Len() - 1).(time.Time); !at.Equal(to) {
+			t.Errorf("%v: the last point is at %s, want the range's end %s", labels, at, to)
 		}
 		if math.Abs(last.(float64)-ref) > 1e-3*math.Max(1, ref) {
-			t.Errorf("%v: %.3f CPU-hours at the range's end, want %.3f (from the documents one by one)", labels, last, ref)
+			t.Errorf("%v: %.3f CPU-hours at the range's end %s, want %.3f (from the documents one by one)", labels, last, to, ref)
 		}
 	}
 	if found != 4 {

@@ -180,20 +180,22 @@ func (d *Datasource) queryAllocation(qc *queryCtx) (data.Frames, error) {
 	// Finished jobs: the levels of their mean amounts from the earliest
 	// period start, per cluster (for cluster-wide allocations) and per
 	// cluster and account. One grid for both, its buckets shared out so
-	// that one answer stays well under Elasticsearch's bucket limit.
+	// that one answer stays well under Elasticsearch's bucket limit; the
+	// jobs are those overlapping its buckets (their means are over the
+	// whole bucket, up to now).
 	uf, rf := rateFields(res)
 	// The answer holds a histogram pair per cluster (cluster-wide
 	// allocations) and per cluster and account the query names (jobs of
 	// an allocation's account on another cluster too).
 	groups := len(clusterSet) * (len(accounts) + 1)
 	step := max(historyStep(qc), qc.to.Sub(earliest)/time.Duration(max(maxBuckets/(2*groups), 50)))
-	g := newGrid(earliest, qc.to, step, loc)
+	g := levelGrid(qc, earliest, step, loc)
 	fields := []string{uf, rf}
 	byCluster := map[string]map[string][]float64{}
 	byAccount := map[string]map[string][]float64{} // key cluster + "\x00" + account
 	if clusterWide {
 		qa := q
-		byCluster, err = d.finishedLevels(qc, finishedScope(qc, &qa, earliest, qc.to), g, fields, models.GroupCluster, true)
+		byCluster, err = d.finishedLevels(qc, finishedScope(qc, &qa, g.first(), g.last()), g, fields, models.GroupCluster, true)
 		if err != nil {
 			return nil, err
 		}
@@ -201,7 +203,7 @@ func (d *Datasource) queryAllocation(qc *queryCtx) (data.Frames, error) {
 	if len(accounts) > 0 {
 		qa := q
 		qa.Account = accounts
-		byAccount, err = d.finishedAccountLevels(qc, finishedScope(qc, &qa, earliest, qc.to), g, fields, !clusterWide)
+		byAccount, err = d.finishedAccountLevels(qc, finishedScope(qc, &qa, g.first(), g.last()), g, fields, !clusterWide)
 		if err != nil {
 			return nil, err
 		}

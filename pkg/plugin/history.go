@@ -189,7 +189,7 @@ func (d *Datasource) levelSearch(qc *queryCtx, query map[string]any, aggs map[st
 }
 
 // addRunning adds a running job's rate to the levels of the buckets it
-// overlaps, by the share of each bucket it ran.
+// overlaps, by the share of each bucket's span it ran.
 func addRunning(g grid, lvl []float64, rate float64, s, e time.Time) {
 	for k := max(g.index(s), 0); k < g.n(); k++ {
 		bs, be := g.bounds[k], g.bounds[k+1]
@@ -197,18 +197,28 @@ func addRunning(g grid, lvl []float64, rate float64, s, e time.Time) {
 			break
 		}
 		o := minT(be, e).Sub(maxT(bs, s))
-		if o > 0 {
-			lvl[k] += rate * float64(o) / float64(be.Sub(bs))
+		if sp := g.span(k); o > 0 && sp > 0 {
+			lvl[k] += rate * float64(min(o, sp)) / float64(sp)
 		}
 	}
 }
 
+// levelGrid is the grid of a level panel over [from, qc.to): its buckets'
+// means stop at now.
+func levelGrid(qc *queryCtx, from time.Time, step time.Duration, loc *time.Location) grid {
+	g := newGrid(from, qc.to, step, loc)
+	g.until = qc.now
+	return g
+}
+
 func (d *Datasource) historySeries(qc *queryCtx, loc *time.Location, res string, jobs []jobmodel.Job, figs []figures) (data.Frames, error) {
-	g := newGrid(qc.from, qc.to, historyStep(qc), loc)
+	g := levelGrid(qc, qc.from, historyStep(qc), loc)
 	n := g.n()
 	uf, rf := rateFields(res)
 	by := qc.q.GroupBy
-	sc := finishedScope(qc, qc.q, qc.from, qc.to)
+	// The jobs overlapping the buckets, not only the range: the first and
+	// last buckets reach beyond it.
+	sc := finishedScope(qc, qc.q, g.first(), g.last())
 	// The running jobs, by group.
 	type acc struct{ used, reserved []float64 }
 	newAcc := func() *acc { return &acc{used: make([]float64, n), reserved: make([]float64, n)} }
@@ -228,7 +238,7 @@ func (d *Datasource) historySeries(qc *queryCtx, loc *time.Location, res string,
 			a = newAcc()
 			running[k] = a
 		}
-		s, e := maxT(figs[i].start, qc.from), minT(figs[i].end, qc.to)
+		s, e := maxT(figs[i].start, g.first()), minT(figs[i].end, g.last())
 		addRunning(g, a.used, u, s, e)
 		addRunning(g, a.reserved, r, s, e)
 		size[k] += r * e.Sub(s).Hours()
@@ -299,7 +309,7 @@ func (d *Datasource) historySeries(qc *queryCtx, loc *time.Location, res string,
 		if len(keys) > 0 {
 			q := *qc.q
 			setGroupFilter(&q, by, keys)
-			lv, err = d.finishedLevels(qc, finishedScope(qc, &q, qc.from, qc.to), g, []string{uf, rf}, by, false)
+			lv, err = d.finishedLevels(qc, finishedScope(qc, &q, g.first(), g.last()), g, []string{uf, rf}, by, false)
 			if err != nil {
 				return nil, err
 			}
@@ -392,9 +402,9 @@ func setGroupFilter(q *models.Query, by string, keys []string) {
 // of the finished jobs (levels.go) and the running ones, folded into the
 // week. Ready for a heatmap or a colour-coded table.
 func (d *Datasource) hourOfWeek(qc *queryCtx, loc *time.Location, res string, figs []figures) (*data.Frame, error) {
-	g := newGrid(qc.from, qc.to, time.Hour, loc)
+	g := levelGrid(qc, qc.from, time.Hour, loc)
 	uf, _ := rateFields(res)
-	lv, err := d.finishedLevels(qc, finishedScope(qc, qc.q, qc.from, qc.to), g, []string{uf}, models.GroupNone, true)
+	lv, err := d.finishedLevels(qc, finishedScope(qc, qc.q, g.first(), g.last()), g, []string{uf}, models.GroupNone, true)
 	if err != nil {
 		return nil, err
 	}
@@ -402,7 +412,7 @@ func (d *Datasource) hourOfWeek(qc *queryCtx, loc *time.Location, res string, fi
 	copy(lvl, lv["all"][uf])
 	for _, f := range figs {
 		if u, _, ok := rates(f, res); ok {
-			addRunning(g, lvl, u, maxT(f.start, qc.from), minT(f.end, qc.to))
+			addRunning(g, lvl, u, maxT(f.start, g.first()), minT(f.end, g.last()))
 		}
 	}
 	var used, seen [7][24]float64

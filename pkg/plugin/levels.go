@@ -22,11 +22,16 @@ import (
 )
 
 // grid is a sequence of buckets: bucket k is [bounds[k], bounds[k+1]).
+// A bucket's level is the mean over the whole bucket (the jobs of the
+// scope are those overlapping the grid's bounds, not only the range),
+// except that the part of a bucket after until (now: what is still to
+// come) is not in its mean.
 type grid struct {
 	bounds []time.Time
 	step   time.Duration
 	days   int // > 0: the step is this many calendar days
 	loc    *time.Location
+	until  time.Time // zero: no bucket is cut
 }
 
 // maxBuckets bounds the buckets of one histogram (Elasticsearch refuses
@@ -85,6 +90,20 @@ func mod(a, b int64) int64 {
 
 // n is the number of buckets.
 func (g grid) n() int { return len(g.bounds) - 1 }
+
+// first and last are the start of the first bucket and the end of the
+// last: the finished jobs of a grid's scope are those overlapping them.
+func (g grid) first() time.Time { return g.bounds[0] }
+func (g grid) last() time.Time  { return g.bounds[g.n()] }
+
+// span is the length of bucket k that its mean is over: up to until.
+func (g grid) span(k int) time.Duration {
+	end := g.bounds[k+1]
+	if !g.until.IsZero() && g.until.Before(end) {
+		end = g.until
+	}
+	return max(end.Sub(g.bounds[k]), 0)
+}
 
 // index is the bucket holding t, or -1.
 func (g grid) index(t time.Time) int {
@@ -207,7 +226,7 @@ type levelAnswer struct {
 }
 
 // levels turns a level answer into the mean level of each field in each
-// bucket of the grid. A bucket's resource-hours are the level at its
+// bucket of the grid (over its span). A bucket's resource-hours are the level at its
 // start over the whole bucket, plus each amount c that starts in it at s
 // from s to the bucket's end b, minus each that ends in it at e from e
 // to b: L·B + Σ c(b − s) − Σ c(b − e), with Σ c·s and Σ c·e = Σ c·s +
@@ -251,8 +270,14 @@ func (a *levelAnswer) levels(g grid, fields []string) (map[string][]float64, err
 		}
 		vals := make([]float64, n)
 		for i := range vals {
-			b := g.bounds[i+1].Sub(g.bounds[i]).Hours()
-			vals[i] = max(level+hours[i]/b, 0)
+			// The resource-hours over the whole bucket less those of the
+			// jobs still held at the span's end over the rest of it (no
+			// finished job starts or ends after until, now), over the
+			// span.
+			if sp := g.span(i); sp > 0 {
+				b, s := g.bounds[i+1].Sub(g.bounds[i]).Hours(), sp.Hours()
+				vals[i] = max((level*b+hours[i]-(level+delta[i])*(b-s))/s, 0)
+			}
 			level += delta[i]
 		}
 		out[f] = vals
