@@ -349,7 +349,14 @@ func (d *Datasource) finishedGroups(qc *queryCtx, sc jobScope, by string) (map[s
 			if len(g.Buckets) >= maxGroups {
 				rest.key = "other"
 			}
-			groups[rest.key] = rest
+			// A group may have that key itself (an empty account, an
+			// account named "other"): the rest is added to it, not put
+			// in its place.
+			if same := groups[rest.key]; same != nil {
+				same.merge(rest)
+			} else {
+				groups[rest.key] = rest
+			}
 		}
 	}
 	return groups, all, nil
