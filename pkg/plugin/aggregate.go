@@ -275,15 +275,30 @@ func sumsOf(b *totalsBucket) *sums {
 
 // finishedScope is the scope of the finished jobs of a query's range.
 func finishedScope(qc *queryCtx, q *models.Query, from, to time.Time) jobScope {
-	return jobScope{q: q, v: qc.v, from: from, to: to, finished: true}
+	sc := jobScope{q: q, v: qc.v, from: from, to: to, finished: true}
+	if len(qc.counted) <= maxExcluded {
+		sc.exclude = qc.counted
+	}
+	return sc
 }
 
 // unfinishedJobs reads the jobs of the range whose documents are not
 // final (running, or silent: settleSilent ends those), with their
 // figures from their documents and series.
+// Their documents are left out of the query's finished aggregations
+// (qc.counted).
 func (d *Datasource) unfinishedJobs(qc *queryCtx, q *models.Query, from, to time.Time) ([]jobmodel.Job, []figures, []data.Notice, error) {
-	return d.scopeJobs(qc, jobScope{q: q, v: qc.v, from: from, to: to, unfinished: true})
+	jobs, figs, notices, err := d.scopeJobs(qc, jobScope{q: q, v: qc.v, from: from, to: to, unfinished: true})
+	for i := range jobs {
+		qc.counted = append(qc.counted, jobs[i].DocID)
+	}
+	return jobs, figs, notices, err
 }
+
+// maxExcluded bounds the document ids a finished aggregation leaves out
+// by id (a terms clause of that many); past it, none are (a job that
+// ends between the two reads may then count twice, for one refresh).
+const maxExcluded = 10000
 
 // groupField is the job-index field a group is keyed by.
 func groupField(by string) string {

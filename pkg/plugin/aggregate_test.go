@@ -459,23 +459,34 @@ func unusedOf(t *jobmodel.Totals, gpu bool) float64 {
 }
 
 // levelRef is the mean amount in use in each hour of [from, to) from the
-// documents one by one (finished jobs with totals; the running ones have
-// no use known here).
-func (f *aggFixture) levelRef(user string, get func(*jobmodel.Totals) *float64) []float64 {
+// documents one by one: finished jobs with totals, and with heldCores the
+// cores the running ones hold since their start (their use is not known
+// here: no series; what they hold is).
+func (f *aggFixture) levelRef(user string, get func(*jobmodel.Totals) *float64, heldCores bool) []float64 {
 	n := int(f.to.Sub(f.from).Hours())
 	out := make([]float64, n)
 	for i := range f.docs {
 		j := &f.docs[i]
-		if !j.Final || j.Totals == nil || user != "" && j.User != user {
+		if user != "" && j.User != user {
 			continue
 		}
-		v := get(j.Totals)
+		var v *float64
+		end := f.now
+		switch {
+		case !j.Final && heldCores:
+			el := f.now.Sub(j.StartTime.Time).Hours()
+			if a := jobmodel.AmountsOf(j, &el); a.CPUResH != nil {
+				v = jobmodel.Ptr(*a.CPUResH / el)
+			}
+		case j.Final && j.Totals != nil:
+			v, end = get(j.Totals), j.EndTime.Time
+		}
 		if v == nil {
 			continue
 		}
 		for h := 0; h < n; h++ {
 			bs := f.from.Add(time.Duration(h) * time.Hour)
-			o := minTime(bs.Add(time.Hour), j.EndTime.Time).Sub(maxTime(bs, j.StartTime.Time))
+			o := minTime(bs.Add(time.Hour), end).Sub(maxTime(bs, j.StartTime.Time))
 			if o > 0 {
 				out[h] += *v * o.Hours()
 			}
@@ -512,9 +523,9 @@ func testUsageHistoryMatches(t *testing.T, f *aggFixture) {
 		frames := f.query(t, login, `{"queryType":"usageHistory","resources":["cpu"]}`)
 		for _, fr := range frames {
 			kind := fr.Fields[1].Labels["kind"]
-			ref := f.levelRef(user, cores)
+			ref := f.levelRef(user, cores, false)
 			if kind == "reserved" {
-				ref = f.levelRef(user, held)
+				ref = f.levelRef(user, held, true)
 			}
 			if fr.Fields[0].Len() != len(ref) {
 				t.Fatalf("%s %s: %d buckets, want %d hourly ones", login, kind, fr.Fields[0].Len(), len(ref))
@@ -540,7 +551,7 @@ func testUsageHistoryMatches(t *testing.T, f *aggFixture) {
 		t.Errorf("usage history does not say that some jobs lack their CPU use: %v", frames[0].Meta.Notices)
 	}
 	// Hour of week, UTC and Berlin.
-	ref := f.levelRef("", cores)
+	ref := f.levelRef("", cores, false)
 	for _, tz := range []string{"UTC", "Europe/Berlin", "America/New_York"} {
 		loc, _ := time.LoadLocation(tz)
 		var used, seen [7][24]float64

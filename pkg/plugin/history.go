@@ -13,10 +13,12 @@ import (
 )
 
 // rates are a job's mean used and reserved amount of one resource over its
-// run (cores, GPUs or GiB), or ok=false when either is unknown.
-func rates(f figures, resource string) (used, reserved float64, ok bool) {
+// run (cores, GPUs or GiB); nil where unknown (a running job without
+// series yet has a reservation but no known use: like a finished job
+// lacking its use, it adds to what is reserved only).
+func rates(f figures, resource string) (used, reserved *float64) {
 	if f.elapsedH == nil || *f.elapsedH <= 0 {
-		return 0, 0, false
+		return nil, nil
 	}
 	var u, r *float64
 	switch resource {
@@ -27,10 +29,13 @@ func rates(f figures, resource string) (used, reserved float64, ok bool) {
 	default:
 		u, r = f.cpuUsedH, f.cpuResH
 	}
-	if u == nil || r == nil {
-		return 0, 0, false
+	per := func(v *float64) *float64 {
+		if v == nil {
+			return nil
+		}
+		return ptr(*v / *f.elapsedH)
 	}
-	return *u / *f.elapsedH, *r / *f.elapsedH, true
+	return per(u), per(r)
 }
 
 func resourceUnit(resource string) (display, unit string) {
@@ -225,8 +230,8 @@ func (d *Datasource) historySeries(qc *queryCtx, loc *time.Location, res string,
 	running := map[string]*acc{}
 	size := map[string]float64{} // reserved hours in the range: the groups' order
 	for i := range jobs {
-		u, r, ok := rates(figs[i], res)
-		if !ok {
+		u, r := rates(figs[i], res)
+		if u == nil && r == nil {
 			continue
 		}
 		k := "all"
@@ -239,9 +244,13 @@ func (d *Datasource) historySeries(qc *queryCtx, loc *time.Location, res string,
 			running[k] = a
 		}
 		s, e := maxT(figs[i].start, g.first()), minT(figs[i].end, g.last())
-		addRunning(g, a.used, u, s, e)
-		addRunning(g, a.reserved, r, s, e)
-		size[k] += r * e.Sub(s).Hours()
+		if u != nil {
+			addRunning(g, a.used, *u, s, e)
+		}
+		if r != nil {
+			addRunning(g, a.reserved, *r, s, e)
+			size[k] += *r * e.Sub(s).Hours()
+		}
 	}
 	groups := map[string]*acc{}
 	var keys []string
@@ -411,8 +420,8 @@ func (d *Datasource) hourOfWeek(qc *queryCtx, loc *time.Location, res string, fi
 	lvl := make([]float64, g.n())
 	copy(lvl, lv["all"][uf])
 	for _, f := range figs {
-		if u, _, ok := rates(f, res); ok {
-			addRunning(g, lvl, u, maxT(f.start, g.first()), minT(f.end, g.last()))
+		if u, _ := rates(f, res); u != nil {
+			addRunning(g, lvl, *u, maxT(f.start, g.first()), minT(f.end, g.last()))
 		}
 	}
 	var used, seen [7][24]float64

@@ -27,6 +27,8 @@ type jobScope struct {
 	unfinished bool
 	// noTime: no time-range restriction (a job looked up by id).
 	noTime bool
+	// exclude: documents left out by id (counted by another read).
+	exclude []string
 }
 
 // clusters returns the clusters a query is limited to: the datasource's
@@ -92,6 +94,9 @@ func (d *Datasource) esQuery(sc jobScope) (map[string]any, error) {
 	}
 	if vis := sc.v.esVisibility(); vis != nil {
 		f = append(f, vis)
+	}
+	if len(sc.exclude) > 0 {
+		f = append(f, map[string]any{"bool": map[string]any{"must_not": []any{esTerms("doc_id", sc.exclude)}}})
 	}
 	return esFilter(f), nil
 }

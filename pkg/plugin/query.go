@@ -90,6 +90,11 @@ type queryCtx struct {
 	// lacking counts the finished jobs of a level aggregation's scope
 	// that lack each figure (answer says how many were left out).
 	lacking *sums
+	// counted are the documents of the unfinished jobs this query read
+	// (unfinishedJobs), whose figures it adds itself: the finished jobs'
+	// aggregations leave them out, so that a job whose final document
+	// is written between the two reads counts once.
+	counted []string
 }
 
 // answer decodes and validates one query's model and answers it with h,
