@@ -33,6 +33,42 @@ func TestAggregates(t *testing.T) {
 	t.Run("allocation", func(t *testing.T) { testAllocationMatches(t, f) })
 }
 
+// stackWithJobIndex starts ZincSearch and Prometheus (test/stack, no
+// Slurm) and creates a job index with the agents' mapping; both stop with
+// the test.
+func stackWithJobIndex(t *testing.T, ctx context.Context, index string) (*stack.Stack, *elasticsearch.Client) {
+	t.Helper()
+	stack.Require(t, stack.PrometheusBin)
+	st, err := stack.Up(ctx, t.TempDir(), stack.Options{NoSlurm: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Down() })
+	es := st.Elasticsearch
+	c, err := elasticsearch.New(elasticsearch.Config{URLs: []string{es.URL}, Username: es.User, Password: es.Password, CACertFile: es.CACertFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.EnsureIndex(ctx, index, jobmodel.JobMapping()); err != nil {
+		t.Fatal(err)
+	}
+	return st, c
+}
+
+// bulkJobs writes job documents to index as the agents do (a bulk
+// request of their JSON by document id).
+func bulkJobs(t *testing.T, ctx context.Context, c *elasticsearch.Client, index string, jobs ...jobmodel.Job) {
+	t.Helper()
+	var batch []store.Doc
+	for _, j := range jobs {
+		body, _ := json.Marshal(j)
+		batch = append(batch, store.Doc{Kind: store.KindJobDoc, Index: index, ID: j.DocID, Body: body})
+	}
+	if fails, err := c.Bulk(ctx, batch); err != nil || len(fails) > 0 {
+		t.Fatalf("indexing: %v %v", err, fails)
+	}
+}
+
 // aggFixture is a seeded job index on a real ZincSearch and a datasource
 // on it: finished jobs with totals (some lacking figures), three
 // documents of an older agent without totals, and running jobs.
@@ -47,14 +83,9 @@ const aggIndex = "jobsight-jobs-agg"
 
 func newAggFixture(t *testing.T) *aggFixture {
 	t.Helper()
-	stack.Require(t, stack.PrometheusBin)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
-	st, err := stack.Up(ctx, t.TempDir(), stack.Options{NoSlurm: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Down() })
+	st, c := stackWithJobIndex(t, ctx, aggIndex)
 
 	now := time.Now()
 	to := now.Truncate(time.Hour)
@@ -123,21 +154,7 @@ func newAggFixture(t *testing.T) *aggFixture {
 	}
 
 	es := st.Elasticsearch
-	c, err := elasticsearch.New(elasticsearch.Config{URLs: []string{es.URL}, Username: es.User, Password: es.Password, CACertFile: es.CACertFile})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.EnsureIndex(ctx, aggIndex, jobmodel.JobMapping()); err != nil {
-		t.Fatal(err)
-	}
-	var batch []store.Doc
-	for _, j := range docs {
-		body, _ := json.Marshal(j)
-		batch = append(batch, store.Doc{Kind: store.KindJobDoc, Index: aggIndex, ID: j.DocID, Body: body})
-	}
-	if fails, err := c.Bulk(ctx, batch); err != nil || len(fails) > 0 {
-		t.Fatalf("indexing: %v %v", err, fails)
-	}
+	bulkJobs(t, ctx, c, aggIndex, docs...)
 	ps := from.Add(-5 * 24 * time.Hour).UTC().Format("2006-01-02")
 	jd, _ := json.Marshal(map[string]any{"elasticsearchUrl": es.URL, "elasticsearchUser": es.User, "elasticsearchJobIndex": aggIndex,
 		"prometheusUrl": st.Prometheus.URL, "timeoutSeconds": 30, "identitySource": "unverifiedLogin", "fullAccessRoles": []string{"Admin"},

@@ -18,10 +18,7 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 
 	"github.com/jobsight/jobsight/internal/jobmodel"
-	"github.com/jobsight/jobsight/internal/store"
-	"github.com/jobsight/jobsight/internal/store/elasticsearch"
 	"github.com/jobsight/jobsight/pkg/plugin"
-	"github.com/jobsight/jobsight/test/stack"
 )
 
 // TestJobFinishingBetweenReadsCountsOnce: the grouped panels read the
@@ -32,23 +29,11 @@ import (
 // document and waits until it is searchable before answering the running
 // jobs' read), reservation and usage history count it once.
 func TestJobFinishingBetweenReadsCountsOnce(t *testing.T) {
-	stack.Require(t, stack.PrometheusBin)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
-	st, err := stack.Up(ctx, t.TempDir(), stack.Options{NoSlurm: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Down() })
-	es := st.Elasticsearch
-	c, err := elasticsearch.New(elasticsearch.Config{URLs: []string{es.URL}, Username: es.User, Password: es.Password, CACertFile: es.CACertFile})
-	if err != nil {
-		t.Fatal(err)
-	}
 	const index = "jobsight-jobs-race"
-	if err := c.EnsureIndex(ctx, index, jobmodel.JobMapping()); err != nil {
-		t.Fatal(err)
-	}
+	st, c := stackWithJobIndex(t, ctx, index)
+	es := st.Elasticsearch
 	now := time.Now()
 	job := func(i int, final bool) jobmodel.Job {
 		start := now.Add(-time.Duration(3+i) * time.Hour).Truncate(time.Second)
@@ -66,17 +51,7 @@ func TestJobFinishingBetweenReadsCountsOnce(t *testing.T) {
 		}
 		return j
 	}
-	put := func(jobs ...jobmodel.Job) {
-		t.Helper()
-		var batch []store.Doc
-		for _, j := range jobs {
-			body, _ := json.Marshal(j)
-			batch = append(batch, store.Doc{Kind: store.KindJobDoc, Index: index, ID: j.DocID, Body: body})
-		}
-		if fails, err := c.Bulk(ctx, batch); err != nil || len(fails) > 0 {
-			t.Fatalf("indexing: %v %v", err, fails)
-		}
-	}
+	put := func(jobs ...jobmodel.Job) { t.Helper(); bulkJobs(t, ctx, c, index, jobs...) }
 	// finals waits until n final documents are searchable.
 	finals := func(n int) error {
 		for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {

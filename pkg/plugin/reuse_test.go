@@ -11,11 +11,8 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
 	"github.com/jobsight/jobsight/internal/jobmodel"
-	"github.com/jobsight/jobsight/internal/store"
-	"github.com/jobsight/jobsight/internal/store/elasticsearch"
 	"github.com/jobsight/jobsight/internal/store/promremote"
 	"github.com/jobsight/jobsight/pkg/plugin"
-	"github.com/jobsight/jobsight/test/stack"
 )
 
 // TestReusedIDSeriesStayApart: Slurm gave job id 77 to alice's job, lost
@@ -26,17 +23,12 @@ import (
 // core, bob 4), never the two summed, on the real ZincSearch and
 // Prometheus.
 func TestReusedIDSeriesStayApart(t *testing.T) {
-	stack.Require(t, stack.PrometheusBin)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	st, err := stack.Up(ctx, t.TempDir(), stack.Options{NoSlurm: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Down()
+	const index = "jobsight-jobs-reuse"
+	st, c := stackWithJobIndex(t, ctx, index)
 
 	now := time.Now().Truncate(time.Second)
-	const index = "jobsight-jobs-reuse"
 	doc := func(docID, user string, submit time.Time, cpus int) jobmodel.Job {
 		j := jobmodel.Job{DocID: docID, SchemaVersion: jobmodel.SchemaVersion, Cluster: "c", JobID: "77", SlurmJobID: 77,
 			User: user, Account: "acct", Partition: "p", State: jobmodel.StateRunning, NodeCount: 1, Nodes: []string{"n1"},
@@ -50,21 +42,7 @@ func TestReusedIDSeriesStayApart(t *testing.T) {
 	bob := doc(jobmodel.ReuseDocID("c:77", now.Add(-30*time.Minute)), "bob", now.Add(-30*time.Minute), 4)
 
 	es := st.Elasticsearch
-	c, err := elasticsearch.New(elasticsearch.Config{URLs: []string{es.URL}, Username: es.User, Password: es.Password, CACertFile: es.CACertFile})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.EnsureIndex(ctx, index, jobmodel.JobMapping()); err != nil {
-		t.Fatal(err)
-	}
-	var docs []store.Doc
-	for _, j := range []jobmodel.Job{alice, bob} {
-		body, _ := json.Marshal(j)
-		docs = append(docs, store.Doc{Kind: store.KindJobDoc, Index: index, ID: j.DocID, Body: body})
-	}
-	if fails, err := c.Bulk(ctx, docs); err != nil || len(fails) > 0 {
-		t.Fatalf("indexing: %v %v", err, fails)
-	}
+	bulkJobs(t, ctx, c, index, alice, bob)
 
 	// Each job's CPU counter: alice uses 1 core, bob 4, both over the last
 	// 20 minutes, on the same node, under the same job id.

@@ -11,7 +11,6 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
 	"github.com/jobsight/jobsight/internal/jobmodel"
-	"github.com/jobsight/jobsight/internal/store"
 	"github.com/jobsight/jobsight/internal/store/elasticsearch"
 	"github.com/jobsight/jobsight/internal/store/promremote"
 	"github.com/jobsight/jobsight/pkg/plugin"
@@ -35,18 +34,7 @@ func indexJobs(t *testing.T, es *stack.ESServer, index string, jobs ...jobmodel.
 		t.Fatal(err)
 	}
 	createIndex(t, es, index)
-	docs := make([]store.Doc, 0, len(jobs))
-	for _, j := range jobs {
-		body, err := json.Marshal(j)
-		if err != nil {
-			t.Fatal(err)
-		}
-		docs = append(docs, store.Doc{Kind: store.KindJobDoc, Index: index, ID: j.DocID, Body: body})
-	}
-	fails, err := c.Bulk(ctx, docs)
-	if err != nil || len(fails) > 0 {
-		t.Fatalf("indexing %d jobs: %v %v", len(jobs), err, fails)
-	}
+	bulkJobs(t, ctx, c, index, jobs...)
 	// Writes become searchable after about a second on ZincSearch.
 	for {
 		raw, err := c.Search(ctx, index, []byte(`{"size":0,"track_total_hits":true,"query":{"match_all":{}}}`))
