@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -242,13 +243,32 @@ func sumsOf(b *totalsBucket) *sums {
 	}
 	without := max(b.DocCount-with, 0)
 	missing := map[string]int64{}
+	// Each combination of missing figures, as its figures, with its jobs.
+	type combo struct {
+		figs []string
+		jobs int64
+	}
+	var combos []combo
 	for _, m := range b.Missing.Buckets {
 		// A combination of figures, comma-separated.
-		for _, f := range strings.Split(keyString(m.Key), ",") {
+		figs := strings.Split(keyString(m.Key), ",")
+		for _, f := range figs {
 			if f != "" {
 				missing[f] += m.DocCount
 			}
 		}
+		combos = append(combos, combo{figs, m.DocCount})
+	}
+	// lackingEither counts the jobs lacking a or b (or both): those
+	// without either cannot give the unused amount derived from them.
+	lackingEither := func(a, b string) int64 {
+		n := int64(0)
+		for _, c := range combos {
+			if slices.Contains(c.figs, a) || slices.Contains(c.figs, b) {
+				n += c.jobs
+			}
+		}
+		return n
 	}
 	for _, f := range jobmodel.TotalsFigures {
 		s.miss(f, missing[f]+without)
@@ -263,7 +283,7 @@ func sumsOf(b *totalsBucket) *sums {
 			lacking = missing[tf.fig]
 		} else {
 			d := derivedFrom[tf.name]
-			lacking = max(missing[d[0]], missing[d[1]])
+			lacking = lackingEither(d[0], d[1])
 		}
 		if b.DocCount-without-lacking <= 0 {
 			continue
