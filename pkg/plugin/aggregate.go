@@ -174,10 +174,13 @@ type totalsBucket struct {
 
 // termsCounts is a terms aggregation's answer: each key's count.
 type termsCounts struct {
-	Buckets []struct {
-		Key      any   `json:"key"`
-		DocCount int64 `json:"doc_count"`
-	} `json:"buckets"`
+	Buckets []termCount `json:"buckets"`
+}
+
+// termCount is one key of a terms aggregation and its count.
+type termCount struct {
+	Key      any   `json:"key"`
+	DocCount int64 `json:"doc_count"`
 }
 
 func (b *totalsBucket) UnmarshalJSON(raw []byte) error {
@@ -291,6 +294,13 @@ func sumsOf(b *totalsBucket) *sums {
 		*tf.slot(s) = ptr(*v)
 	}
 	return s
+}
+
+// gridScope is the scope of the finished jobs of a level grid: those
+// overlapping its buckets, which reach beyond the range (each bucket's
+// level is its mean over the whole bucket).
+func gridScope(qc *queryCtx, q *models.Query, g grid) jobScope {
+	return finishedScope(qc, q, g.first(), g.last())
 }
 
 // finishedScope is the scope of the finished jobs of a query's range.

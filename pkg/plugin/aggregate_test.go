@@ -200,16 +200,11 @@ func (f *aggFixture) queryRange(t *testing.T, login, q string, from, to time.Tim
 	if login == "admin" {
 		role = "Admin"
 	}
-	resp, err := f.ds.QueryData(context.Background(), &backend.QueryDataRequest{
-		PluginContext: backend.PluginContext{User: &backend.User{Login: login, Role: role},
-			DataSourceInstanceSettings: &backend.DataSourceInstanceSettings{UID: "agg"}},
-		Queries: []backend.DataQuery{{RefID: "A", JSON: json.RawMessage(q), MaxDataPoints: points,
-			TimeRange: backend.TimeRange{From: from, To: to}}},
-	})
-	if err != nil {
+	var model map[string]any
+	if err := json.Unmarshal([]byte(q), &model); err != nil {
 		t.Fatal(err)
 	}
-	dr := resp.Responses["A"]
+	dr := askRange(t, f.ds, &backend.User{Login: login, Role: role}, model, from, to, points)
 	if dr.Error != nil {
 		t.Fatalf("%s: %v", q, dr.Error)
 	}

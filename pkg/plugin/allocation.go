@@ -195,7 +195,7 @@ func (d *Datasource) queryAllocation(qc *queryCtx) (data.Frames, error) {
 	byAccount := map[string]map[string][]float64{} // key cluster + "\x00" + account
 	if clusterWide {
 		qa := q
-		byCluster, err = d.finishedLevels(qc, finishedScope(qc, &qa, g.first(), g.last()), g, fields, models.GroupCluster, true)
+		byCluster, err = d.finishedLevels(qc, gridScope(qc, &qa, g), g, fields, models.GroupCluster, true)
 		if err != nil {
 			return nil, err
 		}
@@ -203,7 +203,7 @@ func (d *Datasource) queryAllocation(qc *queryCtx) (data.Frames, error) {
 	if len(accounts) > 0 {
 		qa := q
 		qa.Account = accounts
-		byAccount, err = d.finishedAccountLevels(qc, finishedScope(qc, &qa, g.first(), g.last()), g, fields, !clusterWide)
+		byAccount, err = d.finishedAccountLevels(qc, gridScope(qc, &qa, g), g, fields, !clusterWide)
 		if err != nil {
 			return nil, err
 		}

@@ -103,15 +103,11 @@ func TestJobFinishingBetweenReadsCountsOnce(t *testing.T) {
 	t.Cleanup(ds.Dispose)
 	query := func(q string) *backend.DataResponse {
 		t.Helper()
-		resp, err := ds.QueryData(ctx, &backend.QueryDataRequest{
-			PluginContext: backend.PluginContext{User: &backend.User{Login: "admin", Role: "Admin"},
-				DataSourceInstanceSettings: &backend.DataSourceInstanceSettings{UID: "race"}},
-			Queries: []backend.DataQuery{{RefID: "A", JSON: json.RawMessage(q), MaxDataPoints: 48,
-				TimeRange: backend.TimeRange{From: now.Add(-12 * time.Hour), To: now}}}})
-		if err != nil {
+		var model map[string]any
+		if err := json.Unmarshal([]byte(q), &model); err != nil {
 			t.Fatal(err)
 		}
-		dr := resp.Responses["A"]
+		dr := askRange(t, ds, &backend.User{Login: "admin", Role: "Admin"}, model, now.Add(-12*time.Hour), now, 48)
 		if dr.Error != nil {
 			t.Fatalf("%s: %v", q, dr.Error)
 		}

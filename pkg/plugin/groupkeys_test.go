@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 
@@ -61,21 +60,7 @@ func TestGroupedReservationKeepsEveryJob(t *testing.T) {
 	}
 	ds := inst.(*plugin.Datasource)
 	defer ds.Dispose()
-	now := time.Now()
-	resp, err := ds.QueryData(context.Background(), &backend.QueryDataRequest{
-		PluginContext: backend.PluginContext{User: &backend.User{Login: "admin", Role: "Admin"},
-			DataSourceInstanceSettings: &backend.DataSourceInstanceSettings{UID: "keys"}},
-		Queries: []backend.DataQuery{{RefID: "A", JSON: json.RawMessage(`{"queryType":"reservation","groupBy":"account"}`),
-			TimeRange: backend.TimeRange{From: now.Add(-24 * time.Hour), To: now}}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dr := resp.Responses["A"]
-	if dr.Error != nil {
-		t.Fatal(dr.Error)
-	}
-	fr := dr.Frames[0]
+	fr := ask(t, ds, &backend.User{Login: "admin", Role: "Admin"}, map[string]any{"queryType": "reservation", "groupBy": "account"})[0]
 	keys, _ := fr.FieldByName("account")
 	jobs, _ := fr.FieldByName("jobs")
 	total := int64(0)

@@ -223,7 +223,7 @@ func (d *Datasource) historySeries(qc *queryCtx, loc *time.Location, res string,
 	by := qc.q.GroupBy
 	// The jobs overlapping the buckets, not only the range: the first and
 	// last buckets reach beyond it.
-	sc := finishedScope(qc, qc.q, g.first(), g.last())
+	sc := gridScope(qc, qc.q, g)
 	// The running jobs, by group.
 	type acc struct{ used, reserved []float64 }
 	newAcc := func() *acc { return &acc{used: make([]float64, n), reserved: make([]float64, n)} }
@@ -318,7 +318,7 @@ func (d *Datasource) historySeries(qc *queryCtx, loc *time.Location, res string,
 		if len(keys) > 0 {
 			q := *qc.q
 			setGroupFilter(&q, by, keys)
-			lv, err = d.finishedLevels(qc, finishedScope(qc, &q, g.first(), g.last()), g, []string{uf, rf}, by, false)
+			lv, err = d.finishedLevels(qc, gridScope(qc, &q, g), g, []string{uf, rf}, by, false)
 			if err != nil {
 				return nil, err
 			}
@@ -413,7 +413,7 @@ func setGroupFilter(q *models.Query, by string, keys []string) {
 func (d *Datasource) hourOfWeek(qc *queryCtx, loc *time.Location, res string, figs []figures) (*data.Frame, error) {
 	g := levelGrid(qc, qc.from, time.Hour, loc)
 	uf, _ := rateFields(res)
-	lv, err := d.finishedLevels(qc, finishedScope(qc, qc.q, g.first(), g.last()), g, []string{uf}, models.GroupNone, true)
+	lv, err := d.finishedLevels(qc, gridScope(qc, qc.q, g), g, []string{uf}, models.GroupNone, true)
 	if err != nil {
 		return nil, err
 	}

@@ -123,12 +123,18 @@ func ask(t *testing.T, ds *plugin.Datasource, u *backend.User, model map[string]
 
 func askResponse(t *testing.T, ds *plugin.Datasource, u *backend.User, model map[string]any) backend.DataResponse {
 	t.Helper()
-	raw, _ := json.Marshal(model)
 	now := time.Now()
+	return askRange(t, ds, u, model, now.Add(-time.Hour), now, 500)
+}
+
+// askRange is askResponse over [from, to) for a panel of points.
+func askRange(t *testing.T, ds *plugin.Datasource, u *backend.User, model map[string]any, from, to time.Time, points int64) backend.DataResponse {
+	t.Helper()
+	raw, _ := json.Marshal(model)
 	req := &backend.QueryDataRequest{
 		PluginContext: backend.PluginContext{OrgID: 1, User: u, DataSourceInstanceSettings: &backend.DataSourceInstanceSettings{UID: "jobsight"}},
 		Queries: []backend.DataQuery{{RefID: "A", QueryType: fmt.Sprint(model["queryType"]), JSON: raw,
-			Interval: time.Minute, MaxDataPoints: 500, TimeRange: backend.TimeRange{From: now.Add(-time.Hour), To: now}}},
+			Interval: time.Minute, MaxDataPoints: points, TimeRange: backend.TimeRange{From: from, To: to}}},
 	}
 	if u == nil {
 		req.Headers = map[string]string{backend.FromAlertHeaderName: "true"}

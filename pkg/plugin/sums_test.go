@@ -18,15 +18,9 @@ func TestUnusedIsNullWhenNoJobHasBoth(t *testing.T) {
 	bucket := func(missing map[string]int64, jobs int64) *totalsBucket {
 		b := &totalsBucket{DocCount: jobs, values: map[string]valueAgg{
 			"core_hours_reserved": {Value: &ten}, "core_hours_used": {Value: &ten}, "core_hours_unused": {Value: &zero}}}
-		b.With.Buckets = append(b.With.Buckets, struct {
-			Key      any   `json:"key"`
-			DocCount int64 `json:"doc_count"`
-		}{Key: float64(1), DocCount: jobs})
+		b.With.Buckets = []termCount{{Key: float64(1), DocCount: jobs}}
 		for k, n := range missing {
-			b.Missing.Buckets = append(b.Missing.Buckets, struct {
-				Key      any   `json:"key"`
-				DocCount int64 `json:"doc_count"`
-			}{Key: k, DocCount: n})
+			b.Missing.Buckets = append(b.Missing.Buckets, termCount{Key: k, DocCount: n})
 		}
 		return b
 	}
