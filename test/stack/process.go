@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -43,6 +44,25 @@ func FreePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// daemonPort is a free port below Linux's ephemeral range (32768 and up)
+// for a daemon that binds it only later (slurmctld and slurmd read theirs
+// from slurm.conf): a port of that range, free when picked, can be taken
+// meanwhile by any outgoing connection of a test running beside it (seen
+// on CI: slurmd "Unable to bind listen port (40035): Address already in
+// use"). Random, so that stacks started at once rarely pick the same.
+func daemonPort() (int, error) {
+	for range 200 {
+		p := 20000 + rand.IntN(12000)
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return p, nil
+	}
+	return FreePort()
 }
 
 // startProcess starts name with args in its own process group, logging to

@@ -197,7 +197,7 @@ func nodeHardware(ctx context.Context, in SlurmInstall) (hardware, error) {
 func (s *Slurm) writeConfig(hw hardware) error {
 	ports := make([]int, 1+len(s.declared()))
 	for i := range ports {
-		p, err := FreePort()
+		p, err := daemonPort()
 		if err != nil {
 			return err
 		}
