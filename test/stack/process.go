@@ -10,13 +10,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -51,10 +51,13 @@ func FreePort() (int, error) {
 // from slurm.conf): a port of that range, free when picked, can be taken
 // meanwhile by any outgoing connection of a test running beside it (seen
 // on CI: slurmd "Unable to bind listen port (40035): Address already in
-// use"). Random, so that stacks started at once rarely pick the same.
+// use"). The search starts at a place given by the process id and a
+// counter, so that stacks started at once by different test processes
+// rarely try the same ports.
 func daemonPort() (int, error) {
-	for range 200 {
-		p := 20000 + rand.IntN(12000)
+	start := (os.Getpid()*7919 + int(daemonPorts.Add(1))*131) % 12000
+	for i := range 200 {
+		p := 20000 + (start+i)%12000
 		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
 		if err != nil {
 			continue
@@ -64,6 +67,9 @@ func daemonPort() (int, error) {
 	}
 	return FreePort()
 }
+
+// daemonPorts counts daemonPort's calls in this process.
+var daemonPorts atomic.Int64
 
 // startProcess starts name with args in its own process group, logging to
 // dir/<name>.log, and records its PID in dir/<name>.pid.
