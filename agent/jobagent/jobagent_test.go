@@ -3,6 +3,7 @@ package jobagent
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -29,18 +30,33 @@ type fakeSlurm struct {
 	calls  int
 	submit time.Time // default 1_700_000_000
 	start  time.Time // default unknown
+	// nodes is the job's allocation (default n1); completing, the nodes
+	// Slurm lists once the job's state is terminal: for a COMPLETING job
+	// only those still completing (default: nodes).
+	nodes, completing []string
+	down              bool // every lookup fails (slurmctld does not answer)
 }
 
 func (f *fakeSlurm) Lookup(_ context.Context, cluster string, jobID uint64, _ uint32) (jobmodel.Job, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls++
+	if f.down {
+		return jobmodel.Job{}, errors.New("squeue: Unable to contact slurm controller")
+	}
 	if f.state == "" {
 		return jobmodel.Job{}, slurm.ErrJobNotFound
 	}
+	nodes := f.nodes
+	if nodes == nil {
+		nodes = []string{"n1"}
+	}
+	if terminal(f.state) && f.completing != nil {
+		nodes = f.completing
+	}
 	id := jobmodel.Identity{Cluster: cluster, JobID: jobID}
 	j := jobmodel.Job{DocID: id.DocID(), Cluster: cluster, JobID: id.Key(), SlurmJobID: jobID, State: f.state,
-		Nodes: []string{"n1"}, NodeCount: 1, Requested: jobmodel.Request{CPUs: jobmodel.Ptr[int64](2)},
+		Nodes: slices.Clone(nodes), NodeCount: len(nodes), Requested: jobmodel.Request{CPUs: jobmodel.Ptr[int64](2)},
 		SubmitTime: jobmodel.At(cmp.Or(f.submit, time.Unix(1_700_000_000, 0)))}
 	if !f.start.IsZero() {
 		j.StartTime = jobmodel.At(f.start)
@@ -100,6 +116,25 @@ func testAgent(t *testing.T, slurm *fakeSlurm, out *memOutputs, sources Sources)
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), EndPoll: 50 * time.Millisecond}
 }
 
+// runJob watches a job on this agent's node (n1) from its start to its
+// end: the job runs, then Slurm says it ended.
+func runJob(t *testing.T, a *Agent, slurm *fakeSlurm, req Request) {
+	t.Helper()
+	req.Op = "start"
+	done := make(chan error, 1)
+	go func() { done <- a.StartJob(context.Background(), req) }()
+	time.Sleep(200 * time.Millisecond)
+	slurm.set(jobmodel.StateCompleted)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the agent did not end after its job ended")
+	}
+}
+
 func noCgroup(context.Context, collector.Target) (collector.Collector, error) {
 	return nil, fmt.Errorf("no cgroup: %w", os.ErrNotExist)
 }
@@ -112,18 +147,7 @@ func TestAgentWithoutCgroupEndsWithTheJob(t *testing.T) {
 	slurm := &fakeSlurm{state: jobmodel.StateRunning}
 	out := &memOutputs{}
 	a := testAgent(t, slurm, out, noCgroup)
-	done := make(chan error, 1)
-	go func() { done <- a.Start(context.Background(), 42, 1000) }()
-	time.Sleep(200 * time.Millisecond)
-	slurm.set(jobmodel.StateCompleted)
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the agent did not end after its job ended")
-	}
+	runJob(t, a, slurm, Request{JobID: 42, UID: 1000})
 	job, node := out.last()
 	if !job.Final || job.State != jobmodel.StateCompleted {
 		t.Errorf("job document final=%v state=%s", job.Final, job.State)

@@ -56,7 +56,16 @@ type Request struct {
 	// empty when unknown): the job's cgroup v2 directory is named by it
 	// unless cgroup.conf sets CgroupJobIdPaths=yes.
 	SLUID string `json:"sluid,omitempty"`
+	// Nodes is SLURM_JOB_NODELIST as slurmd gave the prolog or epilog (a
+	// hostlist expression; empty when unknown): the job's allocation,
+	// which decides the node that assembles the job document even when
+	// slurmctld does not answer, or answers for a completing job with
+	// only the nodes still completing.
+	Nodes string `json:"nodes,omitempty"`
 }
+
+// MaxNodesLen bounds a request's node list (a hostlist expression).
+const MaxNodesLen = 4000
 
 // Validate names what is wrong with a request.
 func (r Request) Validate() error {
@@ -68,6 +77,9 @@ func (r Request) Validate() error {
 	}
 	if len(r.GPUs) > 4096 {
 		return errors.New("request: gpus is longer than 4096 bytes")
+	}
+	if len(r.Nodes) > MaxNodesLen {
+		return fmt.Errorf("request: nodes is longer than %d bytes", MaxNodesLen)
 	}
 	if r.SLUID != "" && !collector.ValidSLUID(r.SLUID) {
 		// It becomes a path below the cgroup root: only Slurm's printed
@@ -390,7 +402,7 @@ func (n *nodeAgent) take(req Request) bool {
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
-		w := newJobWatch(n.a, n, req.JobID)
+		w := newJobWatch(n.a, n, req)
 		var err error
 		if req.Op == "start" {
 			err = w.start(jobCtx, req)

@@ -175,7 +175,7 @@ func TestSLUIDReachesTheCollector(t *testing.T) {
 // Which SLUID a watch uses: the request's, the checkpoint's, squeue's,
 // the first that is one.
 func TestWatchSLUIDChoice(t *testing.T) {
-	w := newJobWatch(testAgent(t, &fakeSlurm{}, &memOutputs{}, noCgroup), nil, 7)
+	w := newJobWatch(testAgent(t, &fakeSlurm{}, &memOutputs{}, noCgroup), nil, Request{Op: "start", JobID: 7})
 	const a, b, c = "s2MNKT07NV0000", "s2MNKT07NV0001", "sBX9M87FEJGA00"
 	for _, tc := range []struct{ request, checkpoint, squeue, want string }{
 		{a, b, c, a},

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/jobsight/jobsight/agent/collector"
@@ -48,10 +49,23 @@ type jobWatch struct {
 	host  watchHost
 	jobID uint64
 	f     files
+	// nodes is the job's allocation as slurmd named it to the prolog or
+	// epilog (the request's SLURM_JOB_NODELIST); nil when not given.
+	nodes []string
 }
 
-func newJobWatch(a *Agent, host watchHost, jobID uint64) *jobWatch {
-	return &jobWatch{a: a, host: host, jobID: jobID, f: a.jobFiles(jobID)}
+func newJobWatch(a *Agent, host watchHost, req Request) *jobWatch {
+	w := &jobWatch{a: a, host: host, jobID: req.JobID, f: a.jobFiles(req.JobID)}
+	if req.Nodes != "" {
+		nodes, err := slurm.ExpandHostlist(req.Nodes)
+		if err != nil || len(nodes) == 0 {
+			a.Log.Warn("ignoring the request's node list; Slurm's answer names the job's nodes", "job_id", req.JobID,
+				"nodes", fmt.Sprintf("%.80q", req.Nodes), "err", err)
+		} else {
+			w.nodes = nodes
+		}
+	}
+	return w
 }
 
 // start watches the job until it ends (ctx is cancelled by the job's
@@ -171,6 +185,7 @@ func (w *jobWatch) lookup(ctx context.Context, uid uint32) (job jobmodel.Job) {
 			if job.State == "" || !terminal(job.State) {
 				job.State = jobmodel.StateRunning
 			}
+			w.allocated(&job)
 			return job
 		}
 		select {
@@ -190,7 +205,34 @@ func (w *jobWatch) lookup(ctx context.Context, uid uint32) (job jobmodel.Job) {
 	if uid != 0 {
 		job.UID = jobmodel.Ptr(uid)
 	}
+	w.allocated(&job)
 	return job
+}
+
+// allocated sets the job's nodes to slurmd's list where the request gave
+// one: it is the allocation, while Slurm's answer for a completing job
+// lists only the nodes still completing, and without an answer this node
+// alone would be taken for the job's nodes (and for its first one).
+func (w *jobWatch) allocated(job *jobmodel.Job) {
+	if len(w.nodes) > 0 {
+		job.Nodes, job.NodeCount = slices.Clone(w.nodes), len(w.nodes)
+	}
+}
+
+// allocation is the job's node list at its end: the list it started with
+// (slurmd's, or Slurm's while the job ran), in its order, and any node
+// only the final answer names. Slurm's answer for a COMPLETING job —
+// terminal state, flag COMPLETING — names only the nodes that have not yet
+// finished their epilog (squeue(1), %N), so the final answer alone can
+// drop the nodes that ended first.
+func allocation(start, final []string) []string {
+	out := slices.Clone(start)
+	for _, n := range final {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // sluid picks the SLUID the job's cgroup is looked for by: the start
@@ -417,6 +459,9 @@ func (w *jobWatch) finalJob(ctx context.Context, job jobmodel.Job) jobmodel.Job 
 		if err == nil && terminal(got.State) {
 			got.DocID, got.Source = job.DocID, job.Source
 			got.MissingMetrics = job.MissingMetrics
+			if nodes := allocation(job.Nodes, got.Nodes); len(nodes) > 0 {
+				got.Nodes, got.NodeCount = nodes, max(len(nodes), got.NodeCount)
+			}
 			return got
 		}
 		hopeless := errors.Is(err, slurm.ErrAmbiguous) || errors.Is(err, slurm.ErrJobNotFound)
@@ -514,7 +559,7 @@ func (a *Agent) Start(ctx context.Context, jobID uint64, uid uint32) error {
 // (an earlier agent died while watching it) is resumed: its samples are
 // kept and the time without any is recorded as a gap.
 func (a *Agent) StartJob(ctx context.Context, req Request) error {
-	return newJobWatch(a, &ownProcess{a: a}, req.JobID).start(ctx, req)
+	return newJobWatch(a, &ownProcess{a: a}, req).start(ctx, req)
 }
 
 // Stop ends the watch of jobID: a running watch is told by the stop marker
@@ -525,7 +570,7 @@ func (a *Agent) Stop(ctx context.Context, jobID uint64) error {
 	started := a.now()
 	p := &ownProcess{a: a}
 	defer func() { p.logUsage(a.now().Sub(started), 0) }()
-	return newJobWatch(a, p, jobID).stop(ctx)
+	return newJobWatch(a, p, Request{Op: "stop", JobID: jobID}).stop(ctx)
 }
 
 // ownProcess hosts one job watch in a process of its own: the watch

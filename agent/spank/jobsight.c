@@ -8,7 +8,8 @@
  * and slurm_spank_job_epilog hand the job's start or end to the node's
  * agent over its Unix socket in STATE_DIR (one JSON line; a second at most),
  * with the job's SLURM_JOB_SLUID (Slurm 26.05 on: its cgroup v2 directory is
- * named by it) when slurmd set one that is a SLUID.
+ * named by it) when slurmd set one that is a SLUID, and SLURM_JOB_NODELIST
+ * (the allocation: which node assembles the job document).
  * When no agent answers they spawn "AGENT start --config CONFIG --job-id ID
  * --uid UID" or "AGENT stop --config CONFIG --job-id ID", fully detached
  * (SLURM_JOB_SLUID, when valid, in its environment),
@@ -162,7 +163,8 @@ static void close_from(int lo, long max)
  * are allowed (no malloc, no stdio). */
 static void spawn(char *const argv[], const char *sluid)
 {
-	static const char *keep[] = { "SLURM_CONF", "SLURMD_NODENAME", "SLURM_CLUSTER_NAME", "SLURM_JOB_GPUS", "TZ", NULL };
+	static const char *keep[] = { "SLURM_CONF", "SLURMD_NODENAME", "SLURM_CLUSTER_NAME", "SLURM_JOB_GPUS",
+				      "SLURM_JOB_NODELIST", "TZ", NULL };
 	static char envbuf[10][4096];
 	char *env[10];
 	int n = 0;
@@ -176,7 +178,7 @@ static void spawn(char *const argv[], const char *sluid)
 		return;
 	}
 	env[n++] = "PATH=/usr/sbin:/usr/bin:/sbin:/bin";
-	for (int i = 0; keep[i] && n < 7; i++) {
+	for (int i = 0; keep[i] && n < 8; i++) {
 		const char *v = getenv(keep[i]);
 		int len;
 		if (!v)
@@ -237,16 +239,22 @@ static int opted_out(spank_t sp)
 }
 
 /* plain reports whether s holds only characters that need no escaping in
- * a JSON string (SLURM_JOB_GPUS is a list of device indices; anything
- * else goes the slow way, through the agent process). */
+ * a JSON string (SLURM_JOB_GPUS is a list of device indices,
+ * SLURM_JOB_NODELIST a hostlist such as "gpu[01-04],login1"; anything
+ * else goes the slow way, through the agent process's environment). */
 static int plain(const char *s)
 {
 	for (; *s; s++)
 		if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
-		      *s == ',' || *s == ':' || *s == '-' || *s == '_' || *s == '.'))
+		      *s == ',' || *s == ':' || *s == '-' || *s == '_' || *s == '.' || *s == '[' || *s == ']'))
 			return 0;
 	return 1;
 }
+
+/* MAX_NODES_LEN is the longest SLURM_JOB_NODELIST passed on (the agent's
+ * jobagent.MaxNodesLen); a longer one is left out and the agent takes the
+ * job's nodes from Slurm's answer. */
+#define MAX_NODES_LEN 4000
 
 /* hand_over gives the job's start or end to the node's running agent over
  * its Unix socket (STATE_DIR/agent@NODE.sock), one JSON line, and returns 0
@@ -259,9 +267,10 @@ static int hand_over(const char *op, const char *id, const char *uid, const char
 {
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	struct timeval tv = { .tv_sec = 1, .tv_usec = 0 };
-	char host[256], msg[1400], reply[8];
+	char host[256], msg[1400 + MAX_NODES_LEN], reply[8];
 	const char *node = getenv("SLURMD_NODENAME");
 	const char *gpus = strcmp(op, "start") == 0 ? getenv("SLURM_JOB_GPUS") : NULL;
+	const char *nodes = getenv("SLURM_JOB_NODELIST");
 	int fd, len, ok = -1;
 	ssize_t n;
 
@@ -278,6 +287,8 @@ static int hand_over(const char *op, const char *id, const char *uid, const char
 		return -1;
 	if (gpus && (strlen(gpus) > 1024 || !plain(gpus)))
 		return -1;
+	if (nodes && (strlen(nodes) > MAX_NODES_LEN || !plain(nodes)))
+		nodes = NULL; /* the agent asks Slurm instead */
 	len = snprintf(msg, sizeof(msg), "{\"op\":\"%s\",\"job_id\":%s", op, id);
 	if (strcmp(op, "start") == 0 && strcmp(uid, "-1") != 0)
 		len += snprintf(msg + len, sizeof(msg) - (size_t)len, ",\"uid\":%s", uid);
@@ -285,6 +296,8 @@ static int hand_over(const char *op, const char *id, const char *uid, const char
 		len += snprintf(msg + len, sizeof(msg) - (size_t)len, ",\"gpus\":\"%s\",\"gpus_given\":true", gpus);
 	if (sluid) /* checked by job_sluid: no character that needs escaping */
 		len += snprintf(msg + len, sizeof(msg) - (size_t)len, ",\"sluid\":\"%s\"", sluid);
+	if (nodes && *nodes)
+		len += snprintf(msg + len, sizeof(msg) - (size_t)len, ",\"nodes\":\"%s\"", nodes);
 	len += snprintf(msg + len, sizeof(msg) - (size_t)len, "}\n");
 	if (len <= 0 || (size_t)len >= sizeof(msg))
 		return -1;

@@ -144,6 +144,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 			req.GPUs, req.GPUsGiven = os.LookupEnv("SLURM_JOB_GPUS")
 			req.SLUID = startSLUID(log)
 		}
+		// The job's nodes as slurmd named them to the prolog or epilog;
+		// the SPANK plugin passes SLURM_JOB_NODELIST to a spawned agent.
+		if nodes := os.Getenv("SLURM_JOB_NODELIST"); len(nodes) <= jobagent.MaxNodesLen {
+			req.Nodes = nodes
+		} else {
+			log.Warn("SLURM_JOB_NODELIST is too long to pass on; Slurm's answer names the job's nodes", "bytes", len(nodes))
+		}
 		if err := req.Validate(); err != nil {
 			fmt.Fprintf(stderr, "jobsight-agent %s: %v (--job-id is required)\n", cmd, err)
 			return 2

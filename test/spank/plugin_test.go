@@ -5,6 +5,7 @@ package spank
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"debug/elf"
 	"encoding/json"
@@ -24,9 +25,10 @@ import (
 	"github.com/jobsight/jobsight/test/stack"
 )
 
-// stubAgent records "<argv...> | <memory cgroup>" per call, one line each.
+// stubAgent records "<argv...> | <memory cgroup> | nodes=<SLURM_JOB_NODELIST>"
+// per call, one line each.
 const stubAgent = `#!/bin/sh
-echo "$* | $(grep ':memory:' /proc/self/cgroup)" >> %[1]s
+echo "$* | $(grep ':memory:' /proc/self/cgroup) | nodes=$SLURM_JOB_NODELIST" >> %[1]s
 env | sort > %[1]s.env; cat /proc/$PPID/cmdline | tr "\\0" " " > %[1]s.parent
 `
 
@@ -135,11 +137,29 @@ func (c *cluster) waitCalls(t *testing.T, ctx context.Context, id string) []stri
 	}
 }
 
-func checkStartStop(t *testing.T, id string, calls []string) {
+// jobNodes is the SLURM_JOB_NODELIST a job on the test cluster's node
+// gets in the prolog and epilog: slurmd 25.05, 25.11 and 26.05 set it
+// (their prep/script plugin); 22.05 leaves SPANK's prolog and epilog
+// without it, and the agent then takes the job's nodes from squeue.
+func (c *cluster) jobNodes() string {
+	if c.Install.Release == "22.05" {
+		return ""
+	}
+	return c.NodeName
+}
+
+// checkStartStop checks a job's calls of the agent: one start, one stop,
+// each with the job's node list (slurmd's SLURM_JOB_NODELIST), which
+// decides the node that writes the job document.
+func (c *cluster) checkStartStop(t *testing.T, id string, calls []string) {
 	t.Helper()
 	var starts, stops int
 	for _, l := range calls {
-		argv, cg, _ := strings.Cut(l, " | ")
+		argv, rest, _ := strings.Cut(l, " | ")
+		cg, nodes, _ := strings.Cut(rest, " | nodes=")
+		if want := c.jobNodes(); nodes != want {
+			t.Errorf("job %s: %q call with SLURM_JOB_NODELIST %q, want %q", id, argv, nodes, want)
+		}
 		switch {
 		case strings.HasPrefix(argv, "start "):
 			starts++
@@ -201,7 +221,7 @@ func TestPluginStartsAndStopsOneAgentPerJob(t *testing.T) {
 			if st, err := c.WaitJobState(ctx, id, tc.state); err != nil {
 				t.Fatalf("state %s: %v", st, err)
 			}
-			checkStartStop(t, id, c.waitCalls(t, ctx, id))
+			c.checkStartStop(t, id, c.waitCalls(t, ctx, id))
 		})
 	}
 	t.Run("opt-out", func(t *testing.T) {
@@ -227,7 +247,7 @@ func TestPluginStartsAndStopsOneAgentPerJob(t *testing.T) {
 		if st, err := c.WaitJobState(ctx, timeout, "TIMEOUT"); err != nil {
 			t.Fatalf("state %s: %v", st, err)
 		}
-		checkStartStop(t, timeout, c.waitCalls(t, ctx, timeout))
+		c.checkStartStop(t, timeout, c.waitCalls(t, ctx, timeout))
 	})
 }
 
@@ -482,6 +502,12 @@ func TestPluginHandsJobsToTheRunningNodeAgent(t *testing.T) {
 	if len(got) != 2 || got[0]["op"] != "start" || got[1]["op"] != "stop" || fmt.Sprint(got[0]["uid"]) != "0" {
 		t.Fatalf("job %s: requests %v, want a start (uid 0) then a stop", id, got)
 	}
+	// Both carry the job's nodes as slurmd named them to the prolog and
+	// epilog: the node agent decides from them which node writes the job
+	// document, even when slurmctld does not answer.
+	if want := c.jobNodes(); fmt.Sprint(got[0]["nodes"]) != cmp.Or(want, "<nil>") || fmt.Sprint(got[1]["nodes"]) != cmp.Or(want, "<nil>") {
+		t.Errorf("job %s: start nodes %v, stop nodes %v, want %q with both", id, got[0]["nodes"], got[1]["nodes"], want)
+	}
 	// 26.05 gives the prolog the job's SLUID; the plugin hands it on with
 	// both, the same for both, and never where Slurm gives none (22.05).
 	sluid, _ := got[0]["sluid"].(string)
@@ -504,7 +530,7 @@ func TestPluginHandsJobsToTheRunningNodeAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkStartStop(t, id, c.waitCalls(t, ctx, id))
+	c.checkStartStop(t, id, c.waitCalls(t, ctx, id))
 	if n := len(agent.requests(id)); n != 2 {
 		t.Errorf("job %s: %d requests reached the exiting agent, want its start and stop offered", id, n)
 	}
