@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/jobsight/jobsight/internal/jobmodel"
 	"github.com/jobsight/jobsight/internal/store"
@@ -194,11 +195,29 @@ func esFilter(clauses []any) map[string]any {
 	return map[string]any{"bool": map[string]any{"filter": clauses}}
 }
 
-// wildcardLiteral turns text into a wildcard pattern body that cannot
-// match less than the text: the wildcard query's special characters (*, ?
-// and \) become "?" (any one character), because backslash escapes are
-// not served alike by every Elasticsearch-API server. The caller keeps
-// only the documents that contain the text itself.
-func wildcardLiteral(s string) string {
-	return strings.NewReplacer("*", "?", "?", "?", "\\", "?").Replace(s)
+// nameContains is the name filter's clause: the documents whose name
+// contains s, as text. It is a regexp query (matched against the whole
+// keyword) with every ASCII character other than a letter or a digit
+// escaped: Lucene's regular expressions (Elasticsearch) and Go's
+// (ZincSearch) both read "\c" as the character c for those, and a letter,
+// a digit or a non-ASCII character as itself. A wildcard query cannot say
+// this on every server: ZincSearch takes no escapes in wildcard patterns,
+// so "*", "?" and "\" would stay patterns there. Filter values are at most
+// models.MaxFilterLength bytes: the expression stays under
+// Elasticsearch's default index.max_regex_length (1,000).
+func nameContains(s string) map[string]any {
+	// Any text before and after: "." does not match a newline in Go's
+	// expressions, so a name "step 1\nstep 2" needs the newline as an
+	// alternative (a literal line feed, the same in both languages).
+	const anyText = "(.|\n)*"
+	var b strings.Builder
+	b.WriteString(anyText)
+	for _, r := range s {
+		if r < utf8.RuneSelf && !('0' <= r && r <= '9' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z') {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	b.WriteString(anyText)
+	return map[string]any{"regexp": map[string]any{"name": map[string]any{"value": b.String()}}}
 }

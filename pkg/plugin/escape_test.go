@@ -66,9 +66,9 @@ func TestPromQuoteRoundTrips(t *testing.T) {
 	}
 }
 
-// The Elasticsearch query carries filter values as JSON strings in term,
-// terms and wildcard clauses: each comes back unchanged from the encoded
-// body, and a name filter's wildcard characters are escaped.
+// The Elasticsearch query carries filter values as JSON strings in term
+// and terms clauses: each comes back unchanged from the encoded body, and
+// a name filter's special characters are escaped.
 func TestESQueryCarriesValuesAsData(t *testing.T) {
 	d := &Datasource{settings: &models.Settings{}}
 	for _, v := range hostile {
@@ -97,45 +97,38 @@ func TestESQueryCarriesValuesAsData(t *testing.T) {
 		if found != 2 {
 			t.Errorf("%q: user/account terms missing in %s", v, raw)
 		}
-		wc := collect(back, "wildcard")
-		if len(wc) != 1 {
-			t.Fatalf("%q: %d wildcard clauses", v, len(wc))
+		// The name filter is a regexp whose every character other than
+		// a letter, a digit or a non-ASCII one is escaped: read as a
+		// regular expression (Go's here, as ZincSearch does), it
+		// matches the names containing the value and no other.
+		rx := collect(back, "regexp")
+		if len(rx) != 1 {
+			t.Fatalf("%q: %d regexp clauses", v, len(rx))
 		}
-		// The pattern is the value with its special characters as "?"
-		// (any one character): it matches the value and cannot match
-		// less; the exact check is done on the documents (fetchJobs).
-		pat := wc[0].(map[string]any)["name"].(map[string]any)["value"].(string)
-		inner := pat[1 : len(pat)-1]
-		if pat[0] != '*' || pat[len(pat)-1] != '*' || strings.ContainsAny(inner, `*\`) || len(inner) != len(v) {
-			t.Errorf("%q: wildcard pattern %q", v, pat)
+		pat := rx[0].(map[string]any)["name"].(map[string]any)["value"].(string)
+		re, err := regexp.Compile(`^(?:` + pat + `)$`)
+		if err != nil {
+			t.Fatalf("%q: name pattern %q is not a regular expression: %v", v, pat, err)
 		}
-		if re := wildcardRegexp(pat); !re.MatchString(v) {
-			t.Errorf("%q: wildcard pattern %q does not match the value", v, pat)
+		if !re.MatchString("x" + v + "y") {
+			t.Errorf("%q: name pattern %q does not match a name containing the value", v, pat)
+		}
+		// The value with each of its special characters made another:
+		// a pattern that were read as one would still match it.
+		other := strings.Map(func(r rune) rune {
+			if strings.ContainsRune(`.*?|\(){}[]^$+"`, r) {
+				return 'Z'
+			}
+			return r
+		}, v)
+		if other != v && !strings.Contains(other, v) && re.MatchString(other) {
+			t.Errorf("%q: name pattern %q also matches %q", v, pat, other)
 		}
 		// The viewer's restriction is always there.
 		if !strings.Contains(string(raw), `{"term":{"user":"alice"}}`) {
 			t.Errorf("%q: the viewer's restriction is missing: %s", v, raw)
 		}
 	}
-}
-
-// wildcardRegexp is what an Elasticsearch wildcard pattern (without
-// escapes) matches.
-func wildcardRegexp(p string) *regexp.Regexp {
-	var b strings.Builder
-	b.WriteString("^")
-	for _, r := range p {
-		switch r {
-		case '*':
-			b.WriteString(".*")
-		case '?':
-			b.WriteString(".")
-		default:
-			b.WriteString(regexp.QuoteMeta(string(r)))
-		}
-	}
-	b.WriteString("$")
-	return regexp.MustCompile("(?s)" + b.String())
 }
 
 // collect returns every value under key in a decoded JSON tree.

@@ -41,7 +41,8 @@ func (d *Datasource) clusters(q *models.Query) []string {
 }
 
 // esQuery builds the bool query of a scope. Values are Go strings in
-// term/terms/wildcard clauses, JSON-encoded: never spliced into text.
+// term/terms clauses, JSON-encoded: never spliced into text; the name
+// filter's text is escaped into a regexp (nameContains).
 func (d *Datasource) esQuery(sc jobScope) (map[string]any, error) {
 	q := sc.q
 	var f []any
@@ -60,7 +61,7 @@ func (d *Datasource) esQuery(sc jobScope) (map[string]any, error) {
 		}
 	}
 	if q.Name != "" {
-		f = append(f, map[string]any{"wildcard": map[string]any{"name": map[string]any{"value": "*" + wildcardLiteral(q.Name) + "*"}}})
+		f = append(f, nameContains(q.Name))
 	}
 	if q.JobID != "" {
 		cluster, id, _, err := models.ParseJobRef(q.JobID)
@@ -191,8 +192,9 @@ func (d *Datasource) fetchJobsRaw(ctxQ queryCtx, sc jobScope, sort []any, from, 
 		if !sc.v.canSee(j.User, j.Account) {
 			continue
 		}
-		// The wildcard matched the name's special characters as "any
-		// character": keep only names that contain the text itself.
+		// The store matched the name filter as an escaped regular
+		// expression; a server that read it more loosely must not widen
+		// the rows.
 		if sc.q.Name != "" && !strings.Contains(j.Name, sc.q.Name) {
 			continue
 		}
