@@ -530,6 +530,16 @@ func queryPlugin(t *testing.T, ctx context.Context, th *stack.Thanos, es *stack.
 		{RefID: "usageHistory", Model: map[string]any{"queryType": "usageHistory"}, From: from, To: now, Interval: interval},
 		{RefID: "hogging", Model: map[string]any{"queryType": "hogging", "windowSeconds": 60}, From: from, To: now},
 	}
+	// The last samples were written with times up to now (the job's
+	// last one at t0 + 78 s). The timeline's steps (5 s, the least) run
+	// from the job's start and end at or before now: asked before t0 +
+	// 80 s, its last step (t0 + 75 s) shows sample 37, not the last one,
+	// as a Grafana panel would. Ask once the step after the last sample
+	// has come.
+	if d := time.Until(t0.Add(samples*interval + time.Second)); d > 0 {
+		time.Sleep(d)
+	}
+	t.Logf("the plugin is asked at t0 + %v", time.Since(t0).Round(10*time.Millisecond))
 	resp, err := h.QueryData(ctx, ds, admin, qs...)
 	if err != nil {
 		t.Fatal(err)
