@@ -3,6 +3,7 @@ package jobagent
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,17 +42,24 @@ func TestNodesFromTheRequestDecideWhoWritesTheJobDocument(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name, nodes string
+		slurm       []string // Slurm's answer; nil: squeue does not answer
 		leader      bool
 		want        []string
 	}{
-		{"second node", "n[0-1]", false, nil},
-		{"first node", "n1,n7", true, []string{"n1", "n7"}},
-		{"no list", "", true, []string{"n1"}},
-		{"a list that is not one", "n[1-", true, []string{"n1"}},
+		{"second node", "n[0-1]", nil, false, nil},
+		{"first node", "n1,n7", nil, true, []string{"n1", "n7"}},
+		{"no list", "", nil, true, []string{"n1"}},
+		{"a list that is not one", "n[1-", nil, true, []string{"n1"}},
+		// A prolog run at the job's first step on this node (no
+		// PrologFlags=Alloc) names that step's nodes only: Slurm's
+		// answer, the allocation, decides.
+		{"a step's list", "n1", []string{"n0", "n1"}, false, nil},
+		{"a step's list on the first node", "n1", []string{"n1", "n2"}, true, []string{"n1", "n2"}},
+		{"the allocation beside Slurm's", "n[0-1]", []string{"n0", "n1"}, false, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			slurm := &fakeSlurm{state: jobmodel.StateRunning, down: true}
+			slurm := &fakeSlurm{state: jobmodel.StateRunning, down: tc.slurm == nil, nodes: tc.slurm}
 			out := &memOutputs{}
 			a := testAgent(t, slurm, out, noCgroup)
 			a.Config.Slurm.FinalStateWait = 500 * time.Millisecond
@@ -85,10 +93,15 @@ func TestNodesFromTheRequestDecideWhoWritesTheJobDocument(t *testing.T) {
 	}
 }
 
-func TestRequestNodesLength(t *testing.T) {
-	long := Request{Op: "start", JobID: 1, Nodes: string(make([]byte, MaxNodesLen+1))}
+func TestRequestNodesValidation(t *testing.T) {
+	long := Request{Op: "start", JobID: 1, Nodes: strings.Repeat("n", MaxNodesLen+1)}
 	if err := long.Validate(); err == nil {
 		t.Error("a node list over MaxNodesLen bytes was taken")
+	}
+	for _, bad := range []string{`n1"`, "n1 n2", "n1\n", "n<1>", "naïve"} {
+		if err := (Request{Op: "start", JobID: 1, Nodes: bad}).Validate(); err == nil || !strings.Contains(err.Error(), "host list") {
+			t.Errorf("node list %q: %v, want refused as not a host list", bad, err)
+		}
 	}
 	ok := Request{Op: "stop", JobID: 1, Nodes: "gpu[001-128],login1"}
 	if err := ok.Validate(); err != nil {

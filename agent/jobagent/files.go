@@ -65,6 +65,9 @@ type Checkpoint struct {
 	// SLUID is the job's SLUID (the start request's, else squeue's), kept
 	// so that a resumed watch finds a cgroup v2 directory named by it.
 	SLUID string `json:"sluid,omitempty"`
+	// Nodes is the start request's node list (SLURM_JOB_NODELIST), kept
+	// so that a restarted agent's new watch of the job knows it too.
+	Nodes string `json:"nodes,omitempty"`
 	// Seq numbers the saves of the checkpoint, so that of its two slots
 	// the newer is read (checkpointWriter).
 	Seq uint64 `json:"seq,omitempty"`

@@ -67,6 +67,23 @@ type Request struct {
 // MaxNodesLen bounds a request's node list (a hostlist expression).
 const MaxNodesLen = 4000
 
+// maxRequestLine bounds a request on the node agent's socket: a valid one
+// (GPUs up to 4096 bytes, nodes up to MaxNodesLen of hostlist characters,
+// which JSON does not escape) fits with room to spare.
+const maxRequestLine = 16 << 10
+
+// hostlistChars are the characters a node list may hold: node names of
+// letters, digits, "-", "_", "." and ":" and hostlist brackets and
+// commas (the SPANK plugin passes no other).
+func hostlistChars(s string) bool {
+	for _, r := range s {
+		if !('0' <= r && r <= '9' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || strings.ContainsRune("-_.:,[]", r)) {
+			return false
+		}
+	}
+	return true
+}
+
 // Validate names what is wrong with a request.
 func (r Request) Validate() error {
 	if r.Op != "start" && r.Op != "stop" {
@@ -80,6 +97,9 @@ func (r Request) Validate() error {
 	}
 	if len(r.Nodes) > MaxNodesLen {
 		return fmt.Errorf("request: nodes is longer than %d bytes", MaxNodesLen)
+	}
+	if !hostlistChars(r.Nodes) {
+		return fmt.Errorf("request: nodes %.80q holds a character that is not in a host list", r.Nodes)
 	}
 	if r.SLUID != "" && !collector.ValidSLUID(r.SLUID) {
 		// It becomes a path below the cgroup root: only Slurm's printed
@@ -360,7 +380,7 @@ func (n *nodeAgent) handle(c net.Conn) {
 		n.a.Log.Warn("refusing a request from a process that is neither root nor the agent's user")
 		return
 	}
-	line, err := bufio.NewReader(io.LimitReader(c, 8192)).ReadString('\n')
+	line, err := bufio.NewReader(io.LimitReader(c, maxRequestLine)).ReadString('\n')
 	if err != nil {
 		return
 	}
@@ -499,7 +519,7 @@ func (n *nodeAgent) leftJobs() []Request {
 			a.Log.Warn("unreadable checkpoint left by an earlier agent", "path", p, "err", err)
 			continue
 		}
-		out = append(out, Request{Op: "start", JobID: id, UID: uidOf(ck.Job), GPUs: ck.GPUs, GPUsGiven: ck.GPUsGiven, SLUID: ck.SLUID})
+		out = append(out, Request{Op: "start", JobID: id, UID: uidOf(ck.Job), GPUs: ck.GPUs, GPUsGiven: ck.GPUsGiven, SLUID: ck.SLUID, Nodes: ck.Nodes})
 	}
 	return out
 }

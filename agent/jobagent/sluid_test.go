@@ -137,7 +137,9 @@ func TestSLUIDReachesTheCollector(t *testing.T) {
 			a.Slurm = squeueSLUID{slurm, tc.from}
 			ctx, stop := context.WithCancel(context.Background())
 			done := make(chan error, 1)
-			go func() { done <- a.StartJob(ctx, Request{Op: "start", JobID: 4242, UID: 1000, SLUID: tc.request}) }()
+			go func() {
+				done <- a.StartJob(ctx, Request{Op: "start", JobID: 4242, UID: 1000, SLUID: tc.request, Nodes: "n[1-2]"})
+			}()
 			var got found
 			select {
 			case got = <-rec:
@@ -159,8 +161,8 @@ func TestSLUIDReachesTheCollector(t *testing.T) {
 					t.Errorf("checkpoint SLUID: %v, %v", ck, err)
 				}
 				left := newNodeAgent(a, nodeFiles(a.Config.StateDir, "n1")).leftJobs()
-				if len(left) != 1 || left[0].SLUID != tc.want {
-					t.Errorf("a next agent resumes %+v, want job 4242 with SLUID %s", left, tc.want)
+				if len(left) != 1 || left[0].SLUID != tc.want || left[0].Nodes != "n[1-2]" {
+					t.Errorf("a next agent resumes %+v, want job 4242 with SLUID %s and nodes n[1-2]", left, tc.want)
 				}
 			}
 			slurm.set(jobmodel.StateCompleted)

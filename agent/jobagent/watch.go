@@ -116,7 +116,7 @@ func (w *jobWatch) start(ctx context.Context, req Request) error {
 			"gap_seconds", started.Sub(ck.State.LastSample).Seconds())
 	} else {
 		ck = w.newCheckpoint(lctx, job, started, true)
-		ck.GPUs, ck.GPUsGiven = req.GPUs, req.GPUsGiven
+		ck.GPUs, ck.GPUsGiven, ck.Nodes = req.GPUs, req.GPUsGiven, req.Nodes
 	}
 	// A checkpoint left behind is this job's (leftBehind): its SLUID, if
 	// any, is the job's, and stands in where neither the prolog nor squeue
@@ -185,7 +185,7 @@ func (w *jobWatch) lookup(ctx context.Context, uid uint32) (job jobmodel.Job) {
 			if job.State == "" || !terminal(job.State) {
 				job.State = jobmodel.StateRunning
 			}
-			w.allocated(&job)
+			w.allocated(&job, true)
 			return job
 		}
 		select {
@@ -205,18 +205,26 @@ func (w *jobWatch) lookup(ctx context.Context, uid uint32) (job jobmodel.Job) {
 	if uid != 0 {
 		job.UID = jobmodel.Ptr(uid)
 	}
-	w.allocated(&job)
+	w.allocated(&job, false)
 	return job
 }
 
 // allocated sets the job's nodes to slurmd's list where the request gave
-// one: it is the allocation, while Slurm's answer for a completing job
-// lists only the nodes still completing, and without an answer this node
-// alone would be taken for the job's nodes (and for its first one).
-func (w *jobWatch) allocated(job *jobmodel.Job) {
-	if len(w.nodes) > 0 {
-		job.Nodes, job.NodeCount = slices.Clone(w.nodes), len(w.nodes)
+// one and it holds every node of Slurm's answer (answered) — it does for
+// the allocation, while Slurm's answer for a completing job lists only the
+// nodes still completing — or where Slurm gave no answer, in which case
+// this node alone would be taken for the job's nodes (and for its first
+// one). A list that misses a node of Slurm's answer is a job step's: a
+// prolog run at a job's first step on a node (no PrologFlags=Alloc) gets
+// that step's nodes; Slurm's list stands then.
+func (w *jobWatch) allocated(job *jobmodel.Job, answered bool) {
+	if len(w.nodes) == 0 {
+		return
 	}
+	if answered && slices.ContainsFunc(job.Nodes, func(n string) bool { return !slices.Contains(w.nodes, n) }) {
+		return
+	}
+	job.Nodes, job.NodeCount = slices.Clone(w.nodes), len(w.nodes)
 }
 
 // allocation is the job's node list at its end: the list it started with

@@ -240,8 +240,9 @@ static int opted_out(spank_t sp)
 
 /* plain reports whether s holds only characters that need no escaping in
  * a JSON string (SLURM_JOB_GPUS is a list of device indices,
- * SLURM_JOB_NODELIST a hostlist such as "gpu[01-04],login1"; anything
- * else goes the slow way, through the agent process's environment). */
+ * SLURM_JOB_NODELIST a hostlist such as "gpu[01-04],login1"). GPUs that
+ * are not plain go the slow way, through the agent process's environment;
+ * a node list that is not is left out, and the agent asks Slurm. */
 static int plain(const char *s)
 {
 	for (; *s; s++)

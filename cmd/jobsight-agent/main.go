@@ -23,6 +23,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -144,13 +145,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			req.GPUs, req.GPUsGiven = os.LookupEnv("SLURM_JOB_GPUS")
 			req.SLUID = startSLUID(log)
 		}
-		// The job's nodes as slurmd named them to the prolog or epilog;
-		// the SPANK plugin passes SLURM_JOB_NODELIST to a spawned agent.
-		if nodes := os.Getenv("SLURM_JOB_NODELIST"); len(nodes) <= jobagent.MaxNodesLen {
-			req.Nodes = nodes
-		} else {
-			log.Warn("SLURM_JOB_NODELIST is too long to pass on; Slurm's answer names the job's nodes", "bytes", len(nodes))
-		}
+		req.Nodes = requestNodes(log, *jobID)
 		if err := req.Validate(); err != nil {
 			fmt.Fprintf(stderr, "jobsight-agent %s: %v (--job-id is required)\n", cmd, err)
 			return 2
@@ -429,6 +424,25 @@ func maxOpenProcesses(n int) int {
 		return -1
 	}
 	return n
+}
+
+// requestNodes is the job's node list as slurmd named it to the prolog or
+// epilog: the SPANK plugin passes SLURM_JOB_NODELIST to a spawned agent
+// (without SLURM_JOB_ID). A list of another job — a command typed in an
+// salloc shell, whose SLURM_JOB_ID is that shell's job — is left out, and
+// so is one too long or not a host list (with a warning): the agent then
+// takes the job's nodes from Slurm's answer.
+func requestNodes(log *slog.Logger, jobID uint64) string {
+	nodes := os.Getenv("SLURM_JOB_NODELIST")
+	if own := os.Getenv("SLURM_JOB_ID"); nodes == "" || own != "" && own != strconv.FormatUint(jobID, 10) {
+		return ""
+	}
+	req := jobagent.Request{Op: "start", JobID: jobID, Nodes: nodes}
+	if err := req.Validate(); err != nil {
+		log.Warn("leaving SLURM_JOB_NODELIST out; Slurm's answer names the job's nodes", "err", err)
+		return ""
+	}
+	return nodes
 }
 
 // startSLUID is the job's SLURM_JOB_SLUID (Slurm 26.05 on), which the
