@@ -245,50 +245,43 @@ func sumsOf(b *totalsBucket) *sums {
 		}
 	}
 	without := max(b.DocCount-with, 0)
-	missing := map[string]int64{}
-	// Each combination of missing figures, as its figures, with its jobs.
+	// Each combination of missing figures (a key of figures,
+	// comma-separated), as its figures, with its jobs.
 	type combo struct {
 		figs []string
 		jobs int64
 	}
-	var combos []combo
+	combos := make([]combo, 0, len(b.Missing.Buckets))
 	for _, m := range b.Missing.Buckets {
-		// A combination of figures, comma-separated.
-		figs := strings.Split(keyString(m.Key), ",")
-		for _, f := range figs {
-			if f != "" {
-				missing[f] += m.DocCount
-			}
-		}
-		combos = append(combos, combo{figs, m.DocCount})
+		combos = append(combos, combo{strings.Split(keyString(m.Key), ","), m.DocCount})
 	}
-	// lackingEither counts the jobs lacking a or b (or both): those
-	// without either cannot give the unused amount derived from them.
-	lackingEither := func(a, b string) int64 {
+	// lacking counts the jobs lacking any of figs: for a figure derived
+	// from two, those without either cannot give it.
+	lacking := func(figs ...string) int64 {
 		n := int64(0)
 		for _, c := range combos {
-			if slices.Contains(c.figs, a) || slices.Contains(c.figs, b) {
+			if slices.ContainsFunc(figs, func(f string) bool { return slices.Contains(c.figs, f) }) {
 				n += c.jobs
 			}
 		}
 		return n
 	}
 	for _, f := range jobmodel.TotalsFigures {
-		s.miss(f, missing[f]+without)
+		s.miss(f, lacking(f)+without)
 	}
 	for _, tf := range totalsFields {
 		v := b.values[tf.name].Value
 		if v == nil {
 			continue
 		}
-		lacking := int64(0)
+		var short int64
 		if tf.fig != "" {
-			lacking = missing[tf.fig]
+			short = lacking(tf.fig)
 		} else {
 			d := derivedFrom[tf.name]
-			lacking = lackingEither(d[0], d[1])
+			short = lacking(d[0], d[1])
 		}
-		if b.DocCount-without-lacking <= 0 {
+		if b.DocCount-without-short <= 0 {
 			continue
 		}
 		*tf.slot(s) = ptr(*v)

@@ -156,18 +156,11 @@ func newAggFixture(t *testing.T) *aggFixture {
 	es := st.Elasticsearch
 	bulkJobs(t, ctx, c, aggIndex, docs...)
 	ps := from.Add(-5 * 24 * time.Hour).UTC().Format("2006-01-02")
-	jd, _ := json.Marshal(map[string]any{"elasticsearchUrl": es.URL, "elasticsearchUser": es.User, "elasticsearchJobIndex": aggIndex,
-		"prometheusUrl": st.Prometheus.URL, "timeoutSeconds": 30, "identitySource": "unverifiedLogin", "fullAccessRoles": []string{"Admin"},
+	ds := newDatasource(t, servers{es: es, prom: st.Prometheus}, aggIndex, map[string]any{
+		"timeoutSeconds": 30, "identitySource": "unverifiedLogin", "fullAccessRoles": []string{"Admin"},
 		"allocations": []map[string]any{
 			{"cluster": "c", "account": "a0", "resource": "cpu", "hours": 100000, "periodDays": 365, "start": ps},
 			{"cluster": "c", "resource": "cpu", "hours": 1000000, "periodDays": 365, "start": ps}}})
-	inst, err := plugin.NewDatasource(ctx, backend.DataSourceInstanceSettings{UID: "agg", Name: "Jobsight", JSONData: jd,
-		DecryptedSecureJSONData: map[string]string{"elasticsearchPassword": es.Password}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ds := inst.(*plugin.Datasource)
-	t.Cleanup(ds.Dispose)
 	f := &aggFixture{ds: ds, docs: docs, from: from, to: to, now: now}
 	// ZincSearch makes writes searchable after about a second.
 	deadline := time.Now().Add(time.Minute)

@@ -18,7 +18,6 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 
 	"github.com/jobsight/jobsight/internal/jobmodel"
-	"github.com/jobsight/jobsight/pkg/plugin"
 )
 
 // TestJobFinishingBetweenReadsCountsOnce: the grouped panels read the
@@ -92,15 +91,8 @@ func TestJobFinishingBetweenReadsCountsOnce(t *testing.T) {
 		}
 	}))
 	t.Cleanup(front.Close)
-	jd, _ := json.Marshal(map[string]any{"elasticsearchUrl": front.URL, "elasticsearchUser": es.User, "elasticsearchJobIndex": index,
-		"prometheusUrl": st.Prometheus.URL, "timeoutSeconds": 90, "identitySource": "unverifiedLogin", "fullAccessRoles": []string{"Admin"}})
-	inst, err := plugin.NewDatasource(ctx, backend.DataSourceInstanceSettings{UID: "race", Name: "Jobsight", JSONData: jd,
-		DecryptedSecureJSONData: map[string]string{"elasticsearchPassword": es.Password}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ds := inst.(*plugin.Datasource)
-	t.Cleanup(ds.Dispose)
+	ds := newDatasource(t, servers{es: es, prom: st.Prometheus}, index, map[string]any{
+		"elasticsearchUrl": front.URL, "timeoutSeconds": 90, "identitySource": "unverifiedLogin", "fullAccessRoles": []string{"Admin"}})
 	query := func(q string) *backend.DataResponse {
 		t.Helper()
 		var model map[string]any
