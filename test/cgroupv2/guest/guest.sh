@@ -1,0 +1,238 @@
+#!/bin/sh
+# The cgroup v2 node's test script. test/cgroupv2 copies it into the share
+# as /mnt/host/guest.sh; the image's v2node-test.service runs it at boot
+# (stdout to /mnt/host/guest.log) and powers the guest off when it returns.
+#
+# It sets the node up as a site would (Slurm 26.05 under systemd with
+# cgroup/v2 and slurmd.service Delegate=yes; the jobsight-agent and
+# jobsight packages installed with dpkg, the SPANK plugin built by the
+# package's jobsight-spank-install), starts the stores inside the guest
+# (every connection a guest process makes stays on its loopback; the host
+# reads them through QEMU's forwards), runs the test jobs as an ordinary
+# user, copies each job's kernel figures (v2work figures, at the job's end)
+# to /mnt/host/out, tells the host (/mnt/host/jobs-done) and waits for it to
+# finish reading (/mnt/host/host-done) before returning.
+#
+# From the host, in the share: slurm-prefix (the Slurm prefix's path),
+# es-password, packages/*.deb, install-packages.sh, v2work.
+set -eu
+H=/mnt/host
+SLURM=$(cat $H/slurm-prefix)
+export PATH="$SLURM/bin:$SLURM/sbin:/usr/sbin:/usr/bin:/sbin:/bin"
+OUT=$H/out
+mkdir -p $OUT
+say() { echo "=== [$(cut -d' ' -f1 /proc/uptime)] $*"; }
+fail() { say "FAILED: $*"; echo "$*" > $H/failed; dump; exit 1; }
+dump() {
+	mkdir -p $OUT/logs
+	cp /var/log/slurm/*.log /var/log/jobsight/agent.log $OUT/logs/ 2>/dev/null || true
+	journalctl -b --no-pager -o short-monotonic > $OUT/logs/journal.txt 2>&1 || true
+}
+# wait_for SECONDS DESCRIPTION COMMAND...: until COMMAND succeeds.
+wait_for() {
+	n=$1 what=$2
+	shift 2
+	i=0
+	while ! "$@" >/dev/null 2>&1; do
+		i=$((i + 1))
+		[ $i -le $((n * 2)) ] || fail "timed out after ${n}s waiting for $what"
+		sleep 0.5
+	done
+}
+
+say "node: $(uname -r), $(nproc) CPUs, cgroup fs $(stat -fc %T /sys/fs/cgroup), controllers: $(cat /sys/fs/cgroup/cgroup.controllers)"
+[ "$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ] || fail "/sys/fs/cgroup is not cgroup2"
+
+# Network: the user-mode NIC only carries the host's forwards in.
+ip link set lo up
+for n in /sys/class/net/*; do
+	n=${n##*/}
+	[ "$n" = lo ] && continue
+	ip addr add 10.0.2.15/24 dev "$n" && ip link set "$n" up
+done
+
+# The slow file system: the second disk, throttled by QEMU.
+mkdir -p /slow && mount /dev/vdb /slow && chmod 1777 /slow
+
+# The stores, as services of their own (outside Slurm's scopes).
+mkdir -p /var/lib/zincsearch /var/lib/prometheus /etc/prometheus
+systemd-run --quiet --unit=zincsearch -p Restart=no \
+	-E ZINC_FIRST_ADMIN_USER=admin -E ZINC_FIRST_ADMIN_PASSWORD="$(cat $H/es-password)" \
+	-E ZINC_DATA_PATH=/var/lib/zincsearch -E ZINC_SERVER_ADDRESS=0.0.0.0 -E ZINC_SERVER_PORT=4080 \
+	-E ZINC_TELEMETRY=false -E ZINC_SENTRY=false -E ZINC_PLUGIN_ES_VERSION=8.19.0 /usr/local/bin/zincsearch
+printf 'global:\n  scrape_interval: 1m\n' > /etc/prometheus/prometheus.yml
+systemd-run --quiet --unit=prometheus /usr/local/bin/prometheus --config.file=/etc/prometheus/prometheus.yml \
+	--storage.tsdb.path=/var/lib/prometheus --web.listen-address=0.0.0.0:9090 --web.enable-remote-write-receiver
+
+# Slurm 26.05 as a site runs it under systemd.
+id slurm >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin slurm
+id alice >/dev/null 2>&1 || useradd --create-home --shell /bin/sh alice
+mkdir -p /var/spool/slurmctld /var/spool/slurmd /var/log/slurm
+chown slurm /var/spool/slurmctld /var/log/slurm
+mem=$(awk '/MemTotal/ {print int($2/1024) - 900}' /proc/meminfo)
+cat > $SLURM/etc/slurm.conf <<CONF
+ClusterName=v2test
+SlurmctldHost=v2node(127.0.0.1)
+SlurmUser=slurm
+AuthType=auth/slurm
+CredType=cred/slurm
+StateSaveLocation=/var/spool/slurmctld
+SlurmdSpoolDir=/var/spool/slurmd
+SlurmctldLogFile=/var/log/slurm/slurmctld.log
+SlurmdLogFile=/var/log/slurm/slurmd.log
+SlurmdDebug=verbose
+PlugStackConfig=$SLURM/etc/plugstack.conf
+ProctrackType=proctrack/cgroup
+TaskPlugin=task/cgroup,task/affinity
+JobAcctGatherType=jobacct_gather/cgroup
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core_Memory
+DefMemPerCPU=256
+AccountingStorageType=accounting_storage/none
+MailProg=/bin/true
+ReturnToService=2
+KillWait=5
+MinJobAge=900
+SchedulerParameters=sched_interval=2
+NodeName=v2node NodeAddr=127.0.0.1 CPUs=$(nproc) RealMemory=$mem State=UNKNOWN
+PartitionName=debug Nodes=v2node Default=YES MaxTime=INFINITE State=UP
+CONF
+cgroup_conf() {
+	printf 'CgroupPlugin=cgroup/v2\nConstrainCores=yes\nConstrainRAMSpace=yes\nAllowedRAMSpace=100\nConstrainSwapSpace=no\n%s' "$1" > $SLURM/etc/cgroup.conf
+}
+cgroup_conf ""
+head -c 1024 /dev/urandom > $SLURM/etc/slurm.key
+chown slurm $SLURM/etc/slurm.key && chmod 600 $SLURM/etc/slurm.key
+cat > /etc/systemd/system/slurmctld.service <<UNIT
+[Unit]
+Description=Slurm controller daemon
+After=network.target
+[Service]
+Type=notify
+User=slurm
+RuntimeDirectory=slurmctld
+ExecStart=$SLURM/sbin/slurmctld --systemd
+LimitNOFILE=65536
+[Install]
+WantedBy=multi-user.target
+UNIT
+cat > /etc/systemd/system/slurmd.service <<UNIT
+[Unit]
+Description=Slurm node daemon
+After=network.target slurmctld.service
+[Service]
+Type=notify
+RuntimeDirectory=slurm
+ExecStart=$SLURM/sbin/slurmd --systemd
+KillMode=process
+Delegate=yes
+LimitNOFILE=131072
+LimitMEMLOCK=infinity
+LimitSTACK=infinity
+TasksMax=infinity
+[Install]
+WantedBy=multi-user.target
+UNIT
+
+# The project's packages, installed and checked as a site admin does
+# (docs/packages.md); the SPANK plugin built on this node against its Slurm.
+say "installing the packages"
+sh $H/install-packages.sh $H/packages $SLURM $SLURM/lib/slurm || fail "install-packages.sh"
+install -m 0755 $H/v2work /usr/local/bin/v2work
+install -m 0600 $H/es-password /etc/jobsight/es-password
+cat > /etc/jobsight/agent.yaml <<CONF
+# Written by test/cgroupv2's guest.sh.
+cluster: v2test
+interval: 1s
+flush_interval: 5s
+log_level: debug
+slurm: {final_state_wait: 60s, squeue: $SLURM/bin/squeue, scontrol: $SLURM/bin/scontrol}
+cgroup: {wait: 30s}
+elasticsearch:
+  urls: ["http://127.0.0.1:4080/es"]
+  username: admin
+  password_file: /etc/jobsight/es-password
+prometheus:
+  remote_write_url: "http://127.0.0.1:9090/api/v1/write"
+  push_interval: 2s
+CONF
+jobsight-agent check-config --config /etc/jobsight/agent.yaml || fail "check-config"
+echo "optional $SLURM/lib/slurm/jobsight.so agent=/usr/sbin/jobsight-agent config=/etc/jobsight/agent.yaml" > $SLURM/etc/plugstack.conf
+
+wait_for 120 "ZincSearch" curl -sf -u "admin:$(cat $H/es-password)" http://127.0.0.1:4080/es/
+wait_for 120 "Prometheus" curl -sf http://127.0.0.1:9090/-/ready
+jobsight-agent setup --config /etc/jobsight/agent.yaml || fail "jobsight-agent setup"
+
+say "starting slurmctld and slurmd"
+systemctl daemon-reload
+systemctl start slurmctld slurmd || fail "systemctl start slurmctld slurmd"
+wait_for 120 "the node to be idle" sh -c "sinfo -h -n v2node -o %T | grep -qx idle"
+say "slurmd's cgroup: $(cat /proc/$(systemctl show -p MainPID --value slurmd)/cgroup); delegated: $(cat /sys/fs/cgroup/system.slice/slurmd.service/cgroup.controllers 2>&1)"
+
+mkdir -p /var/tmp/v2out && chmod 1777 /var/tmp/v2out
+: > $OUT/manifest
+# job NAME SBATCH_OPTIONS COMMAND: submits COMMAND as alice, then the
+# job's kernel figures; the manifest maps NAME to the job id.
+job() {
+	name=$1 opts=$2 cmd=$3
+	f=/home/alice/$name.sh
+	cat > $f <<JOB
+#!/bin/sh
+$cmd
+sleep 1
+d=/var/tmp/v2out/\$SLURM_JOB_ID
+/usr/local/bin/v2work figures \$d
+echo "\${SLURM_ARRAY_JOB_ID:-} \${SLURM_ARRAY_TASK_ID:-} \$SLURM_JOB_NAME \$SLURM_JOB_ID" > \$d/slurm_ids
+JOB
+	chown alice $f
+	id=$(cd /home/alice && runuser -u alice -- sbatch --parsable -J "$name" -o "/var/tmp/v2out/$name-%A_%a.out" $opts $f) || fail "sbatch $name"
+	echo "$name $id" >> $OUT/manifest
+	say "submitted $name as $id"
+}
+all_done() { [ -z "$(squeue -h -o %i)" ]; }
+
+say "phase 1: usage figures, several jobs at once, ZincSearch down for 20 s in the middle"
+job cpu "-c 1 --mem=256M" "v2work burn 8 1"
+job idle "-c 1 --mem=256M" "sleep 8"
+job alloc "-c 1 --mem=640M" "v2work alloc 300 6"
+job write "-c 1 --mem=256M" "v2work write /var/tmp 64"
+job many "-c 1 --mem=640M" "v2work spawn 40 8"
+sleep 4
+systemctl stop zincsearch
+say "ZincSearch stopped"
+sleep 20
+systemctl start zincsearch
+say "ZincSearch started again"
+wait_for 600 "phase 1's jobs to end" all_done
+
+say "phase 2: pressure stalls, an OOM kill, a job array"
+job cpustall "-c 1 --mem=256M" "v2work burn 10 4"
+job iostall "-c 1 --mem=256M" "v2work fsyncloop /slow 10"
+job memstall "-c 1 --mem=160M" "v2work thrash /var/tmp 320 12"
+job oom "-c 1 --mem=160M" "v2work alloc 400 5"
+job array "-c 1 --mem=128M --array=1-3" "v2work burn 3 1"
+wait_for 600 "phase 2's jobs to end" all_done
+
+say "phase 3: CgroupJobIdPaths=yes (job_<id> directories instead of the SLUID)"
+cgroup_conf "CgroupJobIdPaths=yes
+"
+systemctl restart slurmd
+scontrol reconfigure
+wait_for 120 "the node to be idle again" sh -c "sinfo -h -n v2node -o %T | grep -qx idle"
+job jobidpath "-c 1 --mem=256M" "v2work burn 4 1; v2work alloc 100 2"
+wait_for 300 "phase 3's job to end" all_done
+
+say "waiting for the node agent to deliver and exit"
+wait_for 180 "jobsight-agent to exit" sh -c "! pgrep -x jobsight-agent"
+cp -r /var/tmp/v2out/. $OUT/
+find /sys/fs/cgroup -maxdepth 4 -name '*slurmstepd*' > $OUT/stepd-scopes 2>&1 || true
+ls -R /sys/fs/cgroup/system.slice/*slurmstepd.scope > $OUT/left-cgroups 2>&1 || true
+ls -la /var/spool/jobsight /var/spool/jobsight/* > $OUT/spool 2>&1 || true
+squeue -h > $OUT/squeue 2>&1 || true
+scontrol show job > $OUT/jobs.txt 2>&1 || true
+dump
+say "jobs done; waiting for the host"
+touch $H/jobs-done
+i=0
+while [ ! -e $H/host-done ] && [ $i -lt 1200 ]; do sleep 0.5; i=$((i + 1)); done
+say "host done"

@@ -1,0 +1,260 @@
+// Command v2work is the workload of the cgroup v2 node's test jobs
+// (test/cgroupv2): each mode does one known thing, so that a job's
+// figures can be checked against what it did as well as against the
+// kernel's own account, and "figures" copies that account (the job's
+// cgroup files) at the end of the job, before Slurm removes the cgroup.
+// It is built statically on the host and handed into the guest.
+//
+//	v2work burn SECONDS THREADS        busy-loop THREADS threads for SECONDS
+//	v2work alloc MIB SECONDS           touch MIB MiB of anonymous memory, hold it SECONDS
+//	v2work write DIR MIB               write MIB MiB to DIR/v2work.<pid>, fsync, remove
+//	v2work fsyncloop DIR SECONDS       16 KiB writes, each fsynced, for SECONDS (an I/O stall)
+//	v2work thrash DIR MIB SECONDS      write a MIB MiB file, then read it again and again
+//	                                   for SECONDS (a file larger than the job's memory
+//	                                   limit: reclaim and refaults, a memory stall)
+//	v2work spawn N SECONDS             N child processes sleeping SECONDS
+//	v2work figures OUTDIR              copy the job's cgroup files into OUTDIR
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fail("usage: v2work burn|alloc|write|fsyncloop|thrash|spawn|figures ARGS")
+	}
+	a := os.Args[2:]
+	var err error
+	switch os.Args[1] {
+	case "burn":
+		burn(dur(a, 0), num(a, 1))
+	case "alloc":
+		alloc(num(a, 0), dur(a, 1))
+	case "write":
+		err = write(arg(a, 0), num(a, 1))
+	case "fsyncloop":
+		err = fsyncLoop(arg(a, 0), dur(a, 1))
+	case "thrash":
+		err = thrash(arg(a, 0), num(a, 1), dur(a, 2))
+	case "spawn":
+		err = spawn(num(a, 0), dur(a, 1))
+	case "figures":
+		err = figures(arg(a, 0))
+	case "sleeper":
+		time.Sleep(dur(a, 0))
+	default:
+		fail("unknown mode " + os.Args[1])
+	}
+	if err != nil {
+		fail(err.Error())
+	}
+}
+
+func fail(msg string) {
+	fmt.Fprintln(os.Stderr, "v2work:", msg)
+	os.Exit(2)
+}
+
+func arg(a []string, i int) string {
+	if i >= len(a) {
+		fail(fmt.Sprintf("argument %d is missing", i+1))
+	}
+	return a[i]
+}
+
+func num(a []string, i int) int {
+	n, err := strconv.Atoi(arg(a, i))
+	if err != nil || n < 0 {
+		fail(fmt.Sprintf("argument %d: %q is not a count", i+1, a[i]))
+	}
+	return n
+}
+
+func dur(a []string, i int) time.Duration {
+	s, err := strconv.ParseFloat(arg(a, i), 64)
+	if err != nil || s < 0 {
+		fail(fmt.Sprintf("argument %d: %q is not seconds", i+1, a[i]))
+	}
+	return time.Duration(s * float64(time.Second))
+}
+
+func burn(d time.Duration, threads int) {
+	runtime.GOMAXPROCS(threads)
+	end := time.Now().Add(d)
+	var wg sync.WaitGroup
+	for range threads {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runtime.LockOSThread()
+			x := 0
+			for time.Now().Before(end) {
+				for i := range 1 << 16 {
+					x += i
+				}
+			}
+			_ = x
+		}()
+	}
+	wg.Wait()
+}
+
+var sink []byte
+
+func alloc(mib int, hold time.Duration) {
+	// mmap, not the Go heap: exactly mib MiB of anonymous pages, each
+	// touched once.
+	b, err := syscall.Mmap(-1, 0, mib<<20, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	if err != nil {
+		fail(err.Error())
+	}
+	for i := 0; i < len(b); i += 4096 {
+		b[i] = 1
+	}
+	sink = b
+	fmt.Printf("v2work: %d MiB touched\n", mib)
+	time.Sleep(hold)
+}
+
+func write(dir string, mib int) error {
+	p := filepath.Join(dir, fmt.Sprintf("v2work.%d", os.Getpid()))
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(p)
+	buf := make([]byte, 1<<20)
+	for i := range buf {
+		buf[i] = byte(i * 7)
+	}
+	for range mib {
+		if _, err := f.Write(buf); err != nil {
+			return err
+		}
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+func fsyncLoop(dir string, d time.Duration) error {
+	p := filepath.Join(dir, fmt.Sprintf("v2work.%d", os.Getpid()))
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(p)
+	buf := make([]byte, 16<<10)
+	n := 0
+	for end := time.Now().Add(d); time.Now().Before(end); n++ {
+		if _, err := f.Write(buf); err != nil {
+			return err
+		}
+		if err := f.Sync(); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("v2work: %d fsynced writes\n", n)
+	return f.Close()
+}
+
+func thrash(dir string, mib int, d time.Duration) error {
+	p := filepath.Join(dir, fmt.Sprintf("v2work.%d", os.Getpid()))
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_RDWR|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(p)
+	buf := make([]byte, 1<<20)
+	for range mib {
+		if _, err := f.Write(buf); err != nil {
+			return err
+		}
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	passes := 0
+	for end := time.Now().Add(d); time.Now().Before(end); passes++ {
+		for off := int64(0); off < int64(mib)<<20; off += int64(len(buf)) {
+			if _, err := f.ReadAt(buf, off); err != nil {
+				return err
+			}
+		}
+	}
+	fmt.Printf("v2work: read %d MiB %d times\n", mib, passes)
+	return f.Close()
+}
+
+func spawn(n int, d time.Duration) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	cmds := make([]*exec.Cmd, 0, n)
+	for range n {
+		c := exec.Command(self, "sleeper", strconv.FormatFloat(d.Seconds(), 'f', -1, 64))
+		if err := c.Start(); err != nil {
+			return err
+		}
+		cmds = append(cmds, c)
+	}
+	for _, c := range cmds {
+		if err := c.Wait(); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("v2work: %d processes ran\n", n)
+	return nil
+}
+
+// figures copies the kernel's account of the job: the files of the job's
+// cgroup, the directory above step_* that this process is in
+// (…/<job>/step_<s>/user/task_<n>), and the job directory's name.
+func figures(out string) error {
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return err
+	}
+	var rel string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if strings.HasPrefix(line, "0::") {
+			rel = strings.TrimPrefix(line, "0::")
+		}
+	}
+	i := strings.Index(rel, "/step_")
+	if rel == "" || i < 0 {
+		return fmt.Errorf("not in a Slurm step's cgroup v2: %q", b)
+	}
+	job := filepath.Join("/sys/fs/cgroup", rel[:i])
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	files := map[string]string{"job_dir": filepath.Base(job) + "\n", "cgroup_path": rel[:i] + "\n"}
+	for _, name := range []string{"cpu.stat", "memory.peak", "memory.current", "memory.events", "memory.stat", "memory.max",
+		"io.stat", "pids.peak", "pids.current", "cpu.pressure", "memory.pressure", "io.pressure", "cpuset.cpus.effective"} {
+		c, err := os.ReadFile(filepath.Join(job, name))
+		if err != nil {
+			c = []byte("error: " + err.Error() + "\n")
+		}
+		files[name] = string(c)
+	}
+	files["time_ms"] = strconv.FormatInt(time.Now().UnixMilli(), 10) + "\n"
+	for name, c := range files {
+		if err := os.WriteFile(filepath.Join(out, name), []byte(c), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
