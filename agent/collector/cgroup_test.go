@@ -37,6 +37,7 @@ func TestCgroupV1Fixture(t *testing.T) {
 					MemoryShmemBytes: e.MemoryShmem, MemoryMappedFileBytes: e.MemoryMapped, MemoryWorkingSetBytes: e.MemoryWorkSet,
 					MemoryPeakBytes: e.MemoryPeak, MemoryLimitBytes: e.MemoryLimit, CPUsAllocated: e.CPUs,
 					Processes: e.Processes, Threads: e.Threads, IOReadBytes: e.ProcReadBytes, IOWriteBytes: e.ProcWriteBytes,
+					Missing: v1Lacks,
 				})
 			}
 		})
@@ -51,13 +52,12 @@ func TestCgroupV2Fixture(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Processes and threads exclude slurmstepd in step_*/slurm; I/O comes
-	// from io.stat.
-	checkSample(t, s, Sample{
-		CPUUsageNanos: e.CPUUsageNanos, MemoryUsedBytes: e.MemoryUsed, MemoryRSSBytes: e.MemoryRSS,
-		MemoryShmemBytes: e.MemoryShmem, MemoryMappedFileBytes: e.MemoryMapped, MemoryWorkingSetBytes: e.MemoryWorkSet,
-		MemoryPeakBytes: e.MemoryPeak, MemoryLimitBytes: e.MemoryLimit, CPUsAllocated: e.CPUs,
-		Processes: e.Processes, Threads: e.Threads, IOReadBytes: e.IOStatRead, IOWriteBytes: e.IOStatWrite,
-	})
+	// from io.stat; the pressure totals are the files' microseconds in
+	// nanoseconds, the threads' peak the largest step_*/user/pids.peak.
+	checkSample(t, s, fullV2Sample(e))
+	if e.CPUStallSome == 0 || e.IOStallFull == 0 || e.OOMKills == 0 || e.ThreadsPeak <= e.Threads {
+		t.Errorf("fixture lacks pressure, OOM kills or a threads peak above the threads now: %+v", e)
+	}
 	got := map[int32]bool{}
 	for _, p := range set[0].(PIDSource).PIDs() {
 		got[p] = true
@@ -73,7 +73,7 @@ func TestCgroupV2Fixture(t *testing.T) {
 }
 
 // Without the io and pids controllers, and on kernels without memory.peak,
-// I/O and threads come from /proc and the peak is missing, not zero.
+// I/O and threads come from /proc and the peaks are missing, not zero.
 func TestCgroupV2WithoutIOAndPids(t *testing.T) {
 	t.Parallel()
 	dir := copyTree(t, fixtureV2)
@@ -88,13 +88,15 @@ func TestCgroupV2WithoutIOAndPids(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkSample(t, s, Sample{
+	want := e.v2Extras(Sample{
 		CPUUsageNanos: e.CPUUsageNanos, MemoryUsedBytes: e.MemoryUsed, MemoryRSSBytes: e.MemoryRSS,
 		MemoryShmemBytes: e.MemoryShmem, MemoryMappedFileBytes: e.MemoryMapped, MemoryWorkingSetBytes: e.MemoryWorkSet,
 		CPUsAllocated: e.CPUs, Processes: e.Processes, Threads: e.Threads,
 		IOReadBytes: e.ProcReadBytes, IOWriteBytes: e.ProcWriteBytes,
-		Missing: MetricMemoryPeak | MetricMemoryLimit,
+		Missing: MetricMemoryPeak | MetricMemoryLimit | MetricThreadsPeak,
 	})
+	want.ThreadsPeak = 0
+	checkSample(t, s, want)
 }
 
 func TestCgroupV1UnlimitedMemory(t *testing.T) {
@@ -106,7 +108,7 @@ func TestCgroupV1UnlimitedMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Missing != MetricMemoryLimit || s.MemoryLimitBytes != 0 {
+	if s.Missing != MetricMemoryLimit|v1Lacks || s.MemoryLimitBytes != 0 {
 		t.Errorf("unlimited: missing %q, limit %d; want only memory_limit missing", s.Missing, s.MemoryLimitBytes)
 	}
 }
@@ -319,7 +321,7 @@ func TestHostileContents(t *testing.T) {
 			if s.Has(tc.lost) {
 				t.Errorf("%s reported despite bad contents", tc.lost)
 			}
-			if !s.Has(AllMetrics &^ tc.lost &^ MetricThreads &^ MetricIO) {
+			if !s.Has(AllMetrics &^ tc.lost &^ MetricThreads &^ MetricIO &^ v1Lacks) {
 				t.Errorf("other metrics lost too: missing %q", s.Missing)
 			}
 		})
@@ -393,7 +395,8 @@ func removeV2IOAndPids(t testing.TB, dir string) {
 	matches, _ := filepath.Glob(filepath.Join(job, "*pids.current"))
 	more, _ := filepath.Glob(filepath.Join(job, "step_*/*/pids.current"))
 	more2, _ := filepath.Glob(filepath.Join(job, "step_*/user/task_*/pids.current"))
-	for _, m := range append(append(matches, more...), more2...) {
+	peaks, _ := filepath.Glob(filepath.Join(job, "step_*/user/pids.peak"))
+	for _, m := range append(append(append(matches, more...), more2...), peaks...) {
 		if err := os.Remove(m); err != nil {
 			t.Fatal(err)
 		}
@@ -436,6 +439,7 @@ func TestProcFilesCapped(t *testing.T) {
 		MemoryShmemBytes: e.MemoryShmem, MemoryMappedFileBytes: e.MemoryMapped, MemoryWorkingSetBytes: e.MemoryWorkSet,
 		MemoryPeakBytes: e.MemoryPeak, MemoryLimitBytes: e.MemoryLimit, CPUsAllocated: e.CPUs,
 		Processes: e.Processes, Threads: e.Threads, IOReadBytes: e.ProcReadBytes, IOWriteBytes: e.ProcWriteBytes,
+		Missing: v1Lacks,
 	}
 	for pass := 0; pass < 3; pass++ {
 		s, err := collect(t, set)

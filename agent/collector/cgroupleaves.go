@@ -53,9 +53,11 @@ type leafSet struct {
 
 	watched []watchedDir
 	leaves  []leaf
-	// userDirs are the v2 step_*/user cgroups, whose pids.current counts
-	// the threads of the job's processes without slurmstepd's.
-	userDirs []kernFile
+	// userDirs are the pids.current of the v2 step_*/user cgroups, which
+	// counts the threads of the job's processes without slurmstepd's;
+	// userPeaks their pids.peak (Linux 6.1 on), its high-water mark.
+	userDirs  []kernFile
+	userPeaks []kernFile
 
 	passes int
 	dirty  bool
@@ -142,12 +144,10 @@ func (ls *leafSet) rescan() error {
 	}
 	ls.leaves = leaves
 
-	for i := range ls.userDirs {
-		ls.userDirs[i].close()
-	}
-	ls.userDirs = ls.userDirs[:0]
+	ls.closeUserFiles()
 	for _, d := range userDirs {
 		ls.userDirs = append(ls.userDirs, openKernFile(filepath.Join(d, "pids.current")))
+		ls.userPeaks = append(ls.userPeaks, openKernFile(filepath.Join(d, "pids.peak")))
 	}
 
 	for _, w := range ls.watched {
@@ -296,11 +296,30 @@ func (ls *leafSet) readPIDs(dst []int32, buf *[]byte) (pids []int32, threads uin
 // userThreads sums pids.current over the v2 step_*/user cgroups. ok is
 // false when the pids controller is not enabled there.
 func (ls *leafSet) userThreads(buf *[]byte) (n uint64, ok bool, err error) {
-	if len(ls.userDirs) == 0 {
+	return ls.readUserFiles(ls.userDirs, addUint, buf)
+}
+
+// userThreadsPeak is the largest pids.peak of the v2 step_*/user cgroups
+// now there: each step's own high-water mark of its threads, so a floor of
+// the job's (which the steps may have reached together). ok is false when
+// the files are absent (Linux before 6.1, or no pids controller).
+func (ls *leafSet) userThreadsPeak(buf *[]byte) (n uint64, ok bool, err error) {
+	return ls.readUserFiles(ls.userPeaks, maxUint, buf)
+}
+
+func addUint(a, b uint64) uint64 { return a + b }
+func maxUint(a, b uint64) uint64 { return max(a, b) }
+
+// readUserFiles reads one single-number file of every step_*/user cgroup
+// and combines their values. A cgroup that vanished (its step ended) is
+// skipped and triggers a rescan; ok is false when there is none, or when a
+// file could not be opened (its controller or kernel feature is absent).
+func (ls *leafSet) readUserFiles(files []kernFile, combine func(a, b uint64) uint64, buf *[]byte) (n uint64, ok bool, err error) {
+	if len(files) == 0 {
 		return 0, false, nil
 	}
-	for i := range ls.userDirs {
-		f := &ls.userDirs[i]
+	for i := range files {
+		f := &files[i]
 		if !f.ok() {
 			return 0, false, nil
 		}
@@ -316,7 +335,7 @@ func (ls *leafSet) userThreads(buf *[]byte) (n uint64, ok bool, err error) {
 		if perr != nil {
 			return 0, false, fmt.Errorf("%s: %w", f.path, perr)
 		}
-		n += v
+		n = combine(n, v)
 	}
 	return n, true, nil
 }
@@ -327,14 +346,20 @@ func (ls *leafSet) closeAll() {
 		ls.leaves[i].tasks.close()
 	}
 	ls.leaves = ls.leaves[:0]
-	for i := range ls.userDirs {
-		ls.userDirs[i].close()
-	}
-	ls.userDirs = ls.userDirs[:0]
+	ls.closeUserFiles()
 	for _, w := range ls.watched {
 		unix.Close(w.fd)
 	}
 	ls.watched = ls.watched[:0]
+}
+
+// closeUserFiles closes the step_*/user cgroups' files.
+func (ls *leafSet) closeUserFiles() {
+	for i := range ls.userDirs {
+		ls.userDirs[i].close()
+		ls.userPeaks[i].close()
+	}
+	ls.userDirs, ls.userPeaks = ls.userDirs[:0], ls.userPeaks[:0]
 }
 
 func (ls *leafSet) close() { ls.closeAll() }

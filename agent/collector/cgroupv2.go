@@ -22,15 +22,24 @@ import (
 //	io.stat rbytes/wbytes        IOReadBytes/IOWriteBytes, summed over devices (when the io controller is on)
 //	step_*/user/.../cgroup.procs Processes (and the pids for the proc collector)
 //	step_*/user/pids.current     Threads (when the pids controller is on)
+//	step_*/user/pids.peak        ThreadsPeak, the largest of the steps' (Linux >= 6.1)
+//	cpu.pressure some total      CPUStallSomeNanos (Linux >= 4.20 with CONFIG_PSI)
+//	memory.pressure some/full    MemoryStallSomeNanos/MemoryStallFullNanos
+//	io.pressure some/full        IOStallSomeNanos/IOStallFullNanos
+//	memory.events oom_kill       OOMKills (Linux >= 4.13; hierarchical from 5.2)
 //
 // Counters are read at job level, so they include steps that have ended
 // (and slurmstepd's own small usage); processes and threads exclude
-// slurmstepd (step_*/slurm).
+// slurmstepd (step_*/slurm). A pressure file that is absent (no
+// CONFIG_PSI, psi=0 on Linux 6.1 and later, cgroup_disable=pressure) or
+// answers EOPNOTSUPP (psi=0 before 6.1) leaves its metric missing without
+// an error.
 type CgroupV2 struct {
 	dir string
 	cgroupJob
 
 	cpuStat, memCurrent, memStat, memPeak, memMax, cpus, ioStat kernFile
+	cpuPressure, memPressure, ioPressure, memEvents             kernFile
 
 	buf []byte
 }
@@ -55,6 +64,10 @@ func newCgroupV2(dir string, l layout, rescanEvery int) (*CgroupV2, error) {
 	c.memMax = open("memory.max")
 	c.cpus = open("cpuset.cpus.effective")
 	c.ioStat = open("io.stat")
+	c.cpuPressure = open("cpu.pressure")
+	c.memPressure = open("memory.pressure")
+	c.ioPressure = open("io.pressure")
+	c.memEvents = open("memory.events")
 	return c, nil
 }
 
@@ -103,6 +116,23 @@ func (c *CgroupV2) Collect(s *Sample) error {
 			s.Missing &^= MetricIO
 		}
 	}
+	if some, _, ok := readPressure(&c.cpuPressure, false, &c.buf, &errs); ok {
+		s.CPUStallSomeNanos = some
+		s.Missing &^= MetricCPUPressure
+	}
+	if some, full, ok := readPressure(&c.memPressure, true, &c.buf, &errs); ok {
+		s.MemoryStallSomeNanos, s.MemoryStallFullNanos = some, full
+		s.Missing &^= MetricMemoryPressure
+	}
+	if some, full, ok := readPressure(&c.ioPressure, true, &c.buf, &errs); ok {
+		s.IOStallSomeNanos, s.IOStallFullNanos = some, full
+		s.Missing &^= MetricIOPressure
+	}
+	// Before Linux 4.13 memory.events has no oom_kill line: missing.
+	if v, ok := readKeyOf(&c.memEvents, "oom_kill", false, &c.buf, &errs); ok {
+		s.OOMKills = v
+		s.Missing &^= MetricOOMKills
+	}
 	c.pids = c.pids[:0]
 	{
 		pids, _, _, err := c.leaves.readPIDs(c.pids, &c.buf)
@@ -119,13 +149,20 @@ func (c *CgroupV2) Collect(s *Sample) error {
 			s.Threads = uint32(n)
 			s.Missing &^= MetricThreads
 		}
+		n, ok, err = c.leaves.userThreadsPeak(&c.buf)
+		errs.add(err)
+		if ok && n <= 1<<32-1 {
+			s.ThreadsPeak = uint32(n)
+			s.Missing &^= MetricThreadsPeak
+		}
 	}
 	return errs.err(c.Name())
 }
 
 // Close implements Collector.
 func (c *CgroupV2) Close() error {
-	for _, f := range []*kernFile{&c.cpuStat, &c.memCurrent, &c.memStat, &c.memPeak, &c.memMax, &c.cpus, &c.ioStat} {
+	for _, f := range []*kernFile{&c.cpuStat, &c.memCurrent, &c.memStat, &c.memPeak, &c.memMax, &c.cpus, &c.ioStat,
+		&c.cpuPressure, &c.memPressure, &c.ioPressure, &c.memEvents} {
 		f.close()
 	}
 	c.leaves.close()

@@ -34,16 +34,25 @@ const (
 	MetricMemoryShmem                         // MemoryShmemBytes
 	MetricMemoryMappedFile                    // MemoryMappedFileBytes
 	MetricMemoryWorkingSet                    // MemoryWorkingSetBytes
+	MetricCPUPressure                         // CPUStallSomeNanos
+	MetricMemoryPressure                      // MemoryStallSomeNanos, MemoryStallFullNanos
+	MetricIOPressure                          // IOStallSomeNanos, IOStallFullNanos
+	MetricOOMKills                            // OOMKills
+	MetricThreadsPeak                         // ThreadsPeak
 	metricEnd
 )
 
 // AllMetrics is the set of every metric a Sample can carry.
 const AllMetrics = metricEnd - 1
 
+// MetricPressure is the three pressure stall (PSI) metrics.
+const MetricPressure = MetricCPUPressure | MetricMemoryPressure | MetricIOPressure
+
 var metricNames = [...]string{
 	"cpu", "memory", "memory_rss", "memory_peak", "memory_limit",
 	"cpus_allocated", "processes", "threads", "io",
 	"memory_shmem", "memory_mapped_file", "memory_working_set",
+	"cpu_pressure", "memory_pressure", "io_pressure", "oom_kills", "threads_peak",
 }
 
 // String returns the metric's name as used in missing_metrics, or a
@@ -96,6 +105,26 @@ type Sample struct {
 	Threads               uint32 // threads of those processes now
 	IOReadBytes           uint64 // cumulative bytes read from storage by the job's processes
 	IOWriteBytes          uint64 // cumulative bytes written to storage by the job's processes
+
+	// Pressure stall information (cgroup v2 cpu.pressure, memory.pressure,
+	// io.pressure at job level: the "total=" of their "some" and "full"
+	// lines, microseconds × 1000): cumulative time in which at least one
+	// of the job's tasks (some), or all of its non-idle tasks at once
+	// (full), waited for a CPU, for memory (reclaim, swap-in, thrashing)
+	// or for I/O. Wall-clock time, not summed over tasks or CPUs.
+	CPUStallSomeNanos    uint64
+	MemoryStallSomeNanos uint64
+	MemoryStallFullNanos uint64
+	IOStallSomeNanos     uint64
+	IOStallFullNanos     uint64
+	// OOMKills is the cumulative number of the job's processes the kernel
+	// killed for memory (cgroup v2 memory.events oom_kill at job level).
+	OOMKills uint64
+	// ThreadsPeak is the kernel's high-water mark of the job's threads
+	// (tasks): the largest pids.peak of the step_*/user cgroups now there,
+	// counted like Threads (slurmstepd excluded). Each step's mark is its
+	// own, so this is a floor of the job's peak, never more than it.
+	ThreadsPeak uint32
 
 	// Missing is the set of metrics not read in this pass.
 	Missing Metric

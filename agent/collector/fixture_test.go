@@ -40,7 +40,16 @@ type expected struct {
 	ProcWriteBytes uint64 `json:"proc_write_bytes"`
 	IOStatRead     uint64 `json:"iostat_read_bytes"`
 	IOStatWrite    uint64 `json:"iostat_write_bytes"`
-	PIDs           []int  `json:"pids"`
+	// The v2 trees' pressure totals, OOM kills and threads' kernel peak
+	// (zero in the v1 tree, which has none).
+	CPUStallSome    uint64 `json:"cpu_stall_some_nanos"`
+	MemoryStallSome uint64 `json:"memory_stall_some_nanos"`
+	MemoryStallFull uint64 `json:"memory_stall_full_nanos"`
+	IOStallSome     uint64 `json:"io_stall_some_nanos"`
+	IOStallFull     uint64 `json:"io_stall_full_nanos"`
+	OOMKills        uint64 `json:"oom_kills"`
+	ThreadsPeak     uint32 `json:"threads_peak"`
+	PIDs            []int  `json:"pids"`
 }
 
 func loadExpected(t testing.TB, dir string) expected {
@@ -54,6 +63,22 @@ func loadExpected(t testing.TB, dir string) expected {
 		t.Fatalf("%s/expected.json: %v", dir, err)
 	}
 	return e
+}
+
+// v1Lacks are the metrics the cgroup v1 collector never reads: pressure
+// stalls (no per-cgroup PSI on v1), OOM kills (v1 counts them only in the
+// killed process's own cgroup, Slurm's task cgroups) and the threads'
+// kernel peak (pids.peak is v2's).
+const v1Lacks = MetricPressure | MetricOOMKills | MetricThreadsPeak
+
+// v2Extras sets in want what only the v2 trees have: the pressure
+// totals, the OOM kills and the threads' kernel peak.
+func (e expected) v2Extras(want Sample) Sample {
+	want.CPUStallSomeNanos = e.CPUStallSome
+	want.MemoryStallSomeNanos, want.MemoryStallFullNanos = e.MemoryStallSome, e.MemoryStallFull
+	want.IOStallSomeNanos, want.IOStallFullNanos = e.IOStallSome, e.IOStallFull
+	want.OOMKills, want.ThreadsPeak = e.OOMKills, e.ThreadsPeak
+	return want
 }
 
 // target is the fixture's job.

@@ -28,14 +28,33 @@ type kernFile struct {
 }
 
 // openKernFile opens path read-only. A missing file gives a kernFile whose
-// err wraps os.ErrNotExist; callers decide whether that is an error or just
-// an absent kernel feature.
+// err wraps os.ErrNotExist, one whose feature the kernel has switched off
+// (EOPNOTSUPP) one whose err wraps errFeatureOff; callers decide whether
+// that is an error or just an absent kernel feature.
 func openKernFile(path string) kernFile {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return kernFile{path: path, fd: -1, err: fileError("opening", path, err)}
 	}
 	return kernFile{path: path, fd: fd}
+}
+
+// errFeatureOff says that the kernel has a file but the feature behind it
+// switched off: the pressure (PSI) files of a kernel booted with psi=0
+// answer EOPNOTSUPP (kernels before 6.1; later ones do not create them).
+// Such a file is an absent feature, as if it did not exist.
+var errFeatureOff = errors.New("kernel feature switched off")
+
+// featureOff reports whether a system call's error says the kernel's
+// feature behind a file is switched off.
+func featureOff(err error) bool { return errors.Is(err, unix.EOPNOTSUPP) }
+
+// switchOff closes a file whose read said its feature is switched off
+// (err, from read, wraps errFeatureOff), so it is not read again: it stays
+// missing, without an error, like an absent file.
+func (f *kernFile) switchOff(err error) {
+	f.close()
+	f.err = err
 }
 
 // ok reports whether the file is open.
@@ -80,8 +99,13 @@ func (f *kernFile) pread(buf []byte) (int, error) {
 	if f.mayWait {
 		return unix.Pread(f.fd, buf, 0)
 	}
-	return rawio.Pread(f.fd, buf)
+	return rawPread(f.fd, buf)
 }
+
+// rawPread is rawio.Pread. A test (never a parallel one) may replace it to
+// make a read fail as only a kernel's file does: the pressure files of a
+// kernel booted with psi=0 answer EOPNOTSUPP.
+var rawPread = rawio.Pread
 
 // openProcIO opens a process's /proc/<pid>/io (read with an ordinary
 // system call: see pread).
@@ -111,6 +135,9 @@ func (f *kernFile) close() error {
 func fileError(op, path string, err error) error {
 	if isGone(err) && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("%s %s: %w: %w", op, path, os.ErrNotExist, err)
+	}
+	if featureOff(err) {
+		return fmt.Errorf("%s %s: %w: %w", op, path, errFeatureOff, err)
 	}
 	return fmt.Errorf("%s %s: %w", op, path, err)
 }

@@ -177,6 +177,73 @@ func parseIOStat(b []byte) (rbytes, wbytes uint64, err error) {
 	return rbytes, wbytes, nil
 }
 
+// maxStallMicros bounds a pressure total so that it fits in nanoseconds.
+const maxStallMicros = math.MaxUint64 / 1000
+
+// parsePressure reads the cumulative stall totals of a cgroup v2 pressure
+// file (cpu.pressure, memory.pressure, io.pressure; the kernel's
+// Documentation/accounting/psi.rst):
+//
+//	some avg10=0.00 avg60=0.00 avg300=0.00 total=123456
+//	full avg10=0.00 avg60=0.00 avg300=0.00 total=7890
+//
+// and returns the "some" and "full" totals in nanoseconds (the file's are
+// microseconds). hasFull is false when the file has no "full" line
+// (cpu.pressure before Linux 5.13). A file without a "some" line, with a
+// line of another kind, a line twice, or a line without a total is an
+// error.
+func parsePressure(b []byte) (some, full uint64, hasFull bool, err error) {
+	const total = "total="
+	var hasSome bool
+	all := b
+	for len(b) > 0 {
+		var line []byte
+		line, b = cutByte(b, '\n')
+		if len(trimSpace(line)) == 0 {
+			continue
+		}
+		kind, fields := cutByte(line, ' ')
+		var dst *uint64
+		var seen *bool
+		switch string(kind) {
+		case "some":
+			dst, seen = &some, &hasSome
+		case "full":
+			dst, seen = &full, &hasFull
+		default:
+			return 0, 0, false, syntaxError("pressure line neither \"some\" nor \"full\"", line)
+		}
+		if *seen {
+			return 0, 0, false, syntaxError("pressure line repeated", line)
+		}
+		found := false
+		for len(fields) > 0 {
+			var f []byte
+			f, fields = cutByte(fields, ' ')
+			if len(f) < len(total) || string(f[:len(total)]) != total {
+				continue
+			}
+			us, perr := parseUint(f[len(total):])
+			if perr != nil {
+				return 0, 0, false, fmt.Errorf("pressure %s total: %w", kind, perr)
+			}
+			if us > maxStallMicros {
+				return 0, 0, false, syntaxError("pressure total out of range", f)
+			}
+			*dst, found = us*1000, true
+			break
+		}
+		if !found {
+			return 0, 0, false, syntaxError("pressure line without total=", line)
+		}
+		*seen = true
+	}
+	if !hasSome {
+		return 0, 0, false, syntaxError("no \"some\" line in pressure file", all)
+	}
+	return some, full, hasFull, nil
+}
+
 // procStat is what the agent uses of /proc/<pid>/stat. Times are in clock
 // ticks (USER_HZ), rss in pages.
 type procStat struct {

@@ -269,10 +269,10 @@ func TestCgroupV2SLUIDSeveralSlurmd(t *testing.T) {
 // fullV2Sample is what the v2 fixtures' job reads as, io and pids
 // controllers on.
 func fullV2Sample(e expected) Sample {
-	return Sample{
+	return e.v2Extras(Sample{
 		CPUUsageNanos: e.CPUUsageNanos, MemoryUsedBytes: e.MemoryUsed, MemoryRSSBytes: e.MemoryRSS,
 		MemoryShmemBytes: e.MemoryShmem, MemoryMappedFileBytes: e.MemoryMapped, MemoryWorkingSetBytes: e.MemoryWorkSet,
 		MemoryPeakBytes: e.MemoryPeak, MemoryLimitBytes: e.MemoryLimit, CPUsAllocated: e.CPUs,
 		Processes: e.Processes, Threads: e.Threads, IOReadBytes: e.IOStatRead, IOWriteBytes: e.IOStatWrite,
-	}
+	})
 }

@@ -55,7 +55,16 @@ type Expected struct {
 	ProcWriteBytes   uint64 `json:"proc_write_bytes"`
 	IOStatRead       uint64 `json:"iostat_read_bytes,omitempty"`
 	IOStatWrite      uint64 `json:"iostat_write_bytes,omitempty"`
-	PIDs             []int  `json:"pids"`
+	// The v2 trees' pressure totals (their files' microseconds × 1000),
+	// memory.events oom_kill, and the largest step_*/user/pids.peak.
+	CPUStallSome    uint64 `json:"cpu_stall_some_nanos,omitempty"`
+	MemoryStallSome uint64 `json:"memory_stall_some_nanos,omitempty"`
+	MemoryStallFull uint64 `json:"memory_stall_full_nanos,omitempty"`
+	IOStallSome     uint64 `json:"io_stall_some_nanos,omitempty"`
+	IOStallFull     uint64 `json:"io_stall_full_nanos,omitempty"`
+	OOMKills        uint64 `json:"oom_kills,omitempty"`
+	ThreadsPeak     uint32 `json:"threads_peak,omitempty"`
+	PIDs            []int  `json:"pids"`
 }
 
 const (
@@ -80,7 +89,25 @@ const (
 	// beside it in the SLUID tree and must never be read for it.
 	sluid      = "s2MNKT07NV0000"
 	otherSLUID = "s2MNKT07NV0001"
+	// The v2 job's pressure (PSI) totals in microseconds, as the files
+	// write them, and its OOM kills (memory.events oom_kill).
+	cpuSomeUsec, memSomeUsec, memFullUsec, ioSomeUsec, ioFullUsec = 2345678, 987654, 123456, 45678901, 3456789
+	oomKills                                                      = 2
 )
+
+// pidsPeak is the pids.peak written for a step_*/user cgroup holding
+// threads tasks now: a little above, as a high-water mark is.
+func pidsPeak(threads int) int { return threads + threads/9 + 2 }
+
+// pressure is a pressure file in the kernel's format (psi.rst), with a
+// "full" line unless someOnly (cpu.pressure before Linux 5.13).
+func pressure(someUsec, fullUsec uint64, someOnly bool) string {
+	s := fmt.Sprintf("some avg10=1.25 avg60=0.73 avg300=0.20 total=%d\n", someUsec)
+	if !someOnly {
+		s += fmt.Sprintf("full avg10=0.40 avg60=0.11 avg300=0.03 total=%d\n", fullUsec)
+	}
+	return s
+}
 
 func main() {
 	out := flag.String("out", "agent/collector/testdata", "testdata directory")
@@ -100,6 +127,8 @@ func main() {
 	}
 	writeV1(filepath.Join(*out, "cgroupv1-slurm-handmade"), leaves, exp)
 	exp.IOStatRead, exp.IOStatWrite = 3221225472+1048576, 1073741824+524288
+	exp.CPUStallSome, exp.MemoryStallSome, exp.MemoryStallFull = cpuSomeUsec*1000, memSomeUsec*1000, memFullUsec*1000
+	exp.IOStallSome, exp.IOStallFull, exp.OOMKills = ioSomeUsec*1000, ioFullUsec*1000, oomKills
 	writeV2(filepath.Join(*out, "cgroupv2-slurm-kerneldoc"), fmt.Sprintf("job_%d", jobID), leaves, exp)
 	exp.SLUID = sluid
 	dir := filepath.Join(*out, "cgroupv2-slurm26-sluid")
@@ -348,6 +377,11 @@ func writeV2(dir, jobDir string, leaves []leaf, exp Expected) {
 	write(filepath.Join(jd, "pids.current"), fmt.Sprintf("%d\n", exp.Threads+3*4))
 	write(filepath.Join(jd, "pids.max"), "max\n")
 	write(filepath.Join(jd, "io.stat"), "8:0 rbytes=3221225472 wbytes=1073741824 rios=786432 wios=262144 dbytes=0 dios=0\n259:0 rbytes=1048576 wbytes=524288 rios=256 wios=128 dbytes=0 dios=0\n")
+	// cpu.pressure with its "full" line (Linux 5.13 on), which is not read.
+	write(filepath.Join(jd, "cpu.pressure"), pressure(cpuSomeUsec, 1234, false))
+	write(filepath.Join(jd, "memory.pressure"), pressure(memSomeUsec, memFullUsec, false))
+	write(filepath.Join(jd, "io.pressure"), pressure(ioSomeUsec, ioFullUsec, false))
+	write(filepath.Join(jd, "memory.events"), fmt.Sprintf("low 0\nhigh 0\nmax 17\noom 2\noom_kill %d\noom_group_kill 0\n", oomKills))
 
 	var all []proc
 	steps := map[string][]leaf{}
@@ -386,6 +420,8 @@ func writeV2(dir, jobDir string, leaves []leaf, exp Expected) {
 			threads += n
 		}
 		write(filepath.Join(ud, "pids.current"), fmt.Sprintf("%d\n", threads))
+		write(filepath.Join(ud, "pids.peak"), fmt.Sprintf("%d\n", pidsPeak(threads)))
+		exp.ThreadsPeak = max(exp.ThreadsPeak, uint32(pidsPeak(threads))) // #nosec G115 -- fixture generator: a few hundred threads
 	}
 	writeProc(dir, all)
 	writeExpected(dir, exp)
