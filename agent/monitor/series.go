@@ -42,6 +42,16 @@ var JobMetrics = []JobMetric{
 		collector.MetricIO, func(s *collector.Sample) float64 { return float64(s.IOReadBytes) }},
 	{"jobsight_job_io_written_bytes_total", "counter", "Bytes the job's processes wrote to storage on this node.",
 		collector.MetricIO, func(s *collector.Sample) float64 { return float64(s.IOWriteBytes) }},
+	{"jobsight_job_cpu_pressure_stalled_seconds_total", "counter", "Time at least one of the job's tasks on this node waited for a CPU (cgroup cpu.pressure some).",
+		collector.MetricCPUPressure, func(s *collector.Sample) float64 { return float64(s.CPUStallSomeNanos) / 1e9 }},
+	{"jobsight_job_memory_pressure_stalled_seconds_total", "counter", "Time at least one of the job's tasks on this node waited for memory: reclaim, refaults, swap-in (cgroup memory.pressure some).",
+		collector.MetricMemoryPressure, func(s *collector.Sample) float64 { return float64(s.MemoryStallSomeNanos) / 1e9 }},
+	{"jobsight_job_memory_pressure_full_stalled_seconds_total", "counter", "Time all of the job's non-idle tasks on this node waited for memory at once (cgroup memory.pressure full).",
+		collector.MetricMemoryPressure, func(s *collector.Sample) float64 { return float64(s.MemoryStallFullNanos) / 1e9 }},
+	{"jobsight_job_io_pressure_stalled_seconds_total", "counter", "Time at least one of the job's tasks on this node waited for I/O (cgroup io.pressure some).",
+		collector.MetricIOPressure, func(s *collector.Sample) float64 { return float64(s.IOStallSomeNanos) / 1e9 }},
+	{"jobsight_job_io_pressure_full_stalled_seconds_total", "counter", "Time all of the job's non-idle tasks on this node waited for I/O at once (cgroup io.pressure full).",
+		collector.MetricIOPressure, func(s *collector.Sample) float64 { return float64(s.IOStallFullNanos) / 1e9 }},
 }
 
 // Point is one sampled value of a job metric.

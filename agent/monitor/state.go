@@ -52,6 +52,14 @@ type NodeState struct {
 	HavePrevInactive  bool   `json:"have_prev_inactive_file,omitempty"`
 	Limit             uint64 `json:"limit_bytes"`
 	CPUs              uint32 `json:"cpus"`
+	// ThreadsKernelPeak is the largest threads' kernel peak read (the
+	// steps' pids.peak): a floor of the threads' peak.
+	ThreadsKernelPeak uint32 `json:"threads_kernel_peak,omitempty"`
+	// OOMKills follows the cgroup's count of OOM-killed processes.
+	OOMKills aggregate.Counter `json:"oom_kills,omitzero"`
+	// Pressure follows the pressure stall totals; nil until a sample read
+	// every pressure file (and in checkpoints of agents before it).
+	Pressure *PressureState `json:"pressure,omitempty"`
 
 	// PrevCPUTime is when CPU was last read, for the cores rate.
 	PrevCPUTime time.Time `json:"prev_cpu_time"`
@@ -85,6 +93,10 @@ func NewNodeState(start time.Time, interval time.Duration, activeThreshold float
 // the previous sample (ok false when there is no rate yet).
 func (n *NodeState) Add(s *collector.Sample) (cores float64, ok bool) {
 	read := collector.AllMetrics &^ s.Missing
+	if read&collector.MetricPressure != collector.MetricPressure {
+		// Pressure is used only where every file was read (PressureState).
+		read &^= collector.MetricPressure
+	}
 	if read == 0 {
 		return 0, false
 	}
@@ -142,6 +154,18 @@ func (n *NodeState) Add(s *collector.Sample) (cores float64, ok bool) {
 	if s.Has(collector.MetricIO) {
 		n.IORead.Observe(s.IOReadBytes)
 		n.IOWrite.Observe(s.IOWriteBytes)
+	}
+	if s.Has(collector.MetricThreadsPeak) {
+		n.ThreadsKernelPeak = max(n.ThreadsKernelPeak, s.ThreadsPeak)
+	}
+	if s.Has(collector.MetricOOMKills) {
+		n.OOMKills.Observe(s.OOMKills)
+	}
+	if read&collector.MetricPressure != 0 {
+		if n.Pressure == nil {
+			n.Pressure = &PressureState{}
+		}
+		n.Pressure.add(s)
 	}
 	if n.GPU != nil {
 		n.GPU.add(s.GPUs, s.Time, dt)
@@ -245,6 +269,10 @@ func (n *NodeState) Fill(doc *jobmodel.Node, end time.Time) {
 	if kernelPeak := intconv.Int64(n.WorkSetKernelPeak); m.WorkingSetPeakBytes != nil && kernelPeak > *m.WorkingSetPeakBytes {
 		m.WorkingSetPeakBytes = jobmodel.Ptr(kernelPeak)
 	}
+	if kills, ok := n.OOMKills.Total(); ok {
+		// Counted from the cgroup's creation, across counter resets.
+		m.OOMKills = jobmodel.Ptr(intconv.Int64(kills))
+	}
 	if n.Seen&collector.MetricMemoryLimit != 0 && n.Limit > 0 {
 		m.LimitBytes = jobmodel.Ptr(intconv.Int64(n.Limit))
 		doc.Allocated.MemoryBytes = m.LimitBytes
@@ -272,6 +300,13 @@ func (n *NodeState) Fill(doc *jobmodel.Node, end time.Time) {
 	}
 	u.Processes = counts(&n.Procs)
 	u.Threads = counts(&n.Threads)
+	if u.Threads != nil && n.ThreadsKernelPeak > 0 && (u.Threads.Peak == nil || int64(n.ThreadsKernelPeak) > *u.Threads.Peak) {
+		// The kernel's mark sees a peak between two samples.
+		u.Threads.Peak = jobmodel.Ptr(int64(n.ThreadsKernelPeak))
+	}
+	if n.Pressure != nil {
+		u.Pressure = n.Pressure.usage()
+	}
 	doc.Usage = u
 	doc.Allocated.GPUs = nil
 	doc.Energy, doc.Emissions = nil, nil

@@ -96,6 +96,7 @@ func Assemble(job *Job, nodes []Node) {
 		WorkingSetP95Bytes:         memSum(func(m *MemoryUsage) *int64 { return m.WorkingSetP95Bytes }),
 		WorkingSetPeakBytes:        memSum(func(m *MemoryUsage) *int64 { return m.WorkingSetPeakBytes }),
 		LimitBytes:                 memSum(func(m *MemoryUsage) *int64 { return m.LimitBytes }),
+		OOMKills:                   memSum(func(m *MemoryUsage) *int64 { return m.OOMKills }),
 		MaxNodePeakBytes:           memMax(func(m *MemoryUsage) *int64 { return m.PeakBytes }),
 		MaxNodeWorkingSetPeakBytes: memMax(func(m *MemoryUsage) *int64 { return m.WorkingSetPeakBytes }),
 		Efficiency:                 memMaxF(func(m *MemoryUsage) *float64 { return m.Efficiency }),
@@ -115,6 +116,7 @@ func Assemble(job *Job, nodes []Node) {
 	u.Threads = sumCounts(nodes, func(n *Node) *CountUsage { return n.Threads })
 	u.GPU, u.GPUs = assembleGPUs(nodes)
 	u.Energy, u.Emissions = assembleEnergy(nodes)
+	u.Pressure = assemblePressure(nodes)
 	job.Usage = u
 
 	job.Sampling = Sampling{}
@@ -192,6 +194,56 @@ func PeakAtLimitIfOOM(job *Job, nodes []Node) {
 			m.WorkingSetPeakBytes = Ptr(*limit)
 		}
 	}
+}
+
+// assemblePressure joins the nodes' pressure stalls: watched and stall
+// seconds are sums; a family's ratio is its stall seconds over the watched
+// seconds of the nodes that have it (the nodes' ratios weighted by their
+// watched time), its peak ratio and max_node ratio the largest of any
+// node's. Nil when no node has pressure figures.
+func assemblePressure(nodes []Node) *PressureUsage {
+	var out PressureUsage
+	found := false
+	outF := out.Families()
+	var watched [len(PressureFamilies)]float64
+	for i := range nodes {
+		p := nodes[i].Pressure
+		if p == nil {
+			continue
+		}
+		found = true
+		out.WatchedSeconds = addPtr(out.WatchedSeconds, p.WatchedSeconds)
+		for k, f := range p.Families() {
+			o := outF[k]
+			*o.PeakRatio = maxPtr(*o.PeakRatio, *f.PeakRatio)
+			*o.MaxNodeRatio = maxPtr(*o.MaxNodeRatio, *f.Ratio)
+			if *f.Seconds == nil || p.WatchedSeconds == nil {
+				continue
+			}
+			*o.Seconds = addPtr(*o.Seconds, *f.Seconds)
+			watched[k] += *p.WatchedSeconds
+		}
+	}
+	if !found {
+		return nil
+	}
+	for k, o := range outF {
+		if *o.Seconds != nil && watched[k] > 0 {
+			*o.Ratio = Ptr(Clamp01(**o.Seconds / watched[k]))
+		}
+	}
+	return &out
+}
+
+// maxPtr is the larger of two optional values.
+func maxPtr[T number](acc, v *T) *T {
+	if v == nil {
+		return acc
+	}
+	if acc == nil || *v > *acc {
+		return Ptr(*v)
+	}
+	return acc
 }
 
 // assembleGPUs joins the nodes' GPUs: every per-GPU entry, named by its

@@ -212,3 +212,70 @@ func TestJobSumsSaturate(t *testing.T) {
 		t.Fatalf("sum of two saturated figures = %v, want MaxInt64", got)
 	}
 }
+
+// pressure is a node's pressure figures: watched seconds, and per family
+// (PressureFamilies order) stall seconds and peak ratio; the ratio is the
+// seconds over the watched time.
+func pressure(watched float64, seconds, peaks [5]float64) *PressureUsage {
+	p := &PressureUsage{WatchedSeconds: Ptr(watched)}
+	for i, f := range p.Families() {
+		*f.Seconds, *f.PeakRatio = Ptr(seconds[i]), Ptr(peaks[i])
+		*f.Ratio = Ptr(seconds[i] / watched)
+	}
+	return p
+}
+
+// A job's stall ratio over two nodes is their stall seconds over their
+// watched seconds (a node watched longer weighs more), its peak and
+// max_node ratios the worst node's; OOM kills are summed; a node without
+// pressure figures (cgroup v1) leaves the others' and is named missing.
+func TestAssemblePressureAndOOMKillsOverNodes(t *testing.T) {
+	t.Parallel()
+	n1 := node("n1", 10, 1, 100, 1000)
+	n1.Pressure = pressure(100, [5]float64{10, 0, 0, 50, 20}, [5]float64{0.2, 0, 0, 0.95, 0.5})
+	n1.Memory.OOMKills = Ptr[int64](2)
+	n2 := node("n2", 10, 1, 100, 1000)
+	n2.Pressure = pressure(300, [5]float64{30, 3, 1, 10, 0}, [5]float64{0.5, 0.1, 0.05, 0.2, 0})
+	n2.Memory.OOMKills = Ptr[int64](1)
+	n3 := node("n3", 10, 1, 100, 1000)
+	n3.MissingMetrics = []string{"cpu_pressure", "io_pressure", "memory_pressure", "oom_kills"}
+	job := Job{Nodes: []string{"n1", "n2", "n3"}}
+	Assemble(&job, []Node{n1, n2, n3})
+
+	p := job.Pressure
+	if p == nil || p.WatchedSeconds == nil || *p.WatchedSeconds != 400 {
+		t.Fatalf("pressure %+v, want 400 s watched (100 + 300)", p)
+	}
+	want := []struct{ seconds, ratio, peak, maxNode float64 }{
+		{40, 0.1, 0.5, 0.1},          // cpu_some: 40 s of 400; n1 0.1, n2 0.1
+		{3, 0.0075, 0.1, 0.01},       // memory_some
+		{1, 0.0025, 0.05, 1.0 / 300}, // memory_full
+		{60, 0.15, 0.95, 0.5},        // io_some: n1 50 %, n2 3.3 %: 60 of 400 s, not the mean 26.7 %
+		{20, 0.05, 0.5, 0.2},         // io_full
+	}
+	for i, f := range p.Families() {
+		w := want[i]
+		for what, got := range map[string][2]*float64{
+			"seconds": {*f.Seconds, &w.seconds}, "ratio": {*f.Ratio, &w.ratio},
+			"peak_ratio": {*f.PeakRatio, &w.peak}, "max_node_ratio": {*f.MaxNodeRatio, &w.maxNode},
+		} {
+			if got[0] == nil || math.Abs(*got[0]-*got[1]) > 1e-12 {
+				t.Errorf("%s %s = %v, want %v", PressureFamilies[i], what, got[0], *got[1])
+			}
+		}
+	}
+	if job.Memory.OOMKills == nil || *job.Memory.OOMKills != 3 {
+		t.Errorf("memory.oom_kills = %v, want 3", job.Memory.OOMKills)
+	}
+	want2 := []string{"cpu_pressure", "io_pressure", "memory_pressure", "oom_kills"}
+	if !reflect.DeepEqual(job.MissingMetrics, want2) {
+		t.Errorf("missing_metrics = %v, want %v", job.MissingMetrics, want2)
+	}
+
+	// No node with pressure figures: absent, not zero.
+	job = Job{Nodes: []string{"n3"}}
+	Assemble(&job, []Node{n3})
+	if job.Pressure != nil || job.Memory.OOMKills != nil {
+		t.Errorf("pressure %+v, oom_kills %v from a node without them", job.Pressure, job.Memory.OOMKills)
+	}
+}

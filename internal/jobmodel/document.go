@@ -178,6 +178,74 @@ type Usage struct {
 	// Emissions the CO2e of that energy.
 	Energy    *EnergyUsage `json:"energy,omitempty"`
 	Emissions *Emissions   `json:"emissions,omitempty"`
+	// Pressure is how much of the time the job was watched its tasks
+	// stalled waiting for CPU, memory or I/O (cgroup v2 pressure stall
+	// information); absent where it could not be read (cgroup v1,
+	// standalone mode, a kernel without PSI).
+	Pressure *PressureUsage `json:"pressure,omitempty"`
+}
+
+// PressureFamilies names the pressure stall families of a PressureUsage,
+// in the order of its Families: a resource ("cpu", "memory", "io") and
+// "some" (at least one of the job's tasks stalled) or "full" (all its
+// non-idle tasks stalled at once).
+var PressureFamilies = [...]string{"cpu_some", "memory_some", "memory_full", "io_some", "io_full"}
+
+// PressureUsage is the share of its watched time that a job's tasks
+// stalled on a resource, from the kernel's cumulative stall totals of the
+// job's cgroup (PSI: cpu.pressure, memory.pressure, io.pressure). Stall
+// time is wall-clock time, not summed over tasks or CPUs; ratios are 0–1.
+//
+// On a node: WatchedSeconds is the time from the first to the last sample
+// that read the pressure files; *Seconds the stall totals' increase over
+// it; *Ratio that over WatchedSeconds; *PeakRatio the largest share over
+// one interval between two samples. In job documents: WatchedSeconds and
+// *Seconds are sums over the nodes, *Ratio is the stall seconds over the
+// watched seconds (the nodes' mean weighted by time), *PeakRatio the
+// largest of any node's, MaxNode*Ratio the largest node's *Ratio.
+type PressureUsage struct {
+	WatchedSeconds *float64 `json:"watched_seconds,omitempty"`
+
+	CPUSomeSeconds    *float64 `json:"cpu_some_seconds,omitempty"`
+	MemorySomeSeconds *float64 `json:"memory_some_seconds,omitempty"`
+	MemoryFullSeconds *float64 `json:"memory_full_seconds,omitempty"`
+	IOSomeSeconds     *float64 `json:"io_some_seconds,omitempty"`
+	IOFullSeconds     *float64 `json:"io_full_seconds,omitempty"`
+
+	CPUSomeRatio    *float64 `json:"cpu_some_ratio,omitempty"`
+	MemorySomeRatio *float64 `json:"memory_some_ratio,omitempty"`
+	MemoryFullRatio *float64 `json:"memory_full_ratio,omitempty"`
+	IOSomeRatio     *float64 `json:"io_some_ratio,omitempty"`
+	IOFullRatio     *float64 `json:"io_full_ratio,omitempty"`
+
+	CPUSomePeakRatio    *float64 `json:"cpu_some_peak_ratio,omitempty"`
+	MemorySomePeakRatio *float64 `json:"memory_some_peak_ratio,omitempty"`
+	MemoryFullPeakRatio *float64 `json:"memory_full_peak_ratio,omitempty"`
+	IOSomePeakRatio     *float64 `json:"io_some_peak_ratio,omitempty"`
+	IOFullPeakRatio     *float64 `json:"io_full_peak_ratio,omitempty"`
+
+	MaxNodeCPUSomeRatio    *float64 `json:"max_node_cpu_some_ratio,omitempty"`
+	MaxNodeMemorySomeRatio *float64 `json:"max_node_memory_some_ratio,omitempty"`
+	MaxNodeMemoryFullRatio *float64 `json:"max_node_memory_full_ratio,omitempty"`
+	MaxNodeIOSomeRatio     *float64 `json:"max_node_io_some_ratio,omitempty"`
+	MaxNodeIOFullRatio     *float64 `json:"max_node_io_full_ratio,omitempty"`
+}
+
+// StallFields are one pressure family's fields of a PressureUsage, as
+// pointers into it.
+type StallFields struct {
+	Seconds, Ratio, PeakRatio, MaxNodeRatio **float64
+}
+
+// Families returns the fields of every family, in PressureFamilies order.
+func (p *PressureUsage) Families() [len(PressureFamilies)]StallFields {
+	return [...]StallFields{
+		{&p.CPUSomeSeconds, &p.CPUSomeRatio, &p.CPUSomePeakRatio, &p.MaxNodeCPUSomeRatio},
+		{&p.MemorySomeSeconds, &p.MemorySomeRatio, &p.MemorySomePeakRatio, &p.MaxNodeMemorySomeRatio},
+		{&p.MemoryFullSeconds, &p.MemoryFullRatio, &p.MemoryFullPeakRatio, &p.MaxNodeMemoryFullRatio},
+		{&p.IOSomeSeconds, &p.IOSomeRatio, &p.IOSomePeakRatio, &p.MaxNodeIOSomeRatio},
+		{&p.IOFullSeconds, &p.IOFullRatio, &p.IOFullPeakRatio, &p.MaxNodeIOFullRatio},
+	}
 }
 
 // EnergyMethod names how a job's energy is apportioned on shared nodes
@@ -388,6 +456,10 @@ type MemoryUsage struct {
 	// Efficiency is the peak working set / limit on the fullest node, 0–1
 	// (peak RSS / limit where the working set could not be read).
 	Efficiency *float64 `json:"efficiency,omitempty"`
+	// OOMKills is the number of the job's processes the kernel's OOM
+	// killer killed (cgroup v2 memory.events oom_kill at the last sample;
+	// job documents: the sum over nodes).
+	OOMKills *int64 `json:"oom_kills,omitempty"`
 	// PeakFromLimit is true when the job was killed for memory but the
 	// sampled peak stayed below its limit (the kill came between two
 	// samples and Slurm removed the cgroup with its high-water mark): the
