@@ -11,8 +11,10 @@ import (
 
 // Version is the analysis rules' version (jobmodel.Analysis.Version). It
 // changes when a class or cause would be computed differently. 2: memory
-// efficiency rests on the working set where the document has one.
-const Version = 2
+// efficiency rests on the working set where the document has one. 3: the
+// pressure stall and OOM-kill causes (io_stall, memory_stall, cpu_stall,
+// oom_killed_child).
+const Version = 3
 
 // Memory bases (jobmodel.AnalysisFigures.MemoryBasis): which document
 // fields memory efficiency was computed from.
@@ -185,6 +187,34 @@ type facts struct {
 	// memReqTotal is the whole job's memory request.
 	memReqTotal    float64
 	hasMemReqTotal bool
+
+	// stalls are the job's pressure stall figures by family
+	// (jobmodel.PressureFamilies order), over watched seconds (summed
+	// over nodes); hasStall says which were measured.
+	stalls   [len(jobmodel.PressureFamilies)]stallFact
+	hasStall [len(jobmodel.PressureFamilies)]bool
+	watched  float64
+	// oomKills is memory.oom_kills, hasOOMKills whether it was measured.
+	oomKills    int64
+	hasOOMKills bool
+}
+
+// Pressure families by index (jobmodel.PressureFamilies).
+const (
+	stallCPUSome = iota
+	stallMemorySome
+	stallMemoryFull
+	stallIOSome
+	stallIOFull
+)
+
+// stallFact is one pressure family's validated figures: the share of the
+// watched time the job's tasks stalled, and (where known) the stall
+// seconds, the worst sampling interval and the worst node.
+type stallFact struct {
+	ratio                        float64
+	seconds, peak, maxNode       float64
+	hasSeconds, hasPeak, hasNode bool
 }
 
 func newFacts(job *jobmodel.Job, cfg *Config, timeline []float64) *facts {
@@ -217,6 +247,7 @@ func newFacts(job *jobmodel.Job, cfg *Config, timeline []float64) *facts {
 	f.gpuFacts()
 	f.cpuFacts()
 	f.memoryFacts()
+	f.pressureFacts()
 
 	if lim, ok := okI(job.TimeLimitSeconds); ok && lim > 0 && f.hasElapsed {
 		f.fig.WalltimeEfficiency = ptr(jobmodel.Clamp01(f.elapsed / float64(lim)))
@@ -434,6 +465,39 @@ func (f *facts) memoryFacts() {
 	f.memEff, f.hasMemEff = jobmodel.Clamp01(f.memPeak/f.memReq), true
 	f.fig.MemoryEfficiency = ptr(f.memEff)
 	f.fig.MemoryBasis = f.memBasis
+}
+
+// pressureFacts reads the pressure stall figures and the OOM kills. A
+// family without a measured ratio (cgroup v1, no PSI, an older agent)
+// stays unknown, never zero, and its rule does not fire.
+func (f *facts) pressureFacts() {
+	if m := f.job.Memory; m != nil {
+		f.oomKills, f.hasOOMKills = okI(m.OOMKills)
+	}
+	p := f.job.Pressure
+	if p == nil {
+		return
+	}
+	w, ok := okF(p.WatchedSeconds)
+	if !ok || w <= 0 {
+		return
+	}
+	f.watched = w
+	for k, fl := range p.Families() {
+		r, ok := okF(*fl.Ratio)
+		if !ok {
+			continue
+		}
+		s := stallFact{ratio: jobmodel.Clamp01(r)}
+		s.seconds, s.hasSeconds = okF(*fl.Seconds)
+		if v, ok := okF(*fl.PeakRatio); ok {
+			s.peak, s.hasPeak = jobmodel.Clamp01(v), true
+		}
+		if v, ok := okF(*fl.MaxNodeRatio); ok {
+			s.maxNode, s.hasNode = jobmodel.Clamp01(v), true
+		}
+		f.stalls[k], f.hasStall[k] = s, true
+	}
 }
 
 // memPerNode reports whether memPeak and memReq are per node (else totals

@@ -103,6 +103,10 @@ type RulesConfig struct {
 	CPUJobOnGPUPartition  CPUJobOnGPUPartitionRule  `yaml:"cpu_job_on_gpu_partition"`
 	SerialJobManyCores    SerialJobManyCoresRule    `yaml:"serial_job_many_cores"`
 	CPUOverrequest        CPUOverrequestRule        `yaml:"cpu_overrequest"`
+	IOStall               IOStallRule               `yaml:"io_stall"`
+	MemoryStall           MemoryStallRule           `yaml:"memory_stall"`
+	CPUStall              CPUStallRule              `yaml:"cpu_stall"`
+	OOMKilledChild        OOMKilledChildRule        `yaml:"oom_killed_child"`
 	MemoryOverrequest     MemoryOverrequestRule     `yaml:"memory_overrequest"`
 	WalltimeOverrequest   WalltimeOverrequestRule   `yaml:"walltime_overrequest"`
 }
@@ -228,6 +232,47 @@ type CPUOverrequestRule struct {
 	MaxCPUEfficiency float64 `yaml:"max_cpu_efficiency"`
 }
 
+// The pressure stall rules fire when the job's tasks stalled at least
+// MinRatio of the time they were watched (pressure.*_ratio), judged only on
+// at least MinWatched of watched time (pressure.watched_seconds, summed
+// over nodes).
+
+// IOStallRule (io_stall): the job's tasks waited for I/O
+// (pressure.io_some_ratio) at least MinRatio of the watched time.
+type IOStallRule struct {
+	RuleText   `yaml:",inline"`
+	MinRatio   float64       `yaml:"min_ratio"`
+	MinWatched time.Duration `yaml:"min_watched"`
+}
+
+// MemoryStallRule (memory_stall): the job's tasks waited for memory
+// (pressure.memory_some_ratio) at least MinRatio of the watched time, and
+// its memory peak reached at least MinMemoryEfficiency of its request
+// where that is known: below it the stalls do not come from the job's
+// limit, and more memory would not help.
+type MemoryStallRule struct {
+	RuleText            `yaml:",inline"`
+	MinRatio            float64       `yaml:"min_ratio"`
+	MinWatched          time.Duration `yaml:"min_watched"`
+	MinMemoryEfficiency float64       `yaml:"min_memory_efficiency"`
+}
+
+// CPUStallRule (cpu_stall): the job's runnable tasks waited for a CPU
+// (pressure.cpu_some_ratio) at least MinRatio of the watched time.
+type CPUStallRule struct {
+	RuleText   `yaml:",inline"`
+	MinRatio   float64       `yaml:"min_ratio"`
+	MinWatched time.Duration `yaml:"min_watched"`
+}
+
+// OOMKilledChildRule (oom_killed_child): the kernel killed at least
+// MinKills of the job's processes for memory (memory.oom_kills) and the
+// job did not end OUT_OF_MEMORY: it went on without them.
+type OOMKilledChildRule struct {
+	RuleText `yaml:",inline"`
+	MinKills int64 `yaml:"min_kills"`
+}
+
 // MemoryOverrequestRule (memory_overrequest): memory efficiency below
 // MaxMemoryEfficiency on a request of at least MinRequestGiB (per node
 // where the request is per node).
@@ -276,6 +321,10 @@ func Default() Config {
 			CPUJobOnGPUPartition:  CPUJobOnGPUPartitionRule{RuleText: on},
 			SerialJobManyCores:    SerialJobManyCoresRule{RuleText: on, MinCPUs: 2, MaxPeakCores: 1.25, MinAvgCores: 0.5},
 			CPUOverrequest:        CPUOverrequestRule{RuleText: on, MinCPUs: 2, MaxCPUEfficiency: 0.5},
+			IOStall:               IOStallRule{RuleText: on, MinRatio: 0.2, MinWatched: 10 * time.Minute},
+			MemoryStall:           MemoryStallRule{RuleText: on, MinRatio: 0.1, MinWatched: 10 * time.Minute, MinMemoryEfficiency: 0.8},
+			CPUStall:              CPUStallRule{RuleText: on, MinRatio: 0.25, MinWatched: 10 * time.Minute},
+			OOMKilledChild:        OOMKilledChildRule{RuleText: on, MinKills: 1},
 			MemoryOverrequest:     MemoryOverrequestRule{RuleText: on, MaxMemoryEfficiency: 0.25, MinRequestGiB: 2},
 			WalltimeOverrequest:   WalltimeOverrequestRule{RuleText: on, MaxWalltimeEfficiency: 0.30, MinUnused: time.Hour},
 		},
@@ -306,6 +355,10 @@ func (c *Config) ruleTexts() []struct {
 		{CauseCPUJobOnGPUPartition, &r.CPUJobOnGPUPartition.RuleText},
 		{CauseSerialJobManyCores, &r.SerialJobManyCores.RuleText},
 		{CauseCPUOverrequest, &r.CPUOverrequest.RuleText},
+		{CauseIOStall, &r.IOStall.RuleText},
+		{CauseMemoryStall, &r.MemoryStall.RuleText},
+		{CauseCPUStall, &r.CPUStall.RuleText},
+		{CauseOOMKilledChild, &r.OOMKilledChild.RuleText},
 		{CauseMemoryOverrequest, &r.MemoryOverrequest.RuleText},
 		{CauseWalltimeOverrequest, &r.WalltimeOverrequest.RuleText},
 	}
@@ -467,6 +520,22 @@ func (c *Config) Validate() error {
 		bad("rules.cpu_overrequest.min_cpus", "%d must be at least 2", r.CPUOverrequest.MinCPUs)
 	}
 	ratio("rules.cpu_overrequest.max_cpu_efficiency", r.CPUOverrequest.MaxCPUEfficiency, true)
+	for _, s := range []struct {
+		id       string
+		minRatio float64
+		watched  time.Duration
+	}{
+		{CauseIOStall, r.IOStall.MinRatio, r.IOStall.MinWatched},
+		{CauseMemoryStall, r.MemoryStall.MinRatio, r.MemoryStall.MinWatched},
+		{CauseCPUStall, r.CPUStall.MinRatio, r.CPUStall.MinWatched},
+	} {
+		ratio("rules."+s.id+".min_ratio", s.minRatio, true)
+		if s.watched < 0 || s.watched > 30*24*time.Hour {
+			bad("rules."+s.id+".min_watched", "%s is outside 0..720h", s.watched)
+		}
+	}
+	ratio("rules.memory_stall.min_memory_efficiency", r.MemoryStall.MinMemoryEfficiency, false)
+	minCount("rules.oom_killed_child.min_kills", r.OOMKilledChild.MinKills)
 	ratio("rules.memory_overrequest.max_memory_efficiency", r.MemoryOverrequest.MaxMemoryEfficiency, true)
 	if math.IsNaN(r.MemoryOverrequest.MinRequestGiB) || r.MemoryOverrequest.MinRequestGiB < 0 || math.IsInf(r.MemoryOverrequest.MinRequestGiB, 1) {
 		bad("rules.memory_overrequest.min_request_gib", "%v must be 0 or more", r.MemoryOverrequest.MinRequestGiB)

@@ -89,6 +89,31 @@ func TestFixtures(t *testing.T) {
 			absent: []string{CauseGPUsHeldIdle, CauseGPUUnused, CauseOverScaled, CauseSmallJobLargeGPU, CauseWalltimeOverrequest},
 		},
 		{
+			// Recorded figures of a cgroup v2 job: its tasks waited on the
+			// shared file system 45 % of the time (two nodes, 52 % and
+			// 38 %), and one process was killed for memory while the job
+			// went on. Neither is a resource left unused: no change.
+			file: "cpu_io_stalled_two_nodes.json", class: jobmodel.ClassAcceptable, kind: jobmodel.KindCPU,
+			causes: []string{CauseOOMKilledChild, CauseIOStall},
+			absent: []string{CauseMemoryStall, CauseCPUStall, CauseCPUOverrequest, CauseMemoryOverrequest, CauseWalltimeOverrequest},
+			check: func(t *testing.T, a jobmodel.Analysis) {
+				io := causeOf(a, CauseIOStall)
+				for _, e := range []string{"waited for I/O during 45% of the 5h59m they were watched (summed over its nodes): 2h41m stalled;",
+					"52% on the worst node", "97% in the worst sampling interval", "all of its tasks at once during 9.5%",
+					"read 3584.0 GiB and wrote 384.0 GiB"} {
+					if !strings.Contains(io.Evidence, e) {
+						t.Errorf("io_stall evidence %q lacks %q", io.Evidence, e)
+					}
+				}
+				if io.Confidence != 0.69 {
+					t.Errorf("io_stall confidence %v, want 0.69", io.Confidence)
+				}
+				if oom := causeOf(a, CauseOOMKilledChild); !strings.Contains(oom.Evidence, "killed 1 process of the job") {
+					t.Errorf("oom_killed_child evidence %q", oom.Evidence)
+				}
+			},
+		},
+		{
 			file: "amd_mi250x_two_of_eight.json", class: jobmodel.ClassInefficient, kind: jobmodel.KindGPU, vendor: VendorAMD,
 			causes:  []string{CauseGPUsHeldIdle, CauseWalltimeOverrequest, CauseParallelismMismatch},
 			changes: []chg{{"--gpus=8", "--gpus=2"}, {"--time=12:00:00", "--time=03:45:00"}},

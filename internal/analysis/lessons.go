@@ -16,6 +16,10 @@ const (
 	CauseCPUJobOnGPUPartition  = "cpu_job_on_gpu_partition"
 	CauseSerialJobManyCores    = "serial_job_many_cores"
 	CauseCPUOverrequest        = "cpu_overrequest"
+	CauseIOStall               = "io_stall"
+	CauseMemoryStall           = "memory_stall"
+	CauseCPUStall              = "cpu_stall"
+	CauseOOMKilledChild        = "oom_killed_child"
 	CauseMemoryOverrequest     = "memory_overrequest"
 	CauseWalltimeOverrequest   = "walltime_overrequest"
 )
@@ -54,6 +58,8 @@ const (
 	docHIP      = "https://rocm.docs.amd.com/projects/HIP/en/latest/"
 	docMIG      = "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/"
 	docROCm     = "https://rocm.docs.amd.com/"
+	docSbcast   = "https://slurm.schedmd.com/sbcast.html"
+	docPSI      = "https://docs.kernel.org/accounting/psi.html"
 )
 
 // texts are the built-in lessons: neutral, 2–3 sentences, saying what
@@ -147,6 +153,30 @@ var texts = map[string]text{
 		title: "CPUs mostly idle",
 		lesson: "The job used a small share of the CPU time it reserved. " +
 			"Check that the program's thread or process count matches the request (for example OMP_NUM_THREADS=$SLURM_CPUS_PER_TASK), or request fewer CPUs; a short scaling test with 1, 2, 4… CPUs shows how many help.",
+		docURL: docSbatch,
+	},
+	CauseIOStall: {
+		title: "Tasks waited for storage much of the run",
+		lesson: "For much of the run the job's tasks were waiting for storage rather than computing, so the file system, not the CPU or GPU request, set its pace. " +
+			"Staging input to node-local scratch ($TMPDIR or the site's local disk, for instance with sbcast) and writing temporary files there, writing in larger sequential blocks and calling fsync less often usually help; more CPUs would not.",
+		docURL: docSbcast,
+	},
+	CauseMemoryStall: {
+		title: "Tasks stalled at the memory limit (reclaim)",
+		lesson: "The job's tasks often waited while the kernel reclaimed memory at the job's limit and read evicted pages back in, which slows a job down long before it is killed for memory. " +
+			"Requesting more memory (--mem) with headroom over the measured peak, or holding less in memory at once (smaller batches or chunks, memory-mapped input), usually removes these stalls.",
+		docURL: docPSI,
+	},
+	CauseCPUStall: {
+		title: "Threads waited for a CPU (more threads than CPUs)",
+		lesson: "The job's runnable threads often waited for a CPU, which happens when a program starts more threads than the CPUs it was given, for instance a threaded maths library or runtime that sizes itself from all of the node's cores. " +
+			"Setting OMP_NUM_THREADS (and MKL_NUM_THREADS, OPENBLAS_NUM_THREADS or the framework's own thread setting) to $SLURM_CPUS_PER_TASK, or requesting as many CPUs as the program runs threads, usually makes it faster.",
+		docURL: docSbatch,
+	},
+	CauseOOMKilledChild: {
+		title: "A process of the job was killed for memory",
+		lesson: "The kernel killed one or more of the job's processes for lack of memory, yet the job went on and Slurm did not report it OUT_OF_MEMORY, so its results may be incomplete (a worker, a data loader or a step may be missing). " +
+			"The job's output usually shows the process killed by signal 9; requesting more memory (--mem) or holding less in that process avoids it.",
 		docURL: docSbatch,
 	},
 	CauseMemoryOverrequest: {

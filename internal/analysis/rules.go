@@ -5,6 +5,7 @@ import (
 	"math"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/jobsight/jobsight/internal/jobmodel"
 	"github.com/jobsight/jobsight/internal/textfmt"
@@ -31,6 +32,10 @@ var evaluators = map[string]evaluator{
 	CauseCPUJobOnGPUPartition:  ruleCPUJobOnGPUPartition,
 	CauseSerialJobManyCores:    ruleSerialJobManyCores,
 	CauseCPUOverrequest:        ruleCPUOverrequest,
+	CauseIOStall:               ruleIOStall,
+	CauseMemoryStall:           ruleMemoryStall,
+	CauseCPUStall:              ruleCPUStall,
+	CauseOOMKilledChild:        ruleOOMKilledChild,
 	CauseMemoryOverrequest:     ruleMemoryOverrequest,
 	CauseWalltimeOverrequest:   ruleWalltimeOverrequest,
 }
@@ -400,9 +405,122 @@ func ruleCPUOverrequest(f *facts, fired map[string]bool) *jobmodel.Cause {
 	return cause(conf, "%s", ev)
 }
 
+// stalled returns a pressure family's figures when it was measured over
+// at least minWatched and reached minRatio, with the confidence of a
+// stall rule: 0.6 at the threshold, rising to 0.9 for a job stalled all
+// the time.
+func (f *facts) stalled(family int, minRatio float64, minWatched time.Duration) (stallFact, float64, bool) {
+	s := f.stalls[family]
+	if !f.hasStall[family] || f.watched < minWatched.Seconds() || s.ratio < minRatio-classEpsilon {
+		return s, 0, false
+	}
+	conf := 0.9
+	if minRatio < 1 {
+		conf = 0.6 + 0.3*jobmodel.Clamp01((s.ratio-minRatio)/(1-minRatio))
+	}
+	return s, conf, true
+}
+
+// stallEvidence states a family's stall: its share of the watched time and
+// the stalled time, the worst node's share on a job of several nodes, and
+// the worst sampling interval. what is the stall in words ("waited for
+// I/O").
+func (f *facts) stallEvidence(s stallFact, what string) string {
+	ev := fmt.Sprintf("The job's tasks %s during %s of the %s they were watched", what, pct(s.ratio), duration(f.watched))
+	if f.nodes > 1 {
+		ev += " (summed over its nodes)"
+	}
+	if s.hasSeconds {
+		ev += fmt.Sprintf(": %s stalled", duration(s.seconds))
+	}
+	if f.nodes > 1 && s.hasNode {
+		ev += fmt.Sprintf("; %s on the worst node", pct(s.maxNode))
+	}
+	if s.hasPeak {
+		ev += fmt.Sprintf("; %s in the worst sampling interval", pct(s.peak))
+	}
+	return ev
+}
+
+// fullStall adds the share of the time all of the job's tasks stalled at
+// once, where it was measured and above zero.
+func (f *facts) fullStall(ev string, family int) string {
+	if s := f.stalls[family]; f.hasStall[family] && s.ratio > 0 {
+		ev += fmt.Sprintf("; all of its tasks at once during %s", pct(s.ratio))
+	}
+	return ev
+}
+
+func ruleIOStall(f *facts, _ map[string]bool) *jobmodel.Cause {
+	r := f.cfg.Rules.IOStall
+	s, conf, ok := f.stalled(stallIOSome, r.MinRatio, r.MinWatched)
+	if !ok {
+		return nil
+	}
+	ev := f.fullStall(f.stallEvidence(s, "waited for I/O"), stallIOFull)
+	if io := f.job.IO; io != nil {
+		rd, okR := okI(io.ReadBytes)
+		wr, okW := okI(io.WrittenBytes)
+		if okR && okW {
+			ev += fmt.Sprintf("; it read %s and wrote %s", size(float64(rd)), size(float64(wr)))
+		}
+	}
+	return cause(conf, "%s", ev)
+}
+
+func ruleMemoryStall(f *facts, _ map[string]bool) *jobmodel.Cause {
+	r := f.cfg.Rules.MemoryStall
+	s, conf, ok := f.stalled(stallMemorySome, r.MinRatio, r.MinWatched)
+	if !ok || (f.hasMemEff && f.memEff < r.MinMemoryEfficiency-classEpsilon) {
+		// Far below its request, the job's stalls come from the node
+		// (other jobs, swap), not its limit: more memory would not help.
+		return nil
+	}
+	ev := f.fullStall(f.stallEvidence(s, "waited for memory (reclaim, refaults, swap-in)"), stallMemoryFull)
+	if f.hasMemEff {
+		conf += 0.05
+		ev += fmt.Sprintf("; its memory peak reached %s of its request", pct(f.memEff))
+	}
+	if f.job.State == jobmodel.StateOutOfMemory {
+		ev += "; it was then killed for memory"
+	}
+	return cause(conf, "%s", ev)
+}
+
+func ruleCPUStall(f *facts, _ map[string]bool) *jobmodel.Cause {
+	r := f.cfg.Rules.CPUStall
+	s, conf, ok := f.stalled(stallCPUSome, r.MinRatio, r.MinWatched)
+	if !ok {
+		return nil
+	}
+	ev := f.stallEvidence(s, "waited for a CPU")
+	if t := f.job.Threads; t != nil && f.hasCPUs {
+		if peak, ok := okI(t.Peak); ok {
+			ev += fmt.Sprintf("; up to %s ran on its %s", textfmt.Plural(peak, "thread"), textfmt.Plural(f.cpus, "CPU"))
+			if peak > f.cpus {
+				conf += 0.05
+			}
+		}
+	}
+	return cause(conf, "%s", ev)
+}
+
+func ruleOOMKilledChild(f *facts, _ map[string]bool) *jobmodel.Cause {
+	r := f.cfg.Rules.OOMKilledChild
+	if !f.hasOOMKills || f.oomKills < r.MinKills || f.job.State == jobmodel.StateOutOfMemory {
+		return nil
+	}
+	ev := fmt.Sprintf("The kernel killed %s of the job for lack of memory (memory.oom_kills) and the job ended %s",
+		textfmt.Plural(f.oomKills, "process"), f.job.State)
+	if f.hasMemEff {
+		ev += fmt.Sprintf("; its memory peak reached %s of its request", pct(f.memEff))
+	}
+	return cause(0.9, "%s", ev)
+}
+
 func ruleMemoryOverrequest(f *facts, fired map[string]bool) *jobmodel.Cause {
 	r := f.cfg.Rules.MemoryOverrequest
-	if fired[CauseTooMuchMemoryPerGPU] || !f.hasMemEff || !memoryRepresentative(f.job.State) {
+	if fired[CauseTooMuchMemoryPerGPU] || fired[CauseMemoryStall] || fired[CauseOOMKilledChild] || !f.hasMemEff || !memoryRepresentative(f.job.State) {
 		return nil
 	}
 	perNodeReq := f.memReq

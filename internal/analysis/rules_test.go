@@ -49,6 +49,21 @@ func serial(j *jobmodel.Job, cpus int64) {
 	j.Threads = &jobmodel.CountUsage{Peak: p[int64](1)}
 }
 
+// withStalls gives a single-node job pressure figures over its whole run:
+// the share of the time its tasks stalled per family (in
+// jobmodel.PressureFamilies order; negative: not measured), the worst
+// interval half as much again.
+func withStalls(j *jobmodel.Job, ratios [5]float64) {
+	w := *j.ElapsedSeconds
+	j.Pressure = &jobmodel.PressureUsage{WatchedSeconds: p(w)}
+	for i, f := range j.Pressure.Families() {
+		if ratios[i] < 0 {
+			continue
+		}
+		*f.Seconds, *f.Ratio, *f.PeakRatio = p(ratios[i]*w), p(ratios[i]), p(math.Min(1, 1.5*ratios[i]))
+	}
+}
+
 var ruleCases = map[string][]ruleCase{
 	CauseGPUsHeldIdle: {
 		{name: "three of four held idle", job: gpuWith(4, func(j *jobmodel.Job) {
@@ -345,6 +360,82 @@ var ruleCases = map[string][]ruleCase{
 			j.Requested.CPUs = p[int64](1)
 			setCPUEff(j, 0.2)
 		})},
+	},
+	CauseIOStall: {
+		{name: "60% of the run on I/O", job: cpuWith(func(j *jobmodel.Job) {
+			withStalls(j, [5]float64{0.02, 0, 0, 0.6, 0.1})
+			j.IO = &jobmodel.IOUsage{ReadBytes: p(100 * giB), WrittenBytes: p(20 * giB)}
+		}), fire: true, conf: 0.75, evidence: []string{"waited for I/O during 60% of the 2h they were watched: 1h12m stalled;",
+			"all of its tasks at once during 10%", "90% in the worst sampling interval", "read 100.0 GiB and wrote 20.0 GiB"},
+			absent: []string{CauseMemoryStall, CauseCPUStall}},
+		{name: "I/O all the time, on a GPU job too", job: gpuWith(1, func(j *jobmodel.Job) { withStalls(j, [5]float64{0, 0, 0, 1, 0.5}) }),
+			fire: true, conf: 0.9},
+		{name: "19% on I/O", job: cpuWith(func(j *jobmodel.Job) { withStalls(j, [5]float64{0, 0, 0, 0.19, 0.1}) })},
+		{name: "19% on I/O, threshold 0.1", job: cpuWith(func(j *jobmodel.Job) { withStalls(j, [5]float64{0, 0, 0, 0.19, 0.1}) }),
+			cfg: func(c *Config) { c.Rules.IOStall.MinRatio = 0.1 }, fire: true},
+		{name: "no pressure figures (cgroup v1)", job: cpuWith(func(j *jobmodel.Job) { j.Pressure = nil })},
+		{name: "I/O ratio not measured", job: cpuWith(func(j *jobmodel.Job) { withStalls(j, [5]float64{0, 0, 0, -1, -1}) })},
+		{name: "watched five minutes only", job: cpuWith(func(j *jobmodel.Job) {
+			withStalls(j, [5]float64{0, 0, 0, 0.6, 0.1})
+			j.Pressure.WatchedSeconds = p(300.0)
+		})},
+	},
+	CauseMemoryStall: {
+		{name: "reclaiming at its limit", job: cpuWith(func(j *jobmodel.Job) {
+			j.Memory.MaxNodeWorkingSetPeakBytes = p(158 * giB / 10)
+			withStalls(j, [5]float64{0, 0.3, 0.1, 0.05, 0})
+		}), fire: true, conf: 0.72, evidence: []string{"waited for memory", "during 30% of the 2h", "all of its tasks at once during 10%",
+			"memory peak reached 99% of its request"}, absent: []string{CauseIOStall, CauseMemoryOverrequest}},
+		{name: "memory use unknown", job: cpuWith(func(j *jobmodel.Job) {
+			j.Memory = nil
+			withStalls(j, [5]float64{0, 0.3, 0, 0, 0})
+		}), fire: true, conf: 0.67},
+		{name: "killed for memory after stalling", job: cpuWith(func(j *jobmodel.Job) {
+			j.Memory.MaxNodeWorkingSetPeakBytes = p(16 * giB)
+			j.State = jobmodel.StateOutOfMemory
+			withStalls(j, [5]float64{0, 0.5, 0.2, 0, 0})
+		}), fire: true, evidence: []string{"killed for memory"}, absent: []string{CauseOOMKilledChild}},
+		{name: "stalls far below the limit (the node's memory, not the job's)", job: cpuWith(func(j *jobmodel.Job) {
+			j.Memory.MaxNodeWorkingSetPeakBytes = p(5 * giB)
+			withStalls(j, [5]float64{0, 0.3, 0.1, 0, 0})
+		})},
+		{name: "5% on memory", job: cpuWith(func(j *jobmodel.Job) {
+			j.Memory.MaxNodeWorkingSetPeakBytes = p(16 * giB)
+			withStalls(j, [5]float64{0, 0.05, 0, 0, 0})
+		})},
+		{name: "no pressure figures", job: cpuWith(func(j *jobmodel.Job) { j.Memory.MaxNodeWorkingSetPeakBytes = p(16 * giB) })},
+	},
+	CauseCPUStall: {
+		{name: "32 threads on 8 CPUs", job: cpuWith(func(j *jobmodel.Job) {
+			j.Threads = &jobmodel.CountUsage{Peak: p[int64](32)}
+			withStalls(j, [5]float64{0.7, 0, 0, 0, 0})
+		}), fire: true, conf: 0.83, evidence: []string{"waited for a CPU during 70%", "up to 32 threads ran on its 8 CPUs"},
+			absent: []string{CauseCPUOverrequest}},
+		{name: "waits with as many threads as CPUs", job: cpuWith(func(j *jobmodel.Job) {
+			j.Threads = &jobmodel.CountUsage{Peak: p[int64](8)}
+			withStalls(j, [5]float64{0.3, 0, 0, 0, 0})
+		}), fire: true, conf: 0.62},
+		{name: "10% waiting", job: cpuWith(func(j *jobmodel.Job) { withStalls(j, [5]float64{0.1, 0, 0, 0, 0}) })},
+		{name: "no pressure figures", job: cpuWith(func(j *jobmodel.Job) { j.Threads = &jobmodel.CountUsage{Peak: p[int64](32)} })},
+	},
+	CauseOOMKilledChild: {
+		{name: "two processes killed, job completed", job: cpuWith(func(j *jobmodel.Job) { j.Memory.OOMKills = p[int64](2) }),
+			fire: true, conf: 0.9, evidence: []string{"killed 2 processes of the job", "ended COMPLETED", "peak reached 75% of its request"}},
+		{name: "a process killed, the job failed", job: cpuWith(func(j *jobmodel.Job) {
+			j.Memory.OOMKills, j.State = p[int64](1), jobmodel.StateFailed
+		}), fire: true, evidence: []string{"killed 1 process of", "ended FAILED"}},
+		// A process killed for memory: the request is not lowered, however
+		// small the peak the samples saw.
+		{name: "killed, small sampled peak", job: cpuWith(func(j *jobmodel.Job) {
+			j.Memory.OOMKills, j.Memory.MaxNodePeakBytes = p[int64](1), p[int64](200<<20)
+		}), fire: true, absent: []string{CauseMemoryOverrequest}},
+		{name: "the job itself ran out of memory", job: cpuWith(func(j *jobmodel.Job) {
+			j.Memory.OOMKills, j.State = p[int64](1), jobmodel.StateOutOfMemory
+		})},
+		{name: "no process killed", job: cpuWith(func(j *jobmodel.Job) { j.Memory.OOMKills = p[int64](0) })},
+		{name: "kills not measured (cgroup v1)", job: cpuWith(func(j *jobmodel.Job) { j.Memory.OOMKills = nil })},
+		{name: "one kill, min_kills 2", job: cpuWith(func(j *jobmodel.Job) { j.Memory.OOMKills = p[int64](1) }),
+			cfg: func(c *Config) { c.Rules.OOMKilledChild.MinKills = 2 }},
 	},
 	CauseMemoryOverrequest: {
 		{name: "200 MiB of 16 GiB", job: cpuWith(func(j *jobmodel.Job) { j.Memory.MaxNodePeakBytes = p[int64](200 << 20) }),

@@ -11,6 +11,9 @@ func TestPlural(t *testing.T) {
 		{Plural(0, "GPU"), "0 GPUs"},
 		{Plural(int64(12), "core"), "12 cores"},
 		{Plural(-1, "job"), "-1 jobs"},
+		{Plural(2, "process"), "2 processes"},
+		{Plural(1, "process"), "1 process"},
+		{Plural(3, "batch"), "3 batches"},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("got %q, want %q", tc.got, tc.want)
