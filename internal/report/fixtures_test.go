@@ -53,9 +53,15 @@ func cpuOverRequest() Input {
 		Usage: jobmodel.Usage{
 			CPU: &jobmodel.CPUUsage{CoreSeconds: p(36864), AvgCores: p(3.2), P95Cores: p(4.0), PeakCores: p(6.1), ActiveSeconds: p(11400), Efficiency: p(0.1)},
 			Memory: &jobmodel.MemoryUsage{AvgBytes: pi(9 * gib), P95Bytes: pi(13 * gib), PeakBytes: pi(14*gib + 200<<20), RSSAvgBytes: pi(7 * gib),
-				RSSPeakBytes: pi(9*gib + 800<<20), LimitBytes: pi(128 * gib), MaxNodePeakBytes: pi(14*gib + 200<<20), Efficiency: p(0.0762)},
+				RSSPeakBytes: pi(9*gib + 800<<20), LimitBytes: pi(128 * gib), MaxNodePeakBytes: pi(14*gib + 200<<20), Efficiency: p(0.0762),
+				OOMKills: pi(1)},
 			IO:        &jobmodel.IOUsage{ReadBytes: pi(41 * gib), WrittenBytes: pi(3 * gib)},
 			Processes: &jobmodel.CountUsage{Avg: p(3.4), Peak: pi(9)},
+			// A single node: no worst node; memory never stalled.
+			Pressure: &jobmodel.PressureUsage{WatchedSeconds: p(11455),
+				CPUSomeSeconds: p(115), CPUSomeRatio: p(0.01), CPUSomePeakRatio: p(0.12),
+				MemorySomeSeconds: p(0), MemorySomeRatio: p(0), MemoryFullSeconds: p(0), MemoryFullRatio: p(0),
+				IOSomeSeconds: p(3551), IOSomeRatio: p(0.31), IOSomePeakRatio: p(0.96), IOFullSeconds: p(916), IOFullRatio: p(0.08), IOFullPeakRatio: p(0.6)},
 		},
 		Sampling: jobmodel.Sampling{IntervalSeconds: 5, Count: 2304, First: at("2026-11-21T08:05:01Z"), Last: at("2026-11-21T11:16:56Z")},
 		Final:    true, AgentVersion: "0.4.0", UpdatedAt: at("2026-11-21T11:17:02Z"),
@@ -210,7 +216,14 @@ func gpu8Efficient() Input {
 		Requested: jobmodel.Request{CPUs: pi(128), MemoryBytes: pi(2 * 480 * gib), MemoryPerNodeBytes: pi(480 * gib), GPUs: pi(8), Nodes: pi(2), Tasks: pi(8)},
 		Usage: jobmodel.Usage{
 			CPU:    &jobmodel.CPUUsage{AvgCores: p(76.8), P95Cores: p(98), PeakCores: p(112), Efficiency: p(0.6)},
-			Memory: &jobmodel.MemoryUsage{PeakBytes: pi(189 * gib), RSSPeakBytes: pi(150 * gib), LimitBytes: pi(960 * gib), MaxNodePeakBytes: pi(95 * gib), Efficiency: p(0.16)},
+			Memory: &jobmodel.MemoryUsage{PeakBytes: pi(189 * gib), RSSPeakBytes: pi(150 * gib), LimitBytes: pi(960 * gib), MaxNodePeakBytes: pi(95 * gib), Efficiency: p(0.16),
+				OOMKills: pi(0)},
+			// Two nodes: the job's share and its worst node's.
+			Pressure: &jobmodel.PressureUsage{WatchedSeconds: p(14380),
+				CPUSomeSeconds: p(575), CPUSomeRatio: p(0.04), CPUSomePeakRatio: p(0.3), MaxNodeCPUSomeRatio: p(0.05),
+				MemorySomeSeconds: p(0), MemorySomeRatio: p(0), MemoryFullSeconds: p(0), MemoryFullRatio: p(0),
+				IOSomeSeconds: p(1079), IOSomeRatio: p(0.075), IOSomePeakRatio: p(0.7), MaxNodeIOSomeRatio: p(0.12),
+				IOFullSeconds: p(144), IOFullRatio: p(0.01)},
 			GPU: &jobmodel.GPUUsage{Count: 8, Held: pi(8), Source: jobmodel.GPUSourceNVML, Attribution: "slurm", UtilizationAvg: p(0.87),
 				EffectiveGPUs: pi(8), EffectiveRatio: p(1), HeldIdle: pi(0), GPUSeconds: p(57600), ActiveSeconds: p(55000), MemoryPeakBytes: pi(71 * gib), EnergyJoules: p(33.98e6)},
 			GPUs: devs,

@@ -355,7 +355,64 @@ func usageRows(j *jobmodel.Job) []usageRow {
 		}
 		rows = append(rows, usageRow{resource: "Storage I/O", requested: "–", used: strings.Join(parts, ", ")})
 	}
+	rows = append(rows, stallRow(j), oomRow(j))
 	return rows
+}
+
+// stallRow says how much of the time the job was watched its tasks waited
+// for a CPU, memory or I/O (pressure.*), "not measured" where the
+// document has no pressure figures (cgroup v1, no PSI).
+func stallRow(j *jobmodel.Job) usageRow {
+	r := usageRow{resource: "Waiting (stalls)", requested: "–", used: "not measured"}
+	p := j.Pressure
+	if p == nil {
+		return r
+	}
+	multi := j.NodeCount > 1 || len(j.Nodes) > 1
+	f := p.Families()
+	var parts []string
+	for _, res := range []struct {
+		name       string
+		some, full jobmodel.StallFields
+		hasFull    bool
+	}{{"CPU", f[0], f[0], false}, {"memory", f[1], f[2], true}, {"I/O", f[3], f[4], true}} {
+		if *res.some.Ratio == nil {
+			continue
+		}
+		s := res.name + " " + formatPct(**res.some.Ratio)
+		var more []string
+		if res.hasFull && *res.full.Ratio != nil && **res.full.Ratio > 0 {
+			more = append(more, "all tasks at once "+formatPct(**res.full.Ratio))
+		}
+		if multi && *res.some.MaxNodeRatio != nil {
+			more = append(more, "worst node "+formatPct(**res.some.MaxNodeRatio))
+		}
+		if *res.some.PeakRatio != nil {
+			more = append(more, "worst interval "+formatPct(**res.some.PeakRatio))
+		}
+		if len(more) > 0 {
+			s += " (" + strings.Join(more, ", ") + ")"
+		}
+		parts = append(parts, s)
+	}
+	if len(parts) > 0 {
+		r.used = "share of the watched time tasks waited for: " + strings.Join(parts, "; ")
+	}
+	return r
+}
+
+// oomRow is the number of the job's processes the kernel killed for
+// memory (memory.oom_kills), "not measured" where it could not be read.
+func oomRow(j *jobmodel.Job) usageRow {
+	r := usageRow{resource: "Killed for memory", requested: "–", used: "not measured"}
+	switch {
+	case j.Memory == nil || j.Memory.OOMKills == nil || *j.Memory.OOMKills < 0:
+	case *j.Memory.OOMKills == 0:
+		r.used = "none"
+	default:
+		r.used = textfmt.Plural(*j.Memory.OOMKills, "process") + " killed by the kernel's OOM killer"
+	}
+	return r
 }
 
 // isGPUJob reports whether the job asked for, held or ran on GPUs.
@@ -505,6 +562,11 @@ var metricNames = map[string]string{
 	"memory_shmem":       "shared memory",
 	"memory_mapped_file": "mapped file memory",
 	"memory_working_set": "memory working set",
+	"cpu_pressure":       "CPU pressure stalls",
+	"memory_pressure":    "memory pressure stalls",
+	"io_pressure":        "I/O pressure stalls",
+	"oom_kills":          "processes killed for memory",
+	"threads_peak":       "kernel's thread peak",
 	"gpu":                "GPU data",
 	"gpu_utilization":    "GPU utilisation",
 	"gpu_memory_used":    "GPU memory in use",
