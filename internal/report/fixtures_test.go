@@ -215,7 +215,7 @@ func gpu8Efficient() Input {
 		TimeLimitSeconds: pi(3 * 3600), ElapsedSeconds: p(7200),
 		Requested: jobmodel.Request{CPUs: pi(128), MemoryBytes: pi(2 * 480 * gib), MemoryPerNodeBytes: pi(480 * gib), GPUs: pi(8), Nodes: pi(2), Tasks: pi(8)},
 		Usage: jobmodel.Usage{
-			CPU:    &jobmodel.CPUUsage{AvgCores: p(76.8), P95Cores: p(98), PeakCores: p(112), Efficiency: p(0.6)},
+			CPU: &jobmodel.CPUUsage{AvgCores: p(76.8), P95Cores: p(98), PeakCores: p(112), Efficiency: p(0.6)},
 			Memory: &jobmodel.MemoryUsage{PeakBytes: pi(189 * gib), RSSPeakBytes: pi(150 * gib), LimitBytes: pi(960 * gib), MaxNodePeakBytes: pi(95 * gib), Efficiency: p(0.16),
 				OOMKills: pi(0)},
 			// Two nodes: the job's share and its worst node's.
