@@ -256,6 +256,10 @@ func (n *nodeAgent) serve(ctx context.Context, first Request) error {
 
 	n.ctx = ctx
 	a.Log.Info("node agent started", "node", a.Config.Node, "pid", os.Getpid())
+	if _, err := leaveSpawnerCgroup(ctx, a.Config.Node, a.Log); err != nil {
+		a.Log.Warn("node agent stays in the cgroup it was started in: under cgroup v2 with systemd, slurmd cannot be restarted while it runs there",
+			"err", err)
+	}
 	// The launch's own request first: a job reusing the id of a job left
 	// here is started with its own request (its watch finishes the older
 	// job's checkpoint), and a stop finalizes its job as lost.

@@ -18,7 +18,7 @@
 # A second disk, SHARE_DIR/slow.img (made here, empty ext4), is attached
 # with QEMU's I/O throttling (SLOW_BPS bytes and SLOW_IOPS operations per
 # second): the slow shared file system the I/O-stall jobs write to.
-# SMP (2), MEM (3072 MiB) and KVER (the newest /boot/vmlinuz-*) may be set.
+# SMP (4), MEM (3072 MiB) and KVER (the newest /boot/vmlinuz-*) may be set.
 # The serial console goes to stdout; the guest powers itself off when its
 # test script ends (-no-reboot makes a reboot an exit too).
 set -euo pipefail
@@ -42,7 +42,7 @@ slow="$share/slow.img"
 rm -f "$slow"
 mke2fs -q -t ext4 -L slow "$slow" 512M
 
-exec qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp "${SMP:-2}" -m "${MEM:-3072}" \
+exec qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp "${SMP:-4}" -m "${MEM:-3072}" \
 	-nographic -no-reboot -nic "$net" \
 	-kernel "/boot/vmlinuz-$kver" -initrd "/boot/initrd.img-$kver" \
 	-append "console=ttyS0 root=/dev/vda rw systemd.unified_cgroup_hierarchy=1 cgroup_no_v1=all psi=1" \

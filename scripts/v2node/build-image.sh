@@ -10,7 +10,7 @@
 # compute nodes run. It holds what the node needs and nothing of Jobsight:
 #   - the Slurm build SLURM_PREFIX (scripts/build-slurm.sh), copied to the
 #     same absolute path (its binaries find their private library there),
-#     and the libraries it loads (json-c, yaml, lz4, http-parser, jwt, dbus:
+#     and munge and the libraries Slurm loads (json-c, yaml, lz4, http-parser, jwt, dbus:
 #     cgroup/v2 asks systemd over dbus for slurmstepd's scope);
 #   - gcc and make: the agent package's jobsight-spank-install builds the
 #     SPANK plugin on the node, as on a site;
@@ -69,7 +69,7 @@ for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.l
 done
 ((${#sources[@]})) || die "no apt sources on this host"
 packages=systemd-sysv,udev,kmod,procps,iproute2,dbus,libdbus-1-3,util-linux,e2fsprogs,less,coreutils
-packages+=,libjson-c5,libyaml-0-2,liblz4-1,libhttp-parser2.9,libjwt0,libmunge2,libreadline8
+packages+=,libjson-c5,libyaml-0-2,liblz4-1,libhttp-parser2.9,libjwt0,libmunge2,munge,libreadline8
 packages+=,gcc,make,libc6-dev,dpkg,logrotate,curl,ca-certificates
 nice -n 10 mmdebstrap --quiet --variant=minbase --include="$packages" \
 	--aptopt='Acquire::Retries "3"' bookworm "$root" "${sources[@]}" >&2
@@ -133,7 +133,7 @@ done
 rm -rf "$root/var/cache/apt/archives/"*.deb "$root/var/lib/apt/lists/"* "$root/usr/share/doc" "$root/usr/share/man" "$root/usr/share/locale"
 
 rm -f "$img.tmp"
-nice -n 10 mke2fs -q -t ext4 -L guestroot -d "$root" "$img.tmp" 3G
+nice -n 10 mke2fs -q -t ext4 -L guestroot -d "$root" "$img.tmp" 3G >&2
 mv "$img.tmp" "$img"
 echo "$kver" > "$dir/kernel"
 touch "$dir/.complete"

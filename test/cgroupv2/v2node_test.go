@@ -119,7 +119,7 @@ func TestCgroupV2Node(t *testing.T) {
 	}
 	sluid := regexp.MustCompile(`^s[0-9A-F][0-9A-HJKMNP-TV-Z]{12}$`)
 
-	for _, name := range []string{"cpu", "idle", "alloc", "write", "many", "cpustall", "iostall", "memstall", "oom", "jobidpath"} {
+	for _, name := range []string{"cpu", "idle", "alloc", "write", "many", "cpustall", "iostall", "memstall", "oom", "restart", "jobidpath"} {
 		t.Run(name+"/kernel", func(t *testing.T) {
 			d, f := doc(t, name)
 			checkAgainstKernel(t, d, f)
@@ -274,6 +274,20 @@ func TestCgroupV2Node(t *testing.T) {
 		page = node.jobPage(t, d.str("doc_id"))
 		if !strings.Contains(strings.ToLower(page), "stall") {
 			t.Errorf("the I/O-stalled job's page says nothing of its stalls")
+		}
+	})
+
+	t.Run("slurmd restart under the node agent", func(t *testing.T) {
+		// The agent moved out of slurmd.service into its own scope, so
+		// systemd could restart slurmd (the guest's script fails
+		// otherwise), and the job running meanwhile is whole.
+		b, err := os.ReadFile(filepath.Join(share, "out", "agent-cgroups"))
+		if err != nil || !strings.Contains(string(b), "/system.slice/jobsight-agent-v2node.scope") || strings.Contains(string(b), "slurmd.service") {
+			t.Errorf("the node agent's cgroup while a job ran: %q (%v), want /system.slice/jobsight-agent-v2node.scope", b, err)
+		}
+		d, _ := doc(t, "restart")
+		if cs := d.num("cpu.core_seconds"); !(cs >= 0.7*20) {
+			t.Errorf("restart: busy-looped 20 s across the slurmd restart, core_seconds %v", cs)
 		}
 	})
 

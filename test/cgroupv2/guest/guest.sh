@@ -22,7 +22,7 @@ export PATH="$SLURM/bin:$SLURM/sbin:/usr/sbin:/usr/bin:/sbin:/bin"
 OUT=$H/out
 mkdir -p $OUT
 say() { echo "=== [$(cut -d' ' -f1 /proc/uptime)] $*"; }
-fail() { say "FAILED: $*"; echo "$*" > $H/failed; dump; exit 1; }
+fail() { say "FAILED: $*"; echo "$*" > $H/failed; exit 1; }
 dump() {
 	mkdir -p $OUT/logs
 	cp /var/log/slurm/*.log /var/log/jobsight/agent.log $OUT/logs/ 2>/dev/null || true
@@ -40,6 +40,10 @@ wait_for() {
 	done
 }
 
+# Whatever ends the script, the logs go out; a command that fails under
+# set -e without fail() is a failure too.
+trap 'rc=$?; [ $rc -eq 0 ] || [ -e $H/failed ] || echo "guest.sh exited with $rc (see guest.log)" > $H/failed; dump' EXIT
+
 say "node: $(uname -r), $(nproc) CPUs, cgroup fs $(stat -fc %T /sys/fs/cgroup), controllers: $(cat /sys/fs/cgroup/cgroup.controllers)"
 [ "$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ] || fail "/sys/fs/cgroup is not cgroup2"
 
@@ -56,26 +60,37 @@ mkdir -p /slow && mount /dev/vdb /slow && chmod 1777 /slow
 
 # The stores, as services of their own (outside Slurm's scopes).
 mkdir -p /var/lib/zincsearch /var/lib/prometheus /etc/prometheus
-systemd-run --quiet --unit=zincsearch -p Restart=no \
-	-E ZINC_FIRST_ADMIN_USER=admin -E ZINC_FIRST_ADMIN_PASSWORD="$(cat $H/es-password)" \
-	-E ZINC_DATA_PATH=/var/lib/zincsearch -E ZINC_SERVER_ADDRESS=0.0.0.0 -E ZINC_SERVER_PORT=4080 \
-	-E ZINC_TELEMETRY=false -E ZINC_SENTRY=false -E ZINC_PLUGIN_ES_VERSION=8.19.0 /usr/local/bin/zincsearch
+cat > /etc/systemd/system/zincsearch.service <<UNIT
+[Unit]
+Description=ZincSearch, the Elasticsearch-API test server
+[Service]
+Environment=ZINC_FIRST_ADMIN_USER=admin ZINC_FIRST_ADMIN_PASSWORD=$(cat $H/es-password) ZINC_DATA_PATH=/var/lib/zincsearch
+Environment=ZINC_SERVER_ADDRESS=0.0.0.0 ZINC_SERVER_PORT=4080 ZINC_TELEMETRY=false ZINC_SENTRY=false ZINC_PROFILER=false
+Environment=GIN_MODE=release ZINC_PLUGIN_ES_VERSION=8.19.0
+ExecStart=/usr/local/bin/zincsearch
+UNIT
 printf 'global:\n  scrape_interval: 1m\n' > /etc/prometheus/prometheus.yml
-systemd-run --quiet --unit=prometheus /usr/local/bin/prometheus --config.file=/etc/prometheus/prometheus.yml \
-	--storage.tsdb.path=/var/lib/prometheus --web.listen-address=0.0.0.0:9090 --web.enable-remote-write-receiver
+cat > /etc/systemd/system/prometheus.service <<UNIT
+[Unit]
+Description=Prometheus with the remote-write receiver
+[Service]
+ExecStart=/usr/local/bin/prometheus --config.file=/etc/prometheus/prometheus.yml --storage.tsdb.path=/var/lib/prometheus --web.listen-address=0.0.0.0:9090 --web.enable-remote-write-receiver
+UNIT
+systemctl daemon-reload
+systemctl start zincsearch prometheus || fail "the stores did not start"
 
 # Slurm 26.05 as a site runs it under systemd.
 id slurm >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin slurm
 id alice >/dev/null 2>&1 || useradd --create-home --shell /bin/sh alice
-mkdir -p /var/spool/slurmctld /var/spool/slurmd /var/log/slurm
+mkdir -p /var/spool/slurmctld /var/spool/slurmd /var/log/slurm $SLURM/etc
 chown slurm /var/spool/slurmctld /var/log/slurm
 mem=$(awk '/MemTotal/ {print int($2/1024) - 900}' /proc/meminfo)
 cat > $SLURM/etc/slurm.conf <<CONF
 ClusterName=v2test
 SlurmctldHost=v2node(127.0.0.1)
 SlurmUser=slurm
-AuthType=auth/slurm
-CredType=cred/slurm
+AuthType=auth/munge
+CredType=cred/munge
 StateSaveLocation=/var/spool/slurmctld
 SlurmdSpoolDir=/var/spool/slurmd
 SlurmctldLogFile=/var/log/slurm/slurmctld.log
@@ -101,12 +116,13 @@ cgroup_conf() {
 	printf 'CgroupPlugin=cgroup/v2\nConstrainCores=yes\nConstrainRAMSpace=yes\nAllowedRAMSpace=100\nConstrainSwapSpace=no\n%s' "$1" > $SLURM/etc/cgroup.conf
 }
 cgroup_conf ""
-head -c 1024 /dev/urandom > $SLURM/etc/slurm.key
-chown slurm $SLURM/etc/slurm.key && chmod 600 $SLURM/etc/slurm.key
+# munge, as most sites authenticate (Debian's package made the key).
+[ -s /etc/munge/munge.key ] || { mungekey --create && chown munge:munge /etc/munge/munge.key; }
+systemctl start munge || fail "munge did not start"
 cat > /etc/systemd/system/slurmctld.service <<UNIT
 [Unit]
 Description=Slurm controller daemon
-After=network.target
+After=network.target munge.service
 [Service]
 Type=notify
 User=slurm
@@ -119,7 +135,7 @@ UNIT
 cat > /etc/systemd/system/slurmd.service <<UNIT
 [Unit]
 Description=Slurm node daemon
-After=network.target slurmctld.service
+After=network.target munge.service slurmctld.service
 [Service]
 Type=notify
 RuntimeDirectory=slurm
@@ -213,14 +229,19 @@ job oom "-c 1 --mem=160M" "v2work alloc 400 5"
 job array "-c 1 --mem=128M --array=1-3" "v2work burn 3 1"
 wait_for 600 "phase 2's jobs to end" all_done
 
-say "phase 3: CgroupJobIdPaths=yes (job_<id> directories instead of the SLUID)"
+say "phase 3: slurmd restarted under a running job and its node agent; then CgroupJobIdPaths=yes (job_<id> directories, not the SLUID)"
+job restart "-c 1 --mem=256M" "v2work burn 20 1"
+wait_for 120 "job restart to run" sh -c "squeue -h -j $id -o %T | grep -qx RUNNING"
+wait_for 60 "its node agent" pgrep -x jobsight-agent
+sleep 3
+for p in $(pgrep -x jobsight-agent); do echo "$p $(tail -n 1 /proc/$p/cgroup)"; done > $OUT/agent-cgroups
 cgroup_conf "CgroupJobIdPaths=yes
 "
-systemctl restart slurmd
+systemctl restart slurmd || fail "slurmd could not be restarted under a running node agent"
 scontrol reconfigure
-wait_for 120 "the node to be idle again" sh -c "sinfo -h -n v2node -o %T | grep -qx idle"
+wait_for 120 "the node to take jobs again" sh -c "sinfo -h -n v2node -o %T | grep -qE '^(idle|mixed|allocated)$'"
 job jobidpath "-c 1 --mem=256M" "v2work burn 4 1; v2work alloc 100 2"
-wait_for 300 "phase 3's job to end" all_done
+wait_for 300 "phase 3's jobs to end" all_done
 
 say "waiting for the node agent to deliver and exit"
 wait_for 180 "jobsight-agent to exit" sh -c "! pgrep -x jobsight-agent"
@@ -230,7 +251,6 @@ ls -R /sys/fs/cgroup/system.slice/*slurmstepd.scope > $OUT/left-cgroups 2>&1 || 
 ls -la /var/spool/jobsight /var/spool/jobsight/* > $OUT/spool 2>&1 || true
 squeue -h > $OUT/squeue 2>&1 || true
 scontrol show job > $OUT/jobs.txt 2>&1 || true
-dump
 say "jobs done; waiting for the host"
 touch $H/jobs-done
 i=0
