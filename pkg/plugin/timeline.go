@@ -44,6 +44,18 @@ var timelineMetrics = []timelineMetric{
 	{tag: "io_write", display: "Storage write", unit: "Bps", expr: func(sel, by, win string) string {
 		return "sum by (" + by + ") (rate(jobsight_job_io_written_bytes_total" + sel + "[" + win + "]))"
 	}},
+	// The share of each step the job's tasks stalled on a resource (the
+	// pressure stall counters are wall-clock seconds): the mean over the
+	// job's nodes, or each node's with PerNode.
+	{tag: "cpu_stall", display: "Stalled waiting for CPU", unit: "percentunit", expr: func(sel, by, win string) string {
+		return "avg by (" + by + ") (rate(jobsight_job_cpu_pressure_stalled_seconds_total" + sel + "[" + win + "]))"
+	}},
+	{tag: "memory_stall", display: "Stalled waiting for memory", unit: "percentunit", expr: func(sel, by, win string) string {
+		return "avg by (" + by + ") (rate(jobsight_job_memory_pressure_stalled_seconds_total" + sel + "[" + win + "]))"
+	}},
+	{tag: "io_stall", display: "Stalled waiting for I/O", unit: "percentunit", expr: func(sel, by, win string) string {
+		return "avg by (" + by + ") (rate(jobsight_job_io_pressure_stalled_seconds_total" + sel + "[" + win + "]))"
+	}},
 	{tag: "gpu_util", display: "GPU utilisation", unit: "percentunit", perGPU: true, expr: func(sel, _, _ string) string {
 		return "max by (" + jobBy + ", node, gpu) (jobsight_job_gpu_utilization_ratio" + sel + ")"
 	}},

@@ -1,6 +1,10 @@
 package plugin
 
 import (
+	"encoding/json"
+	"os"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,5 +33,71 @@ func TestTimelineSeriesEndWithTheJob(t *testing.T) {
 	}
 	if running := timelineFrames(m, 0); running[0].Fields[1].Len() != 2 {
 		t.Errorf("running job: %d points, want the 2 samples only", running[0].Fields[1].Len())
+	}
+}
+
+// The job detail dashboard's "Pressure stalls" panel keeps exactly the
+// stall series of the timeline (its filter on their display names), each
+// a share of the time (percentunit) from the rate of the agent's stall
+// counter; no other timeline panel picks them up.
+func TestStallSeriesReachTheirPanelOnly(t *testing.T) {
+	b, err := os.ReadFile("../../dashboards/job-detail.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				QueryType string `json:"queryType"`
+			} `json:"targets"`
+			Transformations []struct {
+				ID      string `json:"id"`
+				Options struct {
+					Include struct {
+						Pattern string `json:"pattern"`
+					} `json:"include"`
+				} `json:"options"`
+			} `json:"transformations"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatal(err)
+	}
+	filters := map[string]*regexp.Regexp{}
+	for _, p := range d.Panels {
+		if len(p.Targets) == 0 || p.Targets[0].QueryType != "jobTimeline" {
+			continue
+		}
+		for _, tr := range p.Transformations {
+			if tr.ID == "filterFieldsByName" {
+				filters[p.Title] = regexp.MustCompile(tr.Options.Include.Pattern)
+			}
+		}
+	}
+	if filters["Pressure stalls"] == nil {
+		t.Fatalf("no Pressure stalls timeline panel with a field filter (panels %v)", filters)
+	}
+	stalls := 0
+	for _, m := range timelineMetrics {
+		stall := strings.HasSuffix(m.tag, "_stall")
+		for _, name := range []string{m.display, m.display + " node01"} {
+			for title, re := range filters {
+				if re.MatchString(name) != (stall && title == "Pressure stalls") && (stall || title == "Pressure stalls") {
+					t.Errorf("%s (%s): panel %q filter %s matches %v", m.tag, name, title, re, re.MatchString(name))
+				}
+			}
+		}
+		if !stall {
+			continue
+		}
+		stalls++
+		expr := m.expr(`{cluster="c",job_id="1"}`, jobBy, "1m")
+		if m.unit != "percentunit" || !strings.Contains(expr, "rate(jobsight_job_") || !strings.Contains(expr, "_pressure_stalled_seconds_total{") {
+			t.Errorf("%s: unit %s, query %s; want the share of time, from a stall counter's rate", m.tag, m.unit, expr)
+		}
+	}
+	if stalls != 3 {
+		t.Errorf("%d stall series, want CPU, memory and I/O", stalls)
 	}
 }

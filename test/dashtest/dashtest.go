@@ -348,4 +348,5 @@ var MayBeEmpty = map[string]string{
 	"Spool: items waiting, and final jobs not yet safe": "healthy spool: nothing waits",
 	"Cluster-state collector: poll time and errors":     "no cluster-state collector runs here",
 	"Nodes running jobs without an agent report":        "the cluster-state collector here has no Elasticsearch to check reports in",
+	"Pressure stalls":                                   "the test clusters' nodes run cgroup v1, which has no per-cgroup pressure stall information",
 }
