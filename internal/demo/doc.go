@@ -16,13 +16,21 @@
 // jobmodel.TotalsOf and the real internal/analysis.AnalyzeJob (about a
 // quarter of the 33 µs a document costs, JSON included: a million take
 // half a minute of one core). A few percent lack a figure (memory, CPU,
-// or GPU utilisation unreadable): the field is absent and named in
-// missing_metrics. Finished jobs are handed out in submission order, a
+// or GPU utilisation unreadable; pressure stalls and OOM kills on 2 % of
+// jobs, nodes without PSI): the field is absent and named in
+// missing_metrics. The others have pressure stall figures and OOM kills
+// (fillPressure, drawn from the job's id so the random stream is as
+// before): most stall little, some wait on storage, stall at their memory
+// limit, run more threads than CPUs or lose a process to the OOM killer,
+// so the analysis' io_stall, memory_stall, cpu_stall and oom_killed_child
+// causes occur. Finished jobs are handed out in submission order, a
 // batch at a time, so a million never sit in memory.
 //
 // Series (SeriesOf, PartitionSeries) are what agents and the cluster-state
 // collector write, derived from the documents: a finished job's series
-// average to its document's figures and follow its stored GPU timeline.
+// average to its document's figures (the CPU, memory and I/O stall
+// counters rise at its pressure.*_some_ratio) and follow its stored GPU
+// timeline.
 // WriteHistory writes a history's series by remote write oldest first in
 // 30-minute slices: Prometheus 2.42 refuses samples more than an hour
 // older than the newest it holds unless an out-of-order window is

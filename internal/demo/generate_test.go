@@ -435,3 +435,69 @@ func BenchmarkGenerate(b *testing.B) {
 		}
 	}
 }
+
+// TestPressure: most generated jobs have pressure stall figures as the
+// agents assemble them (ratios 0–1, stall seconds within the watched
+// time) and OOM kills; the others lack them and say so; some stall enough
+// for the analysis' stall causes; and the stall series never fall and
+// rise at the document's share.
+func TestPressure(t *testing.T) {
+	_, jobs := generate(t, monthCfg(21))
+	var with, without, series int
+	causes := map[string]int{}
+	for i := range jobs {
+		j := &jobs[i]
+		if j.Pressure == nil {
+			without++
+			for _, m := range []string{"cpu_pressure", "memory_pressure", "io_pressure", "oom_kills"} {
+				if !slices.Contains(j.MissingMetrics, m) {
+					t.Fatalf("%s: no pressure figures, %s not named missing: %v", j.DocID, m, j.MissingMetrics)
+				}
+			}
+			continue
+		}
+		with++
+		p := j.Pressure
+		for k, f := range p.Families() {
+			if *f.Ratio == nil || **f.Ratio < 0 || **f.Ratio > 1 || **f.Seconds > *p.WatchedSeconds || **f.PeakRatio > 1 {
+				t.Fatalf("%s: %s ratio %v, seconds %v of %v watched, peak %v", j.DocID, jobmodel.PressureFamilies[k],
+					*f.Ratio, *f.Seconds, *p.WatchedSeconds, *f.PeakRatio)
+			}
+		}
+		if m := j.Memory; m != nil && (m.OOMKills == nil || (j.State == jobmodel.StateOutOfMemory && *m.OOMKills < 1)) {
+			t.Fatalf("%s (%s): oom_kills %v; want a count, at least 1 for a job killed for memory", j.DocID, j.State, m.OOMKills)
+		}
+		for _, c := range j.Analysis.Causes {
+			causes[c.ID]++
+		}
+		if series > 20 || *j.ElapsedSeconds < 3600 {
+			continue
+		}
+		series++
+		for _, g := range SeriesOf(j, testEnd) {
+			if g.Name != "jobsight_job_io_pressure_stalled_seconds_total" {
+				continue
+			}
+			prev, step := -1.0, StepFor(j.EndTime.Sub(j.StartTime.Time))
+			for t0 := j.StartTime.Time; !t0.After(j.EndTime.Time); t0 = t0.Add(step) {
+				v := g.Value(t0)
+				if v < prev {
+					t.Fatalf("%s: I/O stall counter falls at %s", j.DocID, t0)
+				}
+				prev = v
+			}
+			if rate := prev / *j.ElapsedSeconds; math.Abs(rate-*p.IOSomeRatio) > 0.01 {
+				t.Errorf("%s: I/O stall series rises at %.3f, document %.3f", j.DocID, rate, *p.IOSomeRatio)
+			}
+		}
+	}
+	t.Logf("%d jobs with pressure figures, %d without; causes %v", with, without, causes)
+	if without == 0 || with < 10*without {
+		t.Errorf("%d jobs with pressure figures, %d without: want most with, some without", with, without)
+	}
+	for _, c := range []string{analysis.CauseIOStall, analysis.CauseMemoryStall, analysis.CauseCPUStall, analysis.CauseOOMKilledChild} {
+		if causes[c] == 0 {
+			t.Errorf("no generated job has cause %s", c)
+		}
+	}
+}

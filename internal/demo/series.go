@@ -42,6 +42,18 @@ type profile struct {
 	gpuReadable                               bool
 	timeline                                  []*float64
 	timelineMean                              float64
+	// stalls are the shares of the time the job's tasks waited for a CPU,
+	// memory and I/O (pressure.*_some_ratio); nil where the job has no
+	// pressure figures.
+	stalls []float64
+}
+
+// stallSeries are the stall counters the agent writes, in profile.stalls
+// order.
+var stallSeries = []string{
+	"jobsight_job_cpu_pressure_stalled_seconds_total",
+	"jobsight_job_memory_pressure_stalled_seconds_total",
+	"jobsight_job_io_pressure_stalled_seconds_total",
 }
 
 // profileOf reads a job's profile from its document: a finished job's
@@ -65,6 +77,9 @@ func profileOf(j *jobmodel.Job) profile {
 		p.cores = eff * float64(*j.Requested.CPUs) / nodes
 		p.memUsed = p.memLimit * mf
 		p.ioRead, p.ioWrite = 2e6*eff, 5e5*eff
+		if unit(j.DocID+"psi") >= noPressureShare {
+			p.stalls = []float64{0.03 * unit(j.DocID+"cpu"), 0.01 * unit(j.DocID+"mem"), 0.1 * unit(j.DocID+"io")}
+		}
 		p.gpuReadable = true
 		for g := int64(0); g < gpus; g++ {
 			u := gu
@@ -85,6 +100,11 @@ func profileOf(j *jobmodel.Job) profile {
 	}
 	if j.IO != nil && j.IO.ReadBytes != nil && j.IO.WrittenBytes != nil {
 		p.ioRead, p.ioWrite = float64(*j.IO.ReadBytes)/sec/nodes, float64(*j.IO.WrittenBytes)/sec/nodes
+	}
+	if pr := j.Pressure; pr != nil {
+		for _, r := range []*float64{pr.CPUSomeRatio, pr.MemorySomeRatio, pr.IOSomeRatio} {
+			p.stalls = append(p.stalls, *r)
+		}
 	}
 	p.gpuReadable = j.GPU != nil && j.GPU.UtilizationAvg != nil
 	if p.gpuReadable {
@@ -185,6 +205,14 @@ func SeriesOf(j *jobmodel.Job, end time.Time) []Gen {
 			Gen{"jobsight_job_io_read_bytes_total", lab(), func(t time.Time) float64 { return math.Round(ioR * math.Max(0, t.Sub(start).Seconds())) }},
 			Gen{"jobsight_job_io_written_bytes_total", lab(), func(t time.Time) float64 { return math.Round(ioW * math.Max(0, t.Sub(start).Seconds())) }},
 		)
+		for i, share := range p.stalls {
+			sk := key + "s" + strconv.Itoa(i)
+			gens = append(gens, Gen{stallSeries[i], lab(), func(t time.Time) float64 {
+				// Seconds stalled so far, with jitter of ±2.5 s at the
+				// share: monotonic at any step ≥ 15 s, like the CPU.
+				return math.Max(0, share*(t.Sub(start).Seconds()+5*noise(sk, t.Unix())))
+			}})
+		}
 		perNode := len(p.gpuBase) / max(len(j.Nodes), 1)
 		for gi := ni * perNode; gi < (ni+1)*perNode && gi < len(p.gpuBase); gi++ {
 			idx := gi - ni*perNode

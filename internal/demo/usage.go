@@ -121,7 +121,69 @@ func fillUsage(r *rand.Rand, j *jobmodel.Job, skill float64) {
 	if gpus > 0 {
 		missing = append(missing, fillGPUs(r, j, skill, sec)...)
 	}
-	j.MissingMetrics = missing
+	j.MissingMetrics = fillPressure(j, cpuEff, frac, missing)
+}
+
+// noPressureShare is the share of generated jobs that ran where pressure
+// stalls and OOM kills cannot be read (the demo site's nodes run cgroup
+// v2; a few run a kernel without PSI): their figures are absent and named
+// missing.
+const noPressureShare = 0.02
+
+// fillPressure writes the pressure stall figures and OOM kills of a job
+// that ran on a cgroup v2 node, as the agents assemble them (stall and
+// watched seconds summed over nodes, the ratio their quotient), and
+// returns missing with the names of what the others lack. Most jobs stall
+// little; some wait on storage, some stall at their memory limit, a few
+// run more threads than CPUs, and a job killed for memory or near its
+// limit may have lost a process. The figures come from the job's id, not
+// the generator's random source, so every other figure stays as it was.
+func fillPressure(j *jobmodel.Job, cpuEff, memFrac float64, missing []string) []string {
+	if unit(j.DocID+"psi") < noPressureShare {
+		return append(missing, "cpu_pressure", "io_pressure", "memory_pressure", "oom_kills")
+	}
+	u := func(k string) float64 { return unit(j.DocID + k) }
+	oom := j.State == jobmodel.StateOutOfMemory
+	cpuSome := 0.002 + 0.03*u("cpu")
+	if u("oversub") < 0.05 && cpuEff > 0.6 { // a threaded library on all the node's cores
+		cpuSome = 0.3 + 0.5*u("cpu2")
+	}
+	ioSome := 0.005 + 0.08*u("io")
+	if u("iobound") < 0.08 { // waiting on the shared file system
+		ioSome = 0.25 + 0.45*u("io2")
+	}
+	memSome := 0.002 * u("mem")
+	switch {
+	case oom:
+		memSome = 0.3 + 0.4*u("mem2")
+	case memFrac > 0.85:
+		memSome = 0.05 + 0.25*u("mem2")
+	}
+	nodes := float64(max(j.NodeCount, 1))
+	watched := math.Round(*j.ElapsedSeconds * nodes * 0.995)
+	p := &jobmodel.PressureUsage{WatchedSeconds: jobmodel.Ptr(watched)}
+	ratios := [len(jobmodel.PressureFamilies)]float64{cpuSome, memSome, memSome * 0.3, ioSome, ioSome * 0.25}
+	for i, f := range p.Families() {
+		secs := math.Round(ratios[i] * watched)
+		*f.Seconds, *f.Ratio = jobmodel.Ptr(secs), jobmodel.Ptr(round3(secs/watched))
+		*f.PeakRatio = jobmodel.Ptr(round3(math.Min(1, ratios[i]*(1.3+u("peak"))+0.02)))
+		if nodes > 1 {
+			*f.MaxNodeRatio = jobmodel.Ptr(round3(math.Min(1, ratios[i]*(1+0.3*u("node")))))
+		}
+	}
+	j.Pressure = p
+	if j.Memory == nil {
+		return append(missing, "oom_kills")
+	}
+	kills := int64(0)
+	switch {
+	case oom:
+		kills = 1
+	case memFrac > 0.8 && u("child") < 0.15: // a worker killed, the job went on
+		kills = 1 + int64(2*u("kills"))
+	}
+	j.Memory.OOMKills = jobmodel.Ptr(kills)
+	return missing
 }
 
 // fillGPUs writes the GPU summary and the per-GPU entries; it returns the
