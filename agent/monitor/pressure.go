@@ -80,19 +80,21 @@ func (st *StallState) observe(v uint64, dt float64) {
 }
 
 // usage summarises the state for a node document: the watched seconds,
-// and per family the stall totals' increase over them, its share of them
-// (clamped to 0–1, absent with a single reading) and the peak share.
+// and per family the stall total (the kernel's, since the job's cgroup was
+// made, at the last reading: as cpu.core_seconds is cpu.stat's total), its
+// share of the watched seconds (clamped to 0–1, absent with a single
+// reading) and the peak share.
 func (p *PressureState) usage() *jobmodel.PressureUsage {
 	watched := max(0, p.Last.Sub(p.First).Seconds())
 	u := &jobmodel.PressureUsage{WatchedSeconds: jobmodel.Ptr(watched)}
 	fields := u.Families()
 	for i, st := range p.families() {
-		inc, ok := st.Total.Increase()
+		total, ok := st.Total.Total()
 		if !ok {
 			continue
 		}
 		f := fields[i]
-		secs := float64(inc) / 1e9
+		secs := float64(total) / 1e9
 		*f.Seconds = jobmodel.Ptr(secs)
 		if watched > 0 {
 			*f.Ratio = jobmodel.Ptr(jobmodel.Clamp01(secs / watched))

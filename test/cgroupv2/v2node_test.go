@@ -33,15 +33,19 @@ const EnvKeep = "JOBSIGHT_V2NODE_KEEP"
 
 const cluster = "v2test"
 
-// The tolerances every figure is held to (docs/fields.md repeats them).
-// The kernel's figures are read by the job itself at its end, after its
-// workload and one second of sleep; the agent's last sample of the job
-// comes at most one interval (1 s) before its cgroup is removed, so both
-// see the whole workload and differ only by what ran in between (the
-// shell, v2work figures): a few tens of milliseconds of CPU.
+// The tolerances every figure is held to (agent/collector/README.md
+// repeats them). The kernel's figures are read by the job itself at its
+// end, after its workload and one second of sleep; the agent's last sample
+// of the job comes at most one interval (1 s) before its cgroup is
+// removed, so both see the whole workload. What runs in the job's cgroup
+// after the job's own reading is in the document but not in the reading:
+// slurmstepd's end of the job (it lives in the job's cgroup, step_*/slurm),
+// up to about a second of CPU and of CPU wait under emulation, tens of
+// milliseconds on a real node: afterTol allows that much above.
 const (
 	cpuTolSeconds  = 0.5  // core-seconds, or
 	cpuTolShare    = 0.05 // of the kernel's figure, whichever is larger
+	afterTol       = 1.5  // seconds of CPU or of stall after the job's reading
 	memTolBytes    = 4 << 20
 	memTolShare    = 0.03
 	ioTolBytes     = 1 << 20
@@ -122,7 +126,7 @@ func TestCgroupV2Node(t *testing.T) {
 	for _, name := range []string{"cpu", "idle", "alloc", "write", "many", "cpustall", "iostall", "memstall", "oom", "restart", "jobidpath"} {
 		t.Run(name+"/kernel", func(t *testing.T) {
 			d, f := doc(t, name)
-			checkAgainstKernel(t, d, f)
+			checkAgainstKernel(t, name, d, f)
 			// Named as 26.05 names it by default: by the SLUID, which
 			// the document carries; CgroupJobIdPaths=yes: job_<id>.
 			dir := strings.TrimSpace(f.Files["job_dir"])
@@ -133,6 +137,13 @@ func TestCgroupV2Node(t *testing.T) {
 			} else if !sluid.MatchString(dir) || dir != d.str("sluid") {
 				t.Errorf("the job's cgroup directory is %q, the document's sluid %q: want the same SLUID", dir, d.str("sluid"))
 			}
+			// cgroup.conf's EnableExtraControllers=io,pids (phases 1 and
+			// 2) gives the jobs io.stat, and the document the kernel's
+			// I/O account; without it (phase 3) there is none.
+			_, _, hasIO := f.IOBytes()
+			if hasIO != (name != "jobidpath") {
+				t.Errorf("%s: io.stat in the job's cgroup: %v (%q)", name, hasIO, f.Files["io.stat"])
+			}
 			// The figures outlive the cgroup: Slurm removed it at the end.
 			if dir != "" && bytes.Contains(left, []byte(dir)) {
 				t.Errorf("the job's cgroup %s was left behind after the job: %s", dir, left)
@@ -142,12 +153,15 @@ func TestCgroupV2Node(t *testing.T) {
 
 	t.Run("what the jobs did", func(t *testing.T) {
 		d, _ := doc(t, "cpu")
-		if cs := d.num("cpu.core_seconds"); cs < 0.7*8 || cs > 8*1.1+cpuTolSeconds {
-			t.Errorf("cpu: busy-looped one thread for 8 s, core_seconds %.2f", cs)
+		busy := d.num("cpu.core_seconds")
+		if busy < 0.6*12 || busy > 12*1.1+afterTol {
+			t.Errorf("cpu: busy-looped one thread for 12 s, core_seconds %.2f", busy)
 		}
+		// Sleeping, the job used only what starting and ending it cost
+		// (slurmstepd, the shell): seconds under emulation.
 		d, _ = doc(t, "idle")
-		if cs := d.num("cpu.core_seconds"); cs > 0.5 {
-			t.Errorf("idle: slept, core_seconds %.2f", cs)
+		if cs := d.num("cpu.core_seconds"); !(cs < 0.35*busy) {
+			t.Errorf("idle: slept 8 s, core_seconds %.2f (the busy job's %.2f)", cs, busy)
 		}
 		d, _ = doc(t, "alloc")
 		if p := d.num("memory.peak_bytes"); p < 300<<20 {
@@ -159,6 +173,12 @@ func TestCgroupV2Node(t *testing.T) {
 		d, _ = doc(t, "write")
 		if w := d.num("io.written_bytes"); w < 64<<20 || w > 80<<20 {
 			t.Errorf("write: wrote and fsynced 64 MiB, io.written_bytes %.1f MiB", w/(1<<20))
+		}
+		// Without the io controller the I/O comes from /proc/<pid>/io (a
+		// reaped child's counts go to its parent there).
+		d, _ = doc(t, "jobidpath")
+		if w := d.num("io.written_bytes"); w < 32<<20 {
+			t.Errorf("jobidpath: wrote 32 MiB without the io controller, io.written_bytes %.1f MiB", w/(1<<20))
 		}
 		d, _ = doc(t, "many")
 		if p := d.num("processes.peak"); p < 41 || p > 48 {
@@ -190,7 +210,7 @@ func TestCgroupV2Node(t *testing.T) {
 				t.Errorf("%s: no kernel figures for Slurm job %v", id, d.num("slurm_job_id"))
 				continue
 			}
-			checkAgainstKernel(t, d, f)
+			checkAgainstKernel(t, fmt.Sprintf("array task %d", task), d, f)
 		}
 	})
 
@@ -237,7 +257,7 @@ func TestCgroupV2Node(t *testing.T) {
 				continue
 			}
 			usage, _ := f.Key("cpu.stat", "usage_usec")
-			within(t, name+": the CPU series' last value against cpu.stat usage_usec", cpu, float64(usage)/1e6, cpuTolSeconds, cpuTolShare)
+			withinAfter(t, name+": the CPU series' last value against cpu.stat usage_usec", cpu, float64(usage)/1e6, cpuTolSeconds, cpuTolShare, afterTol)
 			mem, ok, err := stack.PromQuery(ctx, node.PromURL, "max(max_over_time(jobsight_job_memory_used_bytes"+sel+"[2h]))")
 			peak, _ := f.Uint("memory.peak")
 			if err != nil || !ok || mem > float64(peak) {
@@ -254,7 +274,7 @@ func TestCgroupV2Node(t *testing.T) {
 		if err != nil || !ok {
 			t.Errorf("iostall: no I/O stall series (%v)", err)
 		} else {
-			within(t, "iostall: the I/O stall series' last value against io.pressure's some total", v, float64(k)/1e6, stallTolSecond, stallTolShare)
+			withinAfter(t, "iostall: the I/O stall series' last value against io.pressure's some total", v, float64(k)/1e6, stallTolSecond, stallTolShare, afterTol)
 		}
 	})
 
@@ -305,13 +325,12 @@ func TestCgroupV2Node(t *testing.T) {
 
 // checkAgainstKernel compares a job document with the kernel's account of
 // the same job (one node).
-func checkAgainstKernel(t *testing.T, d jobDoc, f Figures) {
+func checkAgainstKernel(t *testing.T, name string, d jobDoc, f Figures) {
 	t.Helper()
-	name := d.str("name")
 	if usage, ok := f.Key("cpu.stat", "usage_usec"); !ok {
 		t.Errorf("%s: the kernel's cpu.stat has no usage_usec: %q", name, f.Files["cpu.stat"])
 	} else {
-		within(t, name+": cpu.core_seconds against cpu.stat usage_usec", d.num("cpu.core_seconds"), float64(usage)/1e6, cpuTolSeconds, cpuTolShare)
+		withinAfter(t, name+": cpu.core_seconds against cpu.stat usage_usec", d.num("cpu.core_seconds"), float64(usage)/1e6, cpuTolSeconds, cpuTolShare, afterTol)
 	}
 	if peak, ok := f.Uint("memory.peak"); !ok {
 		t.Errorf("%s: no memory.peak from the kernel: %q", name, f.Files["memory.peak"])
@@ -341,20 +360,28 @@ func checkAgainstKernel(t *testing.T, d jobDoc, f Figures) {
 		if !ok {
 			continue
 		}
-		within(t, fmt.Sprintf("%s: pressure.%s_some_seconds against %s.pressure some total", name, res, res),
-			d.num("pressure."+res+"_some_seconds"), float64(k)/1e6, stallTolSecond, stallTolShare)
+		withinAfter(t, fmt.Sprintf("%s: pressure.%s_some_seconds against %s.pressure some total", name, res, res),
+			d.num("pressure."+res+"_some_seconds"), float64(k)/1e6, stallTolSecond, stallTolShare, afterTol)
 	}
 }
 
 // within fails unless got is within tolAbs or tolShare × want of want.
 func within(t *testing.T, what string, got, want, tolAbs, tolShare float64) {
 	t.Helper()
+	withinAfter(t, what, got, want, tolAbs, tolShare, 0)
+}
+
+// withinAfter is within, with after more allowed above want: what the
+// job's cgroup did after the job read the kernel's figure.
+func withinAfter(t *testing.T, what string, got, want, tolAbs, tolShare, after float64) {
+	t.Helper()
 	if math.IsNaN(got) {
 		t.Errorf("%s: absent from the document (the kernel's figure: %.6g)", what, want)
 		return
 	}
-	if tol := math.Max(tolAbs, tolShare*want); math.Abs(got-want) > tol {
-		t.Errorf("%s: %.6g, the kernel's %.6g (tolerance %.3g)", what, got, want, tol)
+	tol := math.Max(tolAbs, tolShare*want)
+	if got < want-tol || got > want+tol+after {
+		t.Errorf("%s: %.6g, the kernel's %.6g (tolerance -%.3g/+%.3g)", what, got, want, tol, tol+after)
 	}
 }
 

@@ -18,7 +18,7 @@
 set -eu
 H=/mnt/host
 SLURM=$(cat $H/slurm-prefix)
-export PATH="$SLURM/bin:$SLURM/sbin:/usr/sbin:/usr/bin:/sbin:/bin"
+export PATH="$SLURM/bin:$SLURM/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 OUT=$H/out
 mkdir -p $OUT
 say() { echo "=== [$(cut -d' ' -f1 /proc/uptime)] $*"; }
@@ -115,7 +115,11 @@ CONF
 cgroup_conf() {
 	printf 'CgroupPlugin=cgroup/v2\nConstrainCores=yes\nConstrainRAMSpace=yes\nAllowedRAMSpace=100\nConstrainSwapSpace=no\n%s' "$1" > $SLURM/etc/cgroup.conf
 }
-cgroup_conf ""
+# Phases 1 and 2: the io and pids controllers in the jobs' cgroups too
+# (Slurm enables cpuset, cpu and memory only, unless told): io.stat and
+# pids.* then exist. Phase 3 runs without them (I/O from /proc).
+cgroup_conf "EnableExtraControllers=io,pids
+"
 # munge, as most sites authenticate (Debian's package made the key).
 [ -s /etc/munge/munge.key ] || { mungekey --create && chown munge:munge /etc/munge/munge.key; }
 systemctl start munge || fail "munge did not start"
@@ -171,6 +175,13 @@ elasticsearch:
 prometheus:
   remote_write_url: "http://127.0.0.1:9090/api/v1/write"
   push_interval: 2s
+# The test's jobs run seconds, not the minutes a site's rules wait for.
+analysis:
+  short_job: 5s
+  rules:
+    io_stall: {min_watched: 5s}
+    memory_stall: {min_watched: 5s}
+    cpu_stall: {min_watched: 5s}
 CONF
 jobsight-agent check-config --config /etc/jobsight/agent.yaml || fail "check-config"
 echo "optional $SLURM/lib/slurm/jobsight.so agent=/usr/sbin/jobsight-agent config=/etc/jobsight/agent.yaml" > $SLURM/etc/plugstack.conf
@@ -201,14 +212,14 @@ d=/var/tmp/v2out/\$SLURM_JOB_ID
 echo "\${SLURM_ARRAY_JOB_ID:-} \${SLURM_ARRAY_TASK_ID:-} \$SLURM_JOB_NAME \$SLURM_JOB_ID" > \$d/slurm_ids
 JOB
 	chown alice $f
-	id=$(cd /home/alice && runuser -u alice -- sbatch --parsable -J "$name" -o "/var/tmp/v2out/$name-%A_%a.out" $opts $f) || fail "sbatch $name"
+	id=$(cd /home/alice && runuser -u alice -- sbatch --parsable -J "$name" -o "/var/tmp/v2out/$name-%j.out" $opts $f) || fail "sbatch $name"
 	echo "$name $id" >> $OUT/manifest
 	say "submitted $name as $id"
 }
 all_done() { [ -z "$(squeue -h -o %i)" ]; }
 
 say "phase 1: usage figures, several jobs at once, ZincSearch down for 20 s in the middle"
-job cpu "-c 1 --mem=256M" "v2work burn 8 1"
+job cpu "-c 1 --mem=256M" "v2work burn 12 1"
 job idle "-c 1 --mem=256M" "sleep 8"
 job alloc "-c 1 --mem=640M" "v2work alloc 300 6"
 job write "-c 1 --mem=256M" "v2work write /var/tmp 64"
@@ -223,7 +234,7 @@ wait_for 600 "phase 1's jobs to end" all_done
 
 say "phase 2: pressure stalls, an OOM kill, a job array"
 job cpustall "-c 1 --mem=256M" "v2work burn 10 4"
-job iostall "-c 1 --mem=256M" "v2work fsyncloop /slow 10"
+job iostall "-c 1 --mem=256M" "v2work slowread /slow 8 12"
 job memstall "-c 1 --mem=160M" "v2work thrash /var/tmp 320 12"
 job oom "-c 1 --mem=160M" "v2work alloc 400 5"
 job array "-c 1 --mem=128M --array=1-3" "v2work burn 3 1"
@@ -240,7 +251,7 @@ cgroup_conf "CgroupJobIdPaths=yes
 systemctl restart slurmd || fail "slurmd could not be restarted under a running node agent"
 scontrol reconfigure
 wait_for 120 "the node to take jobs again" sh -c "sinfo -h -n v2node -o %T | grep -qE '^(idle|mixed|allocated)$'"
-job jobidpath "-c 1 --mem=256M" "v2work burn 4 1; v2work alloc 100 2"
+job jobidpath "-c 1 --mem=256M" "v2work burn 4 1; v2work alloc 100 2; v2work write /var/tmp 32"
 wait_for 300 "phase 3's jobs to end" all_done
 
 say "waiting for the node agent to deliver and exit"

@@ -9,6 +9,9 @@
 //	v2work alloc MIB SECONDS           touch MIB MiB of anonymous memory, hold it SECONDS
 //	v2work write DIR MIB               write MIB MiB to DIR/v2work.<pid>, fsync, remove
 //	v2work fsyncloop DIR SECONDS       16 KiB writes, each fsynced, for SECONDS (an I/O stall)
+//	v2work slowread DIR MIB SECONDS    write a MIB MiB file, then read it again and again for
+//	                                   SECONDS, dropping it from the page cache before each
+//	                                   pass (input from a slow file system: an I/O stall)
 //	v2work thrash DIR MIB SECONDS      write a MIB MiB file, then read it again and again
 //	                                   for SECONDS (a file larger than the job's memory
 //	                                   limit: reclaim and refaults, a memory stall)
@@ -27,6 +30,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func main() {
@@ -44,6 +49,8 @@ func main() {
 		err = write(arg(a, 0), num(a, 1))
 	case "fsyncloop":
 		err = fsyncLoop(arg(a, 0), dur(a, 1))
+	case "slowread":
+		err = slowRead(arg(a, 0), num(a, 1), dur(a, 2))
 	case "thrash":
 		err = thrash(arg(a, 0), num(a, 1), dur(a, 2))
 	case "spawn":
@@ -166,6 +173,38 @@ func fsyncLoop(dir string, d time.Duration) error {
 		}
 	}
 	fmt.Printf("v2work: %d fsynced writes\n", n)
+	return f.Close()
+}
+
+func slowRead(dir string, mib int, d time.Duration) error {
+	p := filepath.Join(dir, fmt.Sprintf("v2work.%d", os.Getpid()))
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_RDWR|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(p)
+	buf := make([]byte, 1<<20)
+	for range mib {
+		if _, err := f.Write(buf); err != nil {
+			return err
+		}
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	passes := 0
+	for end := time.Now().Add(d); time.Now().Before(end); passes++ {
+		// Clean pages only: fsynced above, so DONTNEED drops them.
+		if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+			return err
+		}
+		for off := int64(0); off < int64(mib)<<20 && time.Now().Before(end); off += int64(len(buf)) {
+			if _, err := f.ReadAt(buf, off); err != nil {
+				return err
+			}
+		}
+	}
+	fmt.Printf("v2work: read %d MiB from %s %d times\n", mib, dir, passes)
 	return f.Close()
 }
 
