@@ -500,6 +500,25 @@ func (f *facts) pressureFacts() {
 	}
 }
 
+// chargedShare is the job's charged memory peak (page cache included: what
+// the kernel holds against the limit) over its request, on the same basis
+// as memEff: the fullest node over the per-node request, else the total.
+func (f *facts) chargedShare() (float64, bool) {
+	m, req := f.job.Memory, f.job.Requested
+	if m == nil {
+		return 0, false
+	}
+	if v, ok := okI(m.MaxNodePeakBytes); ok {
+		if r, ok := okI(req.MemoryPerNodeBytes); ok && r > 0 {
+			return jobmodel.Clamp01(float64(v) / float64(r)), true
+		}
+	}
+	if v, ok := okI(m.PeakBytes); ok && f.hasMemReqTotal && f.memReqTotal > 0 {
+		return jobmodel.Clamp01(float64(v) / f.memReqTotal), true
+	}
+	return 0, false
+}
+
 // memPerNode reports whether memPeak and memReq are per node (else totals
 // over the job's nodes).
 func (f *facts) memPerNode() bool {

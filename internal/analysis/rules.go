@@ -471,15 +471,31 @@ func ruleIOStall(f *facts, _ map[string]bool) *jobmodel.Cause {
 func ruleMemoryStall(f *facts, _ map[string]bool) *jobmodel.Cause {
 	r := f.cfg.Rules.MemoryStall
 	s, conf, ok := f.stalled(stallMemorySome, r.MinRatio, r.MinWatched)
-	if !ok || (f.hasMemEff && f.memEff < r.MinMemoryEfficiency-classEpsilon) {
+	if !ok {
+		return nil
+	}
+	// A job reading more file data than its limit holds keeps a small
+	// working set while its page cache fills the limit and the kernel
+	// reclaims it, again and again (refaults: the v2 test node's memstall
+	// job, 18% stalled, working set well below its request): the charged
+	// peak, page cache included, tells that the limit was reached.
+	charged, hasCharged := f.chargedShare()
+	atLimit := (f.hasMemEff && f.memEff >= r.MinMemoryEfficiency-classEpsilon) ||
+		(hasCharged && charged >= r.MinMemoryEfficiency-classEpsilon)
+	if (f.hasMemEff || hasCharged) && !atLimit {
 		// Far below its request, the job's stalls come from the node
 		// (other jobs, swap), not its limit: more memory would not help.
 		return nil
 	}
 	ev := f.fullStall(f.stallEvidence(s, "waited for memory (reclaim, refaults, swap-in)"), stallMemoryFull)
-	if f.hasMemEff {
+	switch {
+	case f.hasMemEff && f.memEff >= r.MinMemoryEfficiency-classEpsilon:
 		conf += 0.05
 		ev += fmt.Sprintf("; its memory peak reached %s of its request", pct(f.memEff))
+	case hasCharged:
+		conf += 0.05
+		ev += fmt.Sprintf("; its memory, page cache included, reached %s of its request (its working set %s): "+
+			"the kernel kept evicting file data it read again", pct(charged), pct(f.memEff))
 	}
 	if f.job.State == jobmodel.StateOutOfMemory {
 		ev += "; it was then killed for memory"

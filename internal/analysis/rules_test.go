@@ -395,6 +395,14 @@ var ruleCases = map[string][]ruleCase{
 			j.State = jobmodel.StateOutOfMemory
 			withStalls(j, [5]float64{0, 0.5, 0.2, 0, 0})
 		}), fire: true, evidence: []string{"killed for memory"}, absent: []string{CauseOOMKilledChild}},
+		// The v2 test node's memstall job: a file twice its limit read
+		// again and again; the page cache fills the limit, the working
+		// set stays well below it.
+		{name: "page cache at the limit, small working set", job: cpuWith(func(j *jobmodel.Job) {
+			j.Memory.MaxNodeWorkingSetPeakBytes = p(8 * giB)
+			j.Memory.MaxNodePeakBytes, j.Memory.PeakBytes = p(16*giB), p(16*giB)
+			withStalls(j, [5]float64{0, 0.18, 0.02, 0, 0})
+		}), fire: true, evidence: []string{"page cache included, reached 100% of its request", "its working set 50%"}},
 		{name: "stalls far below the limit (the node's memory, not the job's)", job: cpuWith(func(j *jobmodel.Job) {
 			j.Memory.MaxNodeWorkingSetPeakBytes = p(5 * giB)
 			withStalls(j, [5]float64{0, 0.3, 0.1, 0, 0})

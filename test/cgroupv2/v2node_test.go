@@ -219,9 +219,9 @@ func TestCgroupV2Node(t *testing.T) {
 			job, resource, kind, cause string
 			min                        float64 // the least share of the run stalled
 		}{
-			{"cpustall", "cpu", "some", "cpu_stall", 0.4},     // four busy threads in one CPU
-			{"iostall", "io", "some", "io_stall", 0.3},        // fsync after fsync on a throttled disk
-			{"memstall", "memory", "some", "memory_stall", 0}, // a file twice its limit, read again and again
+			{"cpustall", "cpu", "some", "cpu_stall", 0.4},        // four busy threads in one CPU
+			{"iostall", "io", "some", "io_stall", 0.3},           // fsync after fsync on a throttled disk
+			{"memstall", "memory", "some", "memory_stall", 0.05}, // a file twice its limit, read again and again
 		} {
 			d, f := doc(t, c.job)
 			k, ok := f.StallMicros(c.resource+".pressure", c.kind)
@@ -243,6 +243,12 @@ func TestCgroupV2Node(t *testing.T) {
 		}
 		if d.hasCause("io_stall") || d.hasCause("memory_stall") {
 			t.Errorf("cpu: a CPU-bound job got stall causes: %v", d.causes())
+		}
+		for _, name := range []string{"idle", "alloc", "write"} {
+			if d, _ := doc(t, name); d.hasCause("io_stall") || d.hasCause("memory_stall") || d.hasCause("cpu_stall") {
+				t.Errorf("%s: stall causes %v (cpu %.2f, memory %.2f, io %.2f of its run)", name, d.causes(),
+					d.num("pressure.cpu_some_ratio"), d.num("pressure.memory_some_ratio"), d.num("pressure.io_some_ratio"))
+			}
 		}
 	})
 

@@ -177,21 +177,12 @@ func fsyncLoop(dir string, d time.Duration) error {
 }
 
 func slowRead(dir string, mib int, d time.Duration) error {
-	p := filepath.Join(dir, fmt.Sprintf("v2work.%d", os.Getpid()))
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_RDWR|os.O_TRUNC, 0o600)
+	f, err := makeFile(dir, mib)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(p)
+	defer os.Remove(f.Name())
 	buf := make([]byte, 1<<20)
-	for range mib {
-		if _, err := f.Write(buf); err != nil {
-			return err
-		}
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
 	passes := 0
 	for end := time.Now().Add(d); time.Now().Before(end); passes++ {
 		// Clean pages only: fsynced above, so DONTNEED drops them.
@@ -209,21 +200,12 @@ func slowRead(dir string, mib int, d time.Duration) error {
 }
 
 func thrash(dir string, mib int, d time.Duration) error {
-	p := filepath.Join(dir, fmt.Sprintf("v2work.%d", os.Getpid()))
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_RDWR|os.O_TRUNC, 0o600)
+	f, err := makeFile(dir, mib)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(p)
+	defer os.Remove(f.Name())
 	buf := make([]byte, 1<<20)
-	for range mib {
-		if _, err := f.Write(buf); err != nil {
-			return err
-		}
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
 	passes := 0
 	for end := time.Now().Add(d); time.Now().Before(end); passes++ {
 		for off := int64(0); off < int64(mib)<<20; off += int64(len(buf)) {
@@ -234,6 +216,30 @@ func thrash(dir string, mib int, d time.Duration) error {
 	}
 	fmt.Printf("v2work: read %d MiB %d times\n", mib, passes)
 	return f.Close()
+}
+
+// makeFile writes a mib MiB file in dir and fsyncs it; the caller removes
+// it.
+func makeFile(dir string, mib int) (*os.File, error) {
+	p := filepath.Join(dir, fmt.Sprintf("v2work.%d", os.Getpid()))
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_RDWR|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	buf := make([]byte, 1<<20)
+	for range mib {
+		if _, err := f.Write(buf); err != nil {
+			f.Close()
+			os.Remove(p)
+			return nil, err
+		}
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		os.Remove(p)
+		return nil, err
+	}
+	return f, nil
 }
 
 func spawn(n int, d time.Duration) error {
