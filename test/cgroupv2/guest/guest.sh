@@ -115,9 +115,10 @@ CONF
 cgroup_conf() {
 	printf 'CgroupPlugin=cgroup/v2\nConstrainCores=yes\nConstrainRAMSpace=yes\nAllowedRAMSpace=100\nConstrainSwapSpace=no\n%s' "$1" > $SLURM/etc/cgroup.conf
 }
-# Phases 1 and 2: the io and pids controllers in the jobs' cgroups too
-# (Slurm enables cpuset, cpu and memory only, unless told): io.stat and
-# pids.* then exist. Phase 3 runs without them (I/O from /proc).
+# The io and pids controllers in the jobs' cgroups too (Slurm enables
+# cpuset, cpu and memory only, unless told): io.stat and pids.* then exist.
+# Once enabled in slurmstepd's scope they stay, whatever cgroup.conf says
+# later (phase 3 drops the line).
 cgroup_conf "EnableExtraControllers=io,pids
 "
 # munge, as most sites authenticate (Debian's package made the key).
