@@ -289,12 +289,6 @@ func (w *jobWatch) leftBehind(ctx context.Context, job jobmodel.Job) *Checkpoint
 	return nil
 }
 
-// ClaimTimeout bounds how long a job's first sample waits for the store
-// (the reused-id check and the running job document). On the cgroup v2
-// test node a store busy indexing held the first sample of a job back by
-// 6 s, after the job had ended.
-const ClaimTimeout = 2 * time.Second
-
 // newCheckpoint begins the checkpoint of a job this node has none of, at
 // at. The outputs decide the id its documents go under (a reused Slurm id
 // gets a new one); with writeRunning, the job's first node also writes its
@@ -304,12 +298,9 @@ func (w *jobWatch) newCheckpoint(ctx context.Context, job jobmodel.Job, at time.
 	leader := isLeader(job, a.Config.Node)
 	running := job
 	running.UpdatedAt = jobmodel.At(at)
-	// The job's sampling waits for this: a slow store gets ClaimTimeout,
-	// then the running document goes to the spool and the id is resolved
-	// again when the documents are written.
-	cctx, cancel := context.WithTimeout(ctx, ClaimTimeout)
-	id, err := a.Outputs.ClaimDocID(cctx, running, at, writeRunning && leader)
-	cancel()
+	// The job's first sample waits for this (see the v2 node's findings in
+	// agent/collector/README.md): a store that is slow to answer delays it.
+	id, err := a.Outputs.ClaimDocID(ctx, running, at, writeRunning && leader)
 	if err != nil {
 		a.Log.Warn("writing running job document; spooled", "err", err)
 	}
