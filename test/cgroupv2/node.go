@@ -84,7 +84,7 @@ func Boot(ctx context.Context, share string, o Options) (*Node, error) {
 		return nil, err
 	}
 	t0 := time.Now()
-	img, err := lastLine(exec.CommandContext(ctx, filepath.Join(root, "scripts/v2node/build-image.sh"), in.Prefix, zinc))
+	img, err := stack.RunBuildScript(ctx, "scripts/v2node/build-image.sh", in.Prefix, zinc)
 	if err != nil {
 		return nil, fmt.Errorf("building the guest image: %w", err)
 	}
@@ -350,21 +350,6 @@ func (n *Node) Manifest() (map[string]string, error) {
 		}
 	}
 	return m, nil
-}
-
-func lastLine(cmd *exec.Cmd) (string, error) {
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		msg := stderr.String()
-		if len(msg) > 4000 {
-			msg = msg[len(msg)-4000:]
-		}
-		return "", fmt.Errorf("%s: %w\n%s", cmd.Path, err, msg)
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	return strings.TrimSpace(lines[len(lines)-1]), nil
 }
 
 func copyFile(src, dst string, mode os.FileMode) error {

@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -110,7 +112,7 @@ func TestCgroupV2Node(t *testing.T) {
 		}
 		d, ok := docs[cluster+":"+id]
 		if !ok {
-			t.Fatalf("no job document %s:%s for %s (documents: %v)", cluster, id, name, keys(docs))
+			t.Fatalf("no job document %s:%s for %s (documents: %v)", cluster, id, name, slices.Sorted(maps.Keys(docs)))
 		}
 		f, ok := figs[id]
 		if !ok {
@@ -200,7 +202,7 @@ func TestCgroupV2Node(t *testing.T) {
 			id := fmt.Sprintf("%s:%s_%d", cluster, arrayID, task)
 			d, ok := docs[id]
 			if !ok {
-				t.Errorf("no document %s for array task %d (documents: %v)", id, task, keys(docs))
+				t.Errorf("no document %s for array task %d (documents: %v)", id, task, slices.Sorted(maps.Keys(docs)))
 				continue
 			}
 			if int(d.num("array_task_id")) != task || strconv.Itoa(int(d.num("array_job_id"))) != arrayID {
@@ -511,12 +513,4 @@ func (n *Node) jobPage(t *testing.T, docID string) string {
 		_ = os.WriteFile(filepath.Join(n.Share, "out", "page-"+strings.ReplaceAll(docID, ":", "_")+".html"), page, 0o644)
 	}
 	return string(page)
-}
-
-func keys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }

@@ -72,7 +72,7 @@ func FindSlurm(ctx context.Context, release string) (SlurmInstall, error) {
 		if !ok {
 			return in, fmt.Errorf("%s=%q: not a release the tests run (26.05, 25.11, 25.05 or 22.05)", EnvSlurm, release)
 		}
-		prefix, err := runBuildScript(ctx, "scripts/build-slurm.sh", version)
+		prefix, err := RunBuildScript(ctx, "scripts/build-slurm.sh", version)
 		if err != nil {
 			return in, fmt.Errorf("Slurm %s: %w", version, err)
 		}

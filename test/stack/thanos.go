@@ -33,7 +33,7 @@ func ThanosBinary(ctx context.Context) (string, error) {
 		}
 		return bin, nil
 	}
-	bin, err := runBuildScript(ctx, "scripts/build-thanos.sh", "--cached")
+	bin, err := RunBuildScript(ctx, "scripts/build-thanos.sh", "--cached")
 	if err != nil {
 		return "", fmt.Errorf("no thanos binary: run scripts/build-thanos.sh once, or set %s (%w)", EnvThanosBin, err)
 	}

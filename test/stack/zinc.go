@@ -80,17 +80,17 @@ func ZincBinary(ctx context.Context) (string, error) {
 		}
 		return bin, nil
 	}
-	bin, err := runBuildScript(ctx, "scripts/build-zincsearch.sh")
+	bin, err := RunBuildScript(ctx, "scripts/build-zincsearch.sh")
 	if err != nil {
 		return "", fmt.Errorf("%w (or set %s to a zincsearch binary)", err, EnvZincBin)
 	}
 	return bin, nil
 }
 
-// runBuildScript runs one of the repository's build scripts (rel, relative
+// RunBuildScript runs one of the repository's build scripts (rel, relative
 // to the repository root) and returns the path it prints on its last line,
 // which must exist.
-func runBuildScript(ctx context.Context, rel string, args ...string) (string, error) {
+func RunBuildScript(ctx context.Context, rel string, args ...string) (string, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return "", err
