@@ -8,7 +8,6 @@
 //	v2work burn SECONDS THREADS        busy-loop THREADS threads for SECONDS
 //	v2work alloc MIB SECONDS           touch MIB MiB of anonymous memory, hold it SECONDS
 //	v2work write DIR MIB               write MIB MiB to DIR/v2work.<pid>, fsync, remove
-//	v2work fsyncloop DIR SECONDS       16 KiB writes, each fsynced, for SECONDS (an I/O stall)
 //	v2work slowread DIR MIB SECONDS    write a MIB MiB file, then read it again and again for
 //	                                   SECONDS, dropping it from the page cache before each
 //	                                   pass (input from a slow file system: an I/O stall)
@@ -36,7 +35,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fail("usage: v2work burn|alloc|write|fsyncloop|thrash|spawn|figures ARGS")
+		fail("usage: v2work burn|alloc|write|slowread|thrash|spawn|figures ARGS")
 	}
 	a := os.Args[2:]
 	var err error
@@ -47,8 +46,6 @@ func main() {
 		alloc(num(a, 0), dur(a, 1))
 	case "write":
 		err = write(arg(a, 0), num(a, 1))
-	case "fsyncloop":
-		err = fsyncLoop(arg(a, 0), dur(a, 1))
 	case "slowread":
 		err = slowRead(arg(a, 0), num(a, 1), dur(a, 2))
 	case "thrash":
@@ -134,87 +131,52 @@ func alloc(mib int, hold time.Duration) {
 }
 
 func write(dir string, mib int) error {
-	p := filepath.Join(dir, fmt.Sprintf("v2work.%d", os.Getpid()))
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600) // #nosec G703 -- the test workload's own file, in the directory its job script names
-	if err != nil {
-		return err
-	}
-	defer os.Remove(p)
-	buf := make([]byte, 1<<20)
-	for i := range buf {
-		buf[i] = byte(i * 7)
-	}
-	for range mib {
-		if _, err := f.Write(buf); err != nil {
-			return err
-		}
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	return f.Close()
-}
-
-func fsyncLoop(dir string, d time.Duration) error {
-	p := filepath.Join(dir, fmt.Sprintf("v2work.%d", os.Getpid()))
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600) // #nosec G703 -- the test workload's own file, in the directory its job script names
-	if err != nil {
-		return err
-	}
-	defer os.Remove(p)
-	buf := make([]byte, 16<<10)
-	n := 0
-	for end := time.Now().Add(d); time.Now().Before(end); n++ {
-		if _, err := f.Write(buf); err != nil {
-			return err
-		}
-		if err := f.Sync(); err != nil {
-			return err
-		}
-	}
-	fmt.Printf("v2work: %d fsynced writes\n", n)
-	return f.Close()
-}
-
-func slowRead(dir string, mib int, d time.Duration) error {
 	f, err := makeFile(dir, mib)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(f.Name())
+	defer os.Remove(f.Name()) // #nosec G703 -- the file makeFile made
+	return f.Close()
+}
+
+// slowRead reads a file from dir that the page cache never holds: input
+// from a slow file system.
+func slowRead(dir string, mib int, d time.Duration) error {
+	return reread(dir, mib, d, true)
+}
+
+// thrash reads a file larger than the job's memory limit: the kernel
+// reclaims its pages at the limit and reads them in again.
+func thrash(dir string, mib int, d time.Duration) error {
+	return reread(dir, mib, d, false)
+}
+
+// reread writes a mib MiB file in dir, then reads it again and again for
+// d; with dropCache, its clean pages are dropped from the page cache before
+// each pass, and a pass ends early at the deadline.
+func reread(dir string, mib int, d time.Duration, dropCache bool) error {
+	f, err := makeFile(dir, mib)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name()) // #nosec G703 -- the file makeFile made
 	buf := make([]byte, 1<<20)
 	passes := 0
-	for end := time.Now().Add(d); time.Now().Before(end); passes++ {
-		// Clean pages only: fsynced above, so DONTNEED drops them.
-		if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
-			return err
+	end := time.Now().Add(d)
+	for ; time.Now().Before(end); passes++ {
+		// Clean pages only: makeFile fsynced them, so DONTNEED drops them.
+		if dropCache {
+			if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+				return err
+			}
 		}
-		for off := int64(0); off < int64(mib)<<20 && time.Now().Before(end); off += int64(len(buf)) {
+		for off := int64(0); off < int64(mib)<<20 && (!dropCache || time.Now().Before(end)); off += int64(len(buf)) {
 			if _, err := f.ReadAt(buf, off); err != nil {
 				return err
 			}
 		}
 	}
 	fmt.Printf("v2work: read %d MiB from %s %d times\n", mib, dir, passes)
-	return f.Close()
-}
-
-func thrash(dir string, mib int, d time.Duration) error {
-	f, err := makeFile(dir, mib)
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	buf := make([]byte, 1<<20)
-	passes := 0
-	for end := time.Now().Add(d); time.Now().Before(end); passes++ {
-		for off := int64(0); off < int64(mib)<<20; off += int64(len(buf)) {
-			if _, err := f.ReadAt(buf, off); err != nil {
-				return err
-			}
-		}
-	}
-	fmt.Printf("v2work: read %d MiB %d times\n", mib, passes)
 	return f.Close()
 }
 
