@@ -480,22 +480,26 @@ func ruleMemoryStall(f *facts, _ map[string]bool) *jobmodel.Cause {
 	// job, 18% stalled, working set well below its request): the charged
 	// peak, page cache included, tells that the limit was reached.
 	charged, hasCharged := f.chargedShare()
-	atLimit := (f.hasMemEff && f.memEff >= r.MinMemoryEfficiency-classEpsilon) ||
-		(hasCharged && charged >= r.MinMemoryEfficiency-classEpsilon)
-	if (f.hasMemEff || hasCharged) && !atLimit {
+	atLeast := r.MinMemoryEfficiency - classEpsilon
+	wsAtLimit := f.hasMemEff && f.memEff >= atLeast
+	chargedAtLimit := hasCharged && charged >= atLeast
+	if (f.hasMemEff || hasCharged) && !wsAtLimit && !chargedAtLimit {
 		// Far below its request, the job's stalls come from the node
 		// (other jobs, swap), not its limit: more memory would not help.
 		return nil
 	}
 	ev := f.fullStall(f.stallEvidence(s, "waited for memory (reclaim, refaults, swap-in)"), stallMemoryFull)
 	switch {
-	case f.hasMemEff && f.memEff >= r.MinMemoryEfficiency-classEpsilon:
+	case wsAtLimit:
 		conf += 0.05
 		ev += fmt.Sprintf("; its memory peak reached %s of its request", pct(f.memEff))
-	case hasCharged:
+	case chargedAtLimit:
 		conf += 0.05
-		ev += fmt.Sprintf("; its memory, page cache included, reached %s of its request (its working set %s): "+
-			"the kernel kept evicting file data it read again", pct(charged), pct(f.memEff))
+		ev += fmt.Sprintf("; its memory, page cache included, reached %s of its request", pct(charged))
+		if f.hasMemEff {
+			ev += fmt.Sprintf(" (its working set %s)", pct(f.memEff))
+		}
+		ev += ": the kernel kept evicting file data it read again"
 	}
 	if f.job.State == jobmodel.StateOutOfMemory {
 		ev += "; it was then killed for memory"
