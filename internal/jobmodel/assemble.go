@@ -236,15 +236,7 @@ func assemblePressure(nodes []Node) *PressureUsage {
 }
 
 // maxPtr is the larger of two optional values.
-func maxPtr[T number](acc, v *T) *T {
-	if v == nil {
-		return acc
-	}
-	if acc == nil || *v > *acc {
-		return Ptr(*v)
-	}
-	return acc
-}
+func maxPtr[T number](acc, v *T) *T { return foldPtr(acc, v, larger[T]) }
 
 // assembleGPUs joins the nodes' GPUs: every per-GPU entry, named by its
 // node, and a summary whose counts and energy are sums and whose
@@ -357,14 +349,18 @@ func joinTimelines(nodes []Node) ([]*float64, *float64, *Time) {
 	return out, Ptr(step), start
 }
 
-func addPtr[T number](acc, v *T) *T {
+func addPtr[T number](acc, v *T) *T { return foldPtr(acc, v, add[T]) }
+
+// foldPtr combines an optional accumulator with an optional value by f:
+// either alone when the other is absent, nil when both are.
+func foldPtr[T number](acc, v *T, f func(a, b T) T) *T {
 	if v == nil {
 		return acc
 	}
 	if acc == nil {
 		return Ptr(*v)
 	}
-	return Ptr(*acc + *v)
+	return Ptr(f(*acc, *v))
 }
 
 func appendNew(list []string, s string) []string {
@@ -409,15 +405,7 @@ type number interface{ ~int64 | ~float64 }
 func fold[T number](nodes []Node, get func(*Node) *T, f func(a, b T) T) *T {
 	var acc *T
 	for i := range nodes {
-		v := get(&nodes[i])
-		if v == nil {
-			continue
-		}
-		if acc == nil {
-			acc = Ptr(*v)
-		} else {
-			*acc = f(*acc, *v)
-		}
+		acc = foldPtr(acc, get(&nodes[i]), f)
 	}
 	return acc
 }

@@ -197,8 +197,9 @@ var PressureFamilies = [...]string{"cpu_some", "memory_some", "memory_full", "io
 // time is wall-clock time, not summed over tasks or CPUs; ratios are 0–1.
 //
 // On a node: WatchedSeconds is the time from the first to the last sample
-// that read the pressure files; *Seconds the stall totals' increase over
-// it; *Ratio that over WatchedSeconds; *PeakRatio the largest share over
+// that read the pressure files; *Seconds the kernel's stall totals at the
+// last of them (since the job's cgroup was made, as cpu.core_seconds is
+// cpu.stat's); *Ratio that over WatchedSeconds, clamped to 0–1; *PeakRatio the largest share over
 // one interval between two samples. In job documents: WatchedSeconds and
 // *Seconds are sums over the nodes, *Ratio is the stall seconds over the
 // watched seconds (the nodes' mean weighted by time), *PeakRatio the
