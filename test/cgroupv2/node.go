@@ -268,7 +268,11 @@ func (f Figures) Uint(file string) (uint64, bool) {
 // IOBytes sums io.stat's rbytes and wbytes over the devices.
 func (f Figures) IOBytes() (read, written uint64, ok bool) {
 	for _, line := range strings.Split(f.Files["io.stat"], "\n") {
-		for _, kv := range strings.Fields(line)[min(1, len(strings.Fields(line))):] {
+		fields := strings.Fields(line) // MAJ:MIN key=value ...
+		if len(fields) < 2 {
+			continue
+		}
+		for _, kv := range fields[1:] {
 			k, v, _ := strings.Cut(kv, "=")
 			n, err := strconv.ParseUint(v, 10, 64)
 			if err != nil {
