@@ -114,7 +114,7 @@ func Boot(ctx context.Context, share string, o Options) (*Node, error) {
 			}
 		}
 	}
-	build := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(share, "v2work"), "./test/cgroupv2/v2work")
+	build := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(share, "v2work"), "./test/cgroupv2/testdata/v2work")
 	build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("building v2work: %w\n%s", err, out)

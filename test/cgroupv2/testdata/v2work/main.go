@@ -1,5 +1,6 @@
 // Command v2work is the workload of the cgroup v2 node's test jobs
-// (test/cgroupv2): each mode does one known thing, so that a job's
+// (test/cgroupv2; under testdata/ so that the go tool builds it only when
+// named, binaries of the module live in cmd/): each mode does one known thing, so that a job's
 // figures can be checked against what it did as well as against the
 // kernel's own account, and "figures" copies that account (the job's
 // cgroup files) at the end of the job, before Slurm removes the cgroup.
