@@ -89,6 +89,16 @@ const (
 	FieldSMClock                       // SMClockHz
 	FieldMemClock                      // MemClockHz
 	FieldPCIe                          // PCIeRxBytesPerSecond, PCIeTxBytesPerSecond
+	// What the device actually did (NVIDIA GPM on Hopper and later, AMD
+	// SMI's GPU metrics): fractions 0–1 of the last measurement window.
+	FieldSMActivity     // SMActivity
+	FieldSMOccupancy    // SMOccupancy
+	FieldTensorActivity // TensorActivity
+	// FieldTensorPrecision: TensorFP64Activity, TensorFP16Activity, TensorINT8Activity.
+	FieldTensorPrecision
+	FieldPipeActivity // FP64Activity, FP32Activity, FP16Activity
+	FieldDRAMActivity // DRAMActivity
+	FieldLink         // LinkRxBytesPerSecond, LinkTxBytesPerSecond (NVLink, XGMI)
 	fieldEnd
 )
 
@@ -98,7 +108,16 @@ const AllFields = fieldEnd - 1
 var fieldNames = [...]string{
 	"gpu_utilization", "gpu_memory_used", "gpu_memory_total", "gpu_power", "gpu_energy",
 	"gpu_temperature", "gpu_sm_clock", "gpu_memory_clock", "gpu_pcie",
+	"gpu_sm_activity", "gpu_sm_occupancy", "gpu_tensor_activity", "gpu_tensor_precision",
+	"gpu_pipe_activity", "gpu_dram_activity", "gpu_link",
 }
+
+// ActivityFields are the fields that say what the device did, beyond
+// "some kernel ran" (utilisation): NVML's GPM metrics, AMD SMI's GPU
+// metrics. A device that cannot give them (an NVIDIA GPU before Hopper, a
+// driver without GPM) lists them as missing.
+const ActivityFields = FieldSMActivity | FieldSMOccupancy | FieldTensorActivity | FieldTensorPrecision |
+	FieldPipeActivity | FieldDRAMActivity | FieldLink
 
 // Names returns the names of the fields in the set, in a fixed order, as
 // written in documents' missing_metrics lists.
@@ -133,6 +152,33 @@ type Reading struct {
 	// PCIe throughput over the driver's last measurement window.
 	PCIeRxBytesPerSecond float64
 	PCIeTxBytesPerSecond float64
+
+	// SMActivity is the fraction of the window the SMs were busy, averaged
+	// over the SMs (NVML GPM "SM utilisation"): a single small kernel keeps
+	// UtilizationRatio at 1 while this stays low.
+	SMActivity float64
+	// SMOccupancy is the resident warps against the SMs' maximum.
+	SMOccupancy float64
+	// TensorActivity is the fraction of time the tensor cores were busy
+	// (any precision); the precision split is TensorFP64Activity (DMMA),
+	// TensorFP16Activity (HMMA: FP16, BF16 and TF32 matrix math) and
+	// TensorINT8Activity (IMMA).
+	TensorActivity     float64
+	TensorFP64Activity float64
+	TensorFP16Activity float64
+	TensorINT8Activity float64
+	// FP64Activity, FP32Activity and FP16Activity are the non-tensor
+	// floating-point pipes' use.
+	FP64Activity float64
+	FP32Activity float64
+	FP16Activity float64
+	// DRAMActivity is the device memory bandwidth used against its
+	// maximum (NVIDIA), or the memory controller's activity (AMD UMC).
+	DRAMActivity float64
+	// LinkRxBytesPerSecond and LinkTxBytesPerSecond are the GPU-to-GPU
+	// links' throughput (NVLink, AMD XGMI), all links together.
+	LinkRxBytesPerSecond float64
+	LinkTxBytesPerSecond float64
 
 	Missing Field
 }

@@ -7,7 +7,9 @@ import (
 
 // GPUMetric is one Prometheus series the agent writes per GPU of a job,
 // labelled {cluster, job_id, node, gpu}, plus simulated="true" when the
-// simulated source made it. Five per GPU keep the series count bounded.
+// simulated source made it. At most thirteen per GPU keep the series
+// count bounded; the activity series exist only for GPUs that report them
+// (NVIDIA Hopper and later through GPM, AMD through its GPU metrics).
 type GPUMetric struct {
 	Name string
 	Type string
@@ -31,6 +33,22 @@ var GPUMetrics = []GPUMetric{
 		gpu.FieldEnergy, false, func(g *collector.GPUSample) float64 { return g.Reading.EnergyJoules }},
 	{"jobsight_job_gpu_processes", "gauge", "Processes of the job on the GPU (0 on a held GPU: held and idle).",
 		0, true, func(g *collector.GPUSample) float64 { return float64(g.JobProcesses) }},
+	{"jobsight_job_gpu_sm_activity_ratio", "gauge", "Fraction of the GPU's SMs busy over the last measurement window (0-1); low under a high utilization means kernels too small to fill the GPU.",
+		gpu.FieldSMActivity, false, func(g *collector.GPUSample) float64 { return g.Reading.SMActivity }},
+	{"jobsight_job_gpu_sm_occupancy_ratio", "gauge", "Resident warps against the SMs' maximum over the last measurement window (0-1).",
+		gpu.FieldSMOccupancy, false, func(g *collector.GPUSample) float64 { return g.Reading.SMOccupancy }},
+	{"jobsight_job_gpu_tensor_activity_ratio", "gauge", "Fraction of time the tensor cores were busy, any precision (0-1).",
+		gpu.FieldTensorActivity, false, func(g *collector.GPUSample) float64 { return g.Reading.TensorActivity }},
+	{"jobsight_job_gpu_dram_activity_ratio", "gauge", "Device memory bandwidth used against the maximum (AMD: memory controller activity), 0-1.",
+		gpu.FieldDRAMActivity, false, func(g *collector.GPUSample) float64 { return g.Reading.DRAMActivity }},
+	{"jobsight_job_gpu_pcie_receive_bytes_per_second", "gauge", "PCIe traffic into the GPU (host to device) over the last measurement window.",
+		gpu.FieldPCIe, false, func(g *collector.GPUSample) float64 { return g.Reading.PCIeRxBytesPerSecond }},
+	{"jobsight_job_gpu_pcie_transmit_bytes_per_second", "gauge", "PCIe traffic out of the GPU (device to host) over the last measurement window.",
+		gpu.FieldPCIe, false, func(g *collector.GPUSample) float64 { return g.Reading.PCIeTxBytesPerSecond }},
+	{"jobsight_job_gpu_link_receive_bytes_per_second", "gauge", "GPU-to-GPU link traffic into the GPU (NVLink, XGMI; all links) over the last measurement window.",
+		gpu.FieldLink, false, func(g *collector.GPUSample) float64 { return g.Reading.LinkRxBytesPerSecond }},
+	{"jobsight_job_gpu_link_transmit_bytes_per_second", "gauge", "GPU-to-GPU link traffic out of the GPU (NVLink, XGMI; all links) over the last measurement window.",
+		gpu.FieldLink, false, func(g *collector.GPUSample) float64 { return g.Reading.LinkTxBytesPerSecond }},
 }
 
 // gpuBuffer holds the points of one GPU since the last push.

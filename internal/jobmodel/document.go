@@ -368,6 +368,52 @@ type GPUUsage struct {
 	UtilizationTimeline []*float64 `json:"utilization_timeline,omitempty"`
 	TimelineStepSeconds *float64   `json:"timeline_step_seconds,omitempty"`
 	TimelineStart       *Time      `json:"timeline_start,omitempty"`
+	// SMActivityTimeline is the mean SM activity of the GPUs that report
+	// it, on the same steps as UtilizationTimeline: the two side by side
+	// show a GPU "busy" with kernels too small to fill it.
+	SMActivityTimeline []*float64 `json:"sm_activity_timeline,omitempty"`
+	// Activity summarises the GPUs' activity figures (see GPUActivity).
+	Activity *GPUActivity `json:"activity,omitempty"`
+}
+
+// GPUActivity is what GPUs did over a job, beyond "some kernel ran":
+// fractions 0–1 of the time (or, for the activity ratios, of the SMs'
+// capacity), and link throughput in bytes per second. On a GPU entry each
+// Stat is that GPU's time-weighted average, 95th percentile and peak; in
+// the job's and node's GPU summary Avg is the mean of the GPUs' averages
+// and P95 and Peak the largest of theirs. A figure no GPU could give is
+// absent (and named in missing_metrics), never zero.
+type GPUActivity struct {
+	// SM is the fraction of SMs busy (NVML GPM SM activity; AMD has no
+	// such figure); SMOccupancy the resident warps against the maximum.
+	SM          *Stat `json:"sm,omitempty"`
+	SMOccupancy *Stat `json:"sm_occupancy,omitempty"`
+	// Tensor is the tensor cores' activity at any precision; TensorFP64
+	// (DMMA), TensorFP16 (HMMA: FP16, BF16, TF32) and TensorINT8 (IMMA)
+	// split it where the device offers it.
+	Tensor     *Stat `json:"tensor,omitempty"`
+	TensorFP64 *Stat `json:"tensor_fp64,omitempty"`
+	TensorFP16 *Stat `json:"tensor_fp16,omitempty"`
+	TensorINT8 *Stat `json:"tensor_int8,omitempty"`
+	// FP64, FP32 and FP16 are the non-tensor floating-point pipes.
+	FP64 *Stat `json:"fp64,omitempty"`
+	FP32 *Stat `json:"fp32,omitempty"`
+	FP16 *Stat `json:"fp16,omitempty"`
+	// DRAM is the memory bandwidth used against the device's maximum
+	// (AMD: the memory controller's activity).
+	DRAM *Stat `json:"dram,omitempty"`
+	// PCIe and GPU-to-GPU link (NVLink, XGMI) throughput, bytes/s.
+	PCIeRxBytesPerSecond *Stat `json:"pcie_rx_bytes_per_second,omitempty"`
+	PCIeTxBytesPerSecond *Stat `json:"pcie_tx_bytes_per_second,omitempty"`
+	LinkRxBytesPerSecond *Stat `json:"link_rx_bytes_per_second,omitempty"`
+	LinkTxBytesPerSecond *Stat `json:"link_tx_bytes_per_second,omitempty"`
+}
+
+// Stat is one figure's time-weighted average, 95th percentile and peak.
+type Stat struct {
+	Avg  *float64 `json:"avg,omitempty"`
+	P95  *float64 `json:"p95,omitempty"`
+	Peak *float64 `json:"peak,omitempty"`
 }
 
 // GPUDevice is one GPU (or MIG instance, or AMD compute partition) of a job
@@ -412,6 +458,11 @@ type GPUDevice struct {
 	EnergyJoules           *float64 `json:"energy_joules,omitempty"`
 	TemperaturePeakCelsius *float64 `json:"temperature_peak_celsius,omitempty"`
 	SMClockAvgHz           *float64 `json:"sm_clock_avg_hz,omitempty"`
+
+	// Activity is what the GPU actually did, beyond utilisation (NVML GPM
+	// on Hopper and later, AMD SMI GPU metrics); absent on a device that
+	// cannot say, which MissingMetrics then names.
+	Activity *GPUActivity `json:"activity,omitempty"`
 
 	// MissingMetrics names what could not be read on this GPU.
 	MissingMetrics []string `json:"missing_metrics,omitempty"`
