@@ -73,6 +73,18 @@ func (tl *Timeline) halve() {
 	tl.Step *= 2
 }
 
+// CoarsenTo merges buckets until Step is at least step (a timeline that
+// shares another's start and started with its step, but halved less often,
+// is brought to the other's buckets).
+func (tl *Timeline) CoarsenTo(step float64) {
+	for tl.Step > 0 && tl.Step < step && len(tl.Count) > 0 {
+		tl.halve()
+	}
+	for tl.Step > 0 && tl.Step < step {
+		tl.Step *= 2
+	}
+}
+
 // Means returns each bucket's mean; nil for a bucket without values (a
 // gap in sampling, e.g. while the agent was down): never an invented value.
 func (tl *Timeline) Means() []*float64 {

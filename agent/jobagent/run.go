@@ -409,6 +409,19 @@ func gpuLine(g *jobmodel.GPUUsage) string {
 	if g.HeldIdle != nil && *g.HeldIdle > 0 {
 		line += fmt.Sprintf(", %d held and idle", *g.HeldIdle)
 	}
+	if a := g.Activity; a != nil {
+		for _, f := range []struct {
+			name string
+			s    *jobmodel.Stat
+		}{{"SM activity", a.SM}, {"tensor", a.Tensor}, {"DRAM bandwidth", a.DRAM}} {
+			if f.s != nil && f.s.Avg != nil {
+				line += fmt.Sprintf(", %s %.0f%%", f.name, 100**f.s.Avg)
+			}
+		}
+		if a.PCIeRxBytesPerSecond != nil && a.PCIeRxBytesPerSecond.Avg != nil {
+			line += ", PCIe in " + formatBytes(int64(*a.PCIeRxBytesPerSecond.Avg)) + "/s"
+		}
+	}
 	if g.MemoryPeakBytes != nil {
 		line += ", peak memory " + formatBytes(*g.MemoryPeakBytes)
 	}

@@ -29,8 +29,11 @@ type GPUState struct {
 	Unavailable string           `json:"unavailable,omitempty"`
 	Devices     []GPUDeviceState `json:"devices,omitempty"`
 	// Timeline is the mean utilisation of the job's GPUs on this node over
-	// the job's life (at most 64 points).
-	Timeline aggregate.Timeline `json:"timeline"`
+	// the job's life (at most 64 points); SMTimeline the mean SM activity
+	// of those that report it, on the same buckets (Start and Step follow
+	// Timeline's).
+	Timeline   aggregate.Timeline  `json:"timeline"`
+	SMTimeline *aggregate.Timeline `json:"sm_timeline,omitempty"`
 }
 
 // GPUDeviceState is the rolling summary of one GPU.
@@ -55,7 +58,40 @@ type GPUDeviceState struct {
 	TempPeak            float64           `json:"temperature_peak"`
 	JobMemoryPeak       uint64            `json:"job_memory_peak"`
 	JobMemoryKnown      bool              `json:"job_memory_known"`
+	// Activity holds one series per activityFigures entry, made at the
+	// first reading that has any of them (nil on a GPU that never did).
+	Activity []aggregate.Series `json:"activity,omitempty"`
 }
+
+// activityFigure is one figure of jobmodel.GPUActivity: the reading's
+// field and value.
+type activityFigure struct {
+	field gpu.Field
+	get   func(*gpu.Reading) float64
+}
+
+// activityFigures are the figures summarised per GPU, in the order of
+// jobmodel.ActivityStats (the array types make a length mismatch a compile
+// error); the order is also the checkpoint's (GPUDeviceState.Activity).
+var activityFigures = [jobmodel.ActivityFigures]activityFigure{
+	{gpu.FieldSMActivity, func(r *gpu.Reading) float64 { return r.SMActivity }},
+	{gpu.FieldSMOccupancy, func(r *gpu.Reading) float64 { return r.SMOccupancy }},
+	{gpu.FieldTensorActivity, func(r *gpu.Reading) float64 { return r.TensorActivity }},
+	{gpu.FieldTensorPrecision, func(r *gpu.Reading) float64 { return r.TensorFP64Activity }},
+	{gpu.FieldTensorPrecision, func(r *gpu.Reading) float64 { return r.TensorFP16Activity }},
+	{gpu.FieldTensorPrecision, func(r *gpu.Reading) float64 { return r.TensorINT8Activity }},
+	{gpu.FieldPipeActivity, func(r *gpu.Reading) float64 { return r.FP64Activity }},
+	{gpu.FieldPipeActivity, func(r *gpu.Reading) float64 { return r.FP32Activity }},
+	{gpu.FieldPipeActivity, func(r *gpu.Reading) float64 { return r.FP16Activity }},
+	{gpu.FieldDRAMActivity, func(r *gpu.Reading) float64 { return r.DRAMActivity }},
+	{gpu.FieldPCIe, func(r *gpu.Reading) float64 { return r.PCIeRxBytesPerSecond }},
+	{gpu.FieldPCIe, func(r *gpu.Reading) float64 { return r.PCIeTxBytesPerSecond }},
+	{gpu.FieldLink, func(r *gpu.Reading) float64 { return r.LinkRxBytesPerSecond }},
+	{gpu.FieldLink, func(r *gpu.Reading) float64 { return r.LinkTxBytesPerSecond }},
+}
+
+// activityReadFields are the fields activityFigures read.
+const activityReadFields = gpu.ActivityFields | gpu.FieldPCIe
 
 // EnableGPU starts GPU summaries for a job: source and attribution as the
 // collector has them, held the allocation's size (-1 unknown).
@@ -78,8 +114,8 @@ func (n *NodeState) GPUUnavailable(why string, held int) {
 // add folds a pass's GPU readings into the state; t is the pass's time
 // and dt the time it stands for.
 func (g *GPUState) add(gs []collector.GPUSample, t time.Time, dt float64) {
-	var utilSum float64
-	var nUtil int
+	var utilSum, smSum float64
+	var nUtil, nSM int
 	for k := range gs {
 		s := &gs[k]
 		d := g.device(s)
@@ -121,6 +157,13 @@ func (g *GPUState) add(gs []collector.GPUSample, t time.Time, dt float64) {
 		if r.Has(gpu.FieldTemperature) {
 			d.TempPeak = max(d.TempPeak, r.TemperatureCelsius)
 		}
+		if read&activityReadFields != 0 {
+			d.addActivity(r, dt)
+		}
+		if r.Has(gpu.FieldSMActivity) {
+			smSum += r.SMActivity
+			nSM++
+		}
 	}
 	if nUtil > 0 {
 		if g.Timeline.Step == 0 {
@@ -128,6 +171,48 @@ func (g *GPUState) add(gs []collector.GPUSample, t time.Time, dt float64) {
 		}
 		g.Timeline.Add(float64(t.UnixMilli())/1000, utilSum/float64(nUtil))
 	}
+	if nSM > 0 && g.Timeline.Step > 0 {
+		if g.SMTimeline == nil {
+			// The same buckets as the utilisation's: its start and step.
+			g.SMTimeline = &aggregate.Timeline{Start: g.Timeline.Start, Step: g.Timeline.Step}
+		}
+		g.SMTimeline.Add(float64(t.UnixMilli())/1000, smSum/float64(nSM))
+	}
+}
+
+// addActivity folds a reading's activity figures into d.
+func (d *GPUDeviceState) addActivity(r *gpu.Reading, dt float64) {
+	if len(d.Activity) != len(activityFigures) {
+		d.Activity = make([]aggregate.Series, len(activityFigures))
+	}
+	for i := range activityFigures {
+		if f := &activityFigures[i]; r.Has(f.field) {
+			d.Activity[i].Add(f.get(r), dt)
+		}
+	}
+}
+
+// activity renders d's activity figures; nil when it has none.
+func (d *GPUDeviceState) activity() *jobmodel.GPUActivity {
+	var a jobmodel.GPUActivity
+	stats := jobmodel.ActivityStats(&a)
+	found := false
+	for i := range d.Activity {
+		if i >= len(stats) {
+			break
+		}
+		s := &d.Activity[i]
+		avg, ok := s.Avg()
+		if !ok {
+			continue
+		}
+		*stats[i] = &jobmodel.Stat{Avg: jobmodel.Ptr(avg), P95: opt(s.Quantile(0.95)), Peak: opt(s.Max())}
+		found = true
+	}
+	if !found {
+		return nil
+	}
+	return &a
 }
 
 // device finds (or starts) the state of the sample's device.
@@ -171,9 +256,11 @@ func (g *GPUState) fill(doc *jobmodel.Node) {
 	var nUtil, effective, heldIdle int64
 	var haveEnergy, haveActive bool
 	var memPeak *int64
+	acts := make([]*jobmodel.GPUActivity, 0, len(g.Devices))
 	for i := range g.Devices {
 		d := &g.Devices[i]
 		e := d.document()
+		acts = append(acts, e.Activity)
 		sum.Simulated = sum.Simulated || e.Simulated
 		gpuSeconds += d.Seconds
 		if e.HeldIdle {
@@ -222,7 +309,14 @@ func (g *GPUState) fill(doc *jobmodel.Node) {
 		sum.UtilizationTimeline = means
 		sum.TimelineStepSeconds = jobmodel.Ptr(g.Timeline.Step)
 		sum.TimelineStart = jobmodel.At(time.UnixMilli(int64(g.Timeline.Start * 1000)).UTC())
+		if g.SMTimeline != nil {
+			sm := aggregate.Timeline{Start: g.SMTimeline.Start, Step: g.SMTimeline.Step,
+				Sum: slices.Clone(g.SMTimeline.Sum), Count: slices.Clone(g.SMTimeline.Count)}
+			sm.CoarsenTo(g.Timeline.Step)
+			sum.SMActivityTimeline = sm.Means()
+		}
 	}
+	sum.Activity = jobmodel.SummarizeActivity(acts)
 	doc.GPU = &sum
 }
 
@@ -266,6 +360,7 @@ func (d *GPUDeviceState) document() jobmodel.GPUDevice {
 	if d.Seen&gpu.FieldTemperature != 0 {
 		e.TemperaturePeakCelsius = jobmodel.Ptr(d.TempPeak)
 	}
+	e.Activity = d.activity()
 	if d.Samples > 0 {
 		e.MissingMetrics = (gpu.AllFields &^ d.Seen).Names()
 		if d.ProcessKnownSeconds == 0 {

@@ -247,6 +247,7 @@ func assembleGPUs(nodes []Node) (*GPUUsage, []GPUDevice) {
 	var sources, attributions []string
 	var utilSum float64
 	var nUtil int64
+	var acts []*GPUActivity
 	found := false
 	for i := range nodes {
 		n := &nodes[i]
@@ -258,6 +259,7 @@ func assembleGPUs(nodes []Node) (*GPUUsage, []GPUDevice) {
 		for _, d := range n.GPUs {
 			d.Node = n.Node
 			devs = append(devs, d)
+			acts = append(acts, d.Activity)
 			if d.UtilizationAvg != nil {
 				utilSum += *d.UtilizationAvg
 				nUtil++
@@ -290,15 +292,21 @@ func assembleGPUs(nodes []Node) (*GPUUsage, []GPUDevice) {
 	if sum.EffectiveGPUs != nil && sum.Count > 0 {
 		sum.EffectiveRatio = Ptr(float64(*sum.EffectiveGPUs) / float64(sum.Count))
 	}
-	sum.UtilizationTimeline, sum.TimelineStepSeconds, sum.TimelineStart = joinTimelines(nodes)
+	sum.UtilizationTimeline, sum.TimelineStepSeconds, sum.TimelineStart = joinTimelines(nodes, utilTimeline)
+	sum.SMActivityTimeline, _, _ = joinTimelines(nodes, smTimeline)
+	sum.Activity = SummarizeActivity(acts)
 	return &sum, devs
 }
 
-// joinTimelines averages the nodes' GPU utilisation timelines point by
-// point, each weighted by its node's GPU count, after bringing them to the
-// coarsest step (steps are the sampling interval times a power of two, so
-// merging whole buckets aligns them); the earliest start is kept.
-func joinTimelines(nodes []Node) ([]*float64, *float64, *Time) {
+func utilTimeline(g *GPUUsage) []*float64 { return g.UtilizationTimeline }
+func smTimeline(g *GPUUsage) []*float64   { return g.SMActivityTimeline }
+
+// joinTimelines averages the nodes' GPU timelines (utilisation, or SM
+// activity: which picks) point by point, each weighted by its node's GPU
+// count, after bringing them to the coarsest step of the nodes'
+// utilisation timelines (steps are the sampling interval times a power of
+// two, so merging whole buckets aligns them); the earliest start is kept.
+func joinTimelines(nodes []Node, which func(*GPUUsage) []*float64) ([]*float64, *float64, *Time) {
 	var step float64
 	var start *Time
 	for i := range nodes {
@@ -317,15 +325,16 @@ func joinTimelines(nodes []Node) ([]*float64, *float64, *Time) {
 	var sum, weight []float64
 	for i := range nodes {
 		g := nodes[i].GPU
-		if g == nil || len(g.UtilizationTimeline) == 0 || g.TimelineStepSeconds == nil || *g.TimelineStepSeconds <= 0 {
+		if g == nil || len(which(g)) == 0 || g.TimelineStepSeconds == nil || *g.TimelineStepSeconds <= 0 {
 			continue
 		}
+		tl := which(g)
 		k := max(1, int(step / *g.TimelineStepSeconds + 0.5))
 		w := float64(max(g.Count, 1))
-		for j := 0; j*k < len(g.UtilizationTimeline); j++ {
+		for j := 0; j*k < len(tl); j++ {
 			var s float64
 			n := 0
-			for _, v := range g.UtilizationTimeline[j*k : min(len(g.UtilizationTimeline), (j+1)*k)] {
+			for _, v := range tl[j*k : min(len(tl), (j+1)*k)] {
 				if v != nil {
 					s += *v
 					n++
@@ -339,6 +348,9 @@ func joinTimelines(nodes []Node) ([]*float64, *float64, *Time) {
 				weight[j] += w
 			}
 		}
+	}
+	if len(sum) == 0 {
+		return nil, nil, nil
 	}
 	out := make([]*float64, len(sum))
 	for j := range sum {

@@ -14,7 +14,7 @@ cd "$(dirname "$0")/../.."
 mkdir -p .gpu
 CGO_ENABLED=1 go test -c -ldflags="-s -w" -o .gpu/nvidia.test ./agent/gpu/nvidia
 CGO_ENABLED=1 go build -ldflags="-s -w" -o .gpu/jobsight-agent ./cmd/jobsight-agent
-cp scripts/gpu-check/check.sh scripts/gpu-check/gpuload.py .gpu/
+cp scripts/gpu-check/check.sh scripts/gpu-check/gpuload.py scripts/gpu-check/gpuwork.py .gpu/
 # The agent's Debian package, installed there by check.sh.
 rm -f .gpu/*.deb
 go run ./cmd/jobsight-packages --out .gpu/pkg >/dev/null && mv .gpu/pkg/jobsight-agent_*.deb .gpu/ && rm -rf .gpu/pkg

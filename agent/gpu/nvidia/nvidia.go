@@ -63,6 +63,10 @@ type handle struct {
 	// lower while the counter has not gone back), lastAt its time.
 	counterJ, sinceJ, lastJ float64
 	counterAt, lastAt       time.Time
+	// gpmParent is the whole GPU of a MIG device (nil for a whole GPU),
+	// which says whether GPM is supported; gpm is the device's GPM state.
+	gpmParent nvml.Device
+	gpm       gpmState
 }
 
 var _ gpu.Backend = (*Backend)(nil)
@@ -128,6 +132,11 @@ func (b *Backend) Close() error {
 		return nil
 	}
 	b.closed = true
+	for i := range b.handles {
+		if b.handles[i].dev != nil {
+			b.gpmFree(&b.handles[i])
+		}
+	}
 	if ret := b.lib.Shutdown(); ret != nvml.SUCCESS {
 		return fmt.Errorf("nvidia: nvml shutdown: %w", ret)
 	}
@@ -205,7 +214,10 @@ func (b *Backend) Read(index int, r *gpu.Reading) error {
 			r.Set(gpu.FieldMemClock)
 		}
 	}
-	if h.wants(gpu.FieldPCIe) {
+	if h.wants(gpmFields) {
+		b.gpm(h, b.now(), r)
+	}
+	if h.wants(gpu.FieldPCIe) && !r.Has(gpu.FieldPCIe) && (h.gpm.off || !h.gpm.checked) {
 		rx, ret := d.GetPcieThroughput(nvml.PCIE_UTIL_RX_BYTES)
 		ok, err := h.check(gpu.FieldPCIe, "GetPcieThroughput(RX)", ret)
 		if err != nil {
@@ -459,7 +471,7 @@ func (b *Backend) addMIG(parent gpu.Device, d nvml.Device) {
 			continue
 		}
 		b.devices = append(b.devices, dev)
-		b.handles = append(b.handles, handle{dev: m, label: label(dev)})
+		b.handles = append(b.handles, handle{dev: m, label: label(dev), gpmParent: d})
 	}
 }
 

@@ -100,6 +100,11 @@ func install(d *mock.Device, v values) {
 	d.GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) {
 		return v.procs, nvml.SUCCESS
 	}
+	// An A100 (Ampere) answers the GPM support query with "not a
+	// supported device"; gpm_test.go makes Hopper devices say yes.
+	d.GpmQueryDeviceSupportFunc = func() (nvml.GpmSupport, nvml.Return) {
+		return nvml.GpmSupport{Version: nvml.GPM_SUPPORT_VERSION, IsSupportedDevice: 0}, nvml.SUCCESS
+	}
 }
 
 // newDGX returns a DGX A100 mock (8 A100-SXM4-40GB) whose devices answer
@@ -249,8 +254,10 @@ func TestReadDGXA100AllFields(t *testing.T) {
 			MemClockHz:           1215e6,
 			PCIeRxBytesPerSecond: float64(100+i) * 1024,
 			PCIeTxBytesPerSecond: float64(200+i) * 1024,
+			// An A100 has no GPM: the activity figures are missing.
+			Missing: gpu.ActivityFields,
 		}
-		if r.Missing != 0 {
+		if r.Missing != gpu.ActivityFields {
 			t.Errorf("device %d: missing %s", i, r.Missing)
 		}
 		if !readingsClose(r, want) {
@@ -292,8 +299,14 @@ func TestReadCallsPerDevice(t *testing.T) {
 	b := open(t, s)
 	before := mockCalls(allMocks(s)...)
 	read(t, b, 3)
-	if n := mockCalls(allMocks(s)...) - before; n != 9 {
-		t.Errorf("Read made %d NVML calls, want 9 (one per field, two for PCIe)", n)
+	if n := mockCalls(allMocks(s)...) - before; n != 10 {
+		t.Errorf("Read made %d NVML calls, want 10 (one per field, two for PCIe, the GPM support query)", n)
+	}
+	// The GPM support query is made once per device, not per pass.
+	before = mockCalls(allMocks(s)...)
+	read(t, b, 3)
+	if n := mockCalls(allMocks(s)...) - before; n != 8 {
+		t.Errorf("second Read made %d NVML calls, want 8 (the energy counter is estimated, no GPM query)", n)
 	}
 	before = mockCalls(allMocks(s)...)
 	if _, err := b.Processes(3, nil); err != nil {
@@ -311,10 +324,10 @@ func TestSkipPCIe(t *testing.T) {
 	b.Skip(gpu.FieldPCIe)
 	before := mockCalls(allMocks(s)...)
 	r := read(t, b, 3)
-	if n := mockCalls(allMocks(s)...) - before; n != 7 {
-		t.Errorf("Read with PCIe skipped made %d NVML calls, want 7", n)
+	if n := mockCalls(allMocks(s)...) - before; n != 8 {
+		t.Errorf("Read with PCIe skipped made %d NVML calls, want 8 (7 and the GPM support query)", n)
 	}
-	if r.Missing != gpu.FieldPCIe || r.PCIeRxBytesPerSecond != 0 {
+	if r.Missing != gpu.FieldPCIe|gpu.ActivityFields || r.PCIeRxBytesPerSecond != 0 {
 		t.Errorf("missing %s, rx %v: want only gpu_pcie missing", r.Missing, r.PCIeRxBytesPerSecond)
 	}
 }
@@ -405,7 +418,7 @@ func TestMIG(t *testing.T) {
 	// A MIG device's reading: utilisation and power missing, the rest read
 	// from the MIG handle.
 	r := read(t, b, 8)
-	if want := gpu.FieldUtilization | gpu.FieldPower; r.Missing != want {
+	if want := gpu.FieldUtilization | gpu.FieldPower | gpu.ActivityFields; r.Missing != want {
 		t.Errorf("MIG reading missing %s, want %s", r.Missing, want)
 	}
 	if r.MemoryTotalBytes != wantMIG[0].MemoryTotalBytes || r.MemoryUsedBytes != 100*mib {
@@ -420,7 +433,7 @@ func TestMIG(t *testing.T) {
 		t.Errorf("after two reads: %d GetMemoryInfo_v2 and %d GetMemoryInfo calls, want 1 and 3", n, n1)
 	}
 	// The parent GPU still reads as a whole GPU.
-	if r := read(t, b, 2); r.Missing != 0 || r.UtilizationRatio != 0.25 {
+	if r := read(t, b, 2); r.Missing != gpu.ActivityFields || r.UtilizationRatio != 0.25 {
 		t.Errorf("parent reading: %+v", r)
 	}
 
@@ -461,7 +474,7 @@ func TestNotSupportedFieldsMissing(t *testing.T) {
 
 	for range 3 {
 		r := read(t, b, 4)
-		if want := gpu.FieldUtilization | gpu.FieldPower | gpu.FieldEnergy | gpu.FieldPCIe; r.Missing != want {
+		if want := gpu.FieldUtilization | gpu.FieldPower | gpu.FieldEnergy | gpu.FieldPCIe | gpu.ActivityFields; r.Missing != want {
 			t.Fatalf("missing %s, want %s", r.Missing, want)
 		}
 		if r.UtilizationRatio != 0 || r.PowerWatts != 0 || r.EnergyJoules != 0 {
@@ -482,7 +495,7 @@ func TestNotSupportedFieldsMissing(t *testing.T) {
 		t.Errorf("GetPcieThroughput called %d times, want 3 (RX only, each read)", n)
 	}
 	// Other devices are unaffected.
-	if r := read(t, b, 5); r.Missing != 0 {
+	if r := read(t, b, 5); r.Missing != gpu.ActivityFields {
 		t.Errorf("device 5 missing %s", r.Missing)
 	}
 }

@@ -35,6 +35,40 @@ func BenchmarkRealNVMLCalls(b *testing.B) {
 		{"GetPcieThroughput_RX", func() nvml.Return { _, r := d.GetPcieThroughput(nvml.PCIE_UTIL_RX_BYTES); return r }},
 		{"GetComputeRunningProcesses", func() nvml.Return { _, r := d.GetComputeRunningProcesses(); return r }},
 	}
+	// GPM: one sample, and the metrics between two samples (the agent
+	// asks for 15 metrics per window).
+	if sup, r := d.GpmQueryDeviceSupport(); r == nvml.SUCCESS && sup.IsSupportedDevice != 0 {
+		s1, r1 := lib.GpmSampleAlloc()
+		s2, r2 := lib.GpmSampleAlloc()
+		if r1 != nvml.SUCCESS || r2 != nvml.SUCCESS {
+			b.Fatalf("GpmSampleAlloc: %v %v", r1, r2)
+		}
+		defer s1.Free()
+		defer s2.Free()
+		calls = append(calls, struct {
+			name string
+			call func() nvml.Return
+		}{"GpmSampleGet", func() nvml.Return { return d.GpmSampleGet(s1) }})
+		if r := d.GpmSampleGet(s1); r != nvml.SUCCESS {
+			b.Fatalf("GpmSampleGet: %v", r)
+		}
+		if r := d.GpmSampleGet(s2); r != nvml.SUCCESS {
+			b.Fatalf("GpmSampleGet: %v", r)
+		}
+		var mg nvml.GpmMetricsGetType
+		calls = append(calls, struct {
+			name string
+			call func() nvml.Return
+		}{"GpmMetricsGet_15", func() nvml.Return {
+			mg.Version, mg.NumMetrics, mg.Sample1, mg.Sample2 = nvml.GPM_METRICS_GET_VERSION, 15, s1, s2
+			for i := range 15 {
+				mg.Metrics[i] = nvml.GpmMetric{MetricId: uint32([]nvml.GpmMetricId{2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 20, 21, 60, 61}[i])}
+			}
+			return lib.GpmMetricsGet(&mg)
+		}})
+	} else {
+		b.Logf("GPM not supported on GPU 0 (%v, %+v)", r, sup)
+	}
 	for _, c := range calls {
 		b.Run(c.name, func(b *testing.B) {
 			for range b.N {

@@ -3,6 +3,7 @@ package nvidia_test
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/jobsight/jobsight/agent/gpu"
 	"github.com/jobsight/jobsight/agent/gpu/nvidia"
@@ -87,7 +88,11 @@ func BenchmarkRealNVMLSample(b *testing.B) {
 	for _, bc := range []struct {
 		name string
 		skip gpu.Field
-	}{{"agent", gpu.FieldPCIe}, {"all", 0}} {
+		// gpmEveryPass advances the backend's clock by a second per op,
+		// so that every op takes a GPM sample and computes a window: the
+		// agent's pass at a 1 s interval on a Hopper GPU.
+		gpmEveryPass bool
+	}{{"agent", gpu.FieldPCIe, false}, {"all", 0, false}, {"agent-gpm-each-pass", gpu.FieldPCIe, true}} {
 		b.Run(bc.name, func(b *testing.B) {
 			be, err := nvidia.OpenSystem()
 			if errors.Is(err, gpu.ErrUnavailable) {
@@ -98,12 +103,17 @@ func BenchmarkRealNVMLSample(b *testing.B) {
 			}
 			defer be.Close()
 			be.Skip(bc.skip)
+			now := time.Now()
+			if bc.gpmEveryPass {
+				be.SetClock(func() time.Time { return now })
+			}
 			devs := be.Devices()
 			procs := make([]gpu.Process, 0, 64)
 			var r gpu.Reading
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
+				now = now.Add(time.Second)
 				for _, d := range devs {
 					r.Reset()
 					if err := be.Read(d.Index, &r); err != nil {
@@ -116,5 +126,61 @@ func BenchmarkRealNVMLSample(b *testing.B) {
 			}
 			b.ReportMetric(float64(len(devs)), "devices")
 		})
+	}
+}
+
+// TestRealNVMLGPM reads each whole GPU twice, a second apart, on the host's
+// NVML: on a device that says it supports GPM (Hopper and later) every
+// activity figure but the optional ones must be read, within its range; on
+// one that does not, every activity figure must be missing. It skips where
+// there is no NVML.
+func TestRealNVMLGPM(t *testing.T) {
+	b, err := nvidia.OpenSystem()
+	if errors.Is(err, gpu.ErrUnavailable) {
+		t.Skipf("no NVML here: %v", err)
+	}
+	if err != nil {
+		t.Fatalf("OpenSystem: %v", err)
+	}
+	defer b.Close()
+	var whole []gpu.Device
+	for _, d := range b.Devices() {
+		if d.Parent < 0 {
+			whole = append(whole, d)
+		}
+	}
+	for pass := range 3 {
+		for _, d := range whole {
+			var r gpu.Reading
+			r.Reset()
+			if err := b.Read(d.Index, &r); err != nil {
+				t.Fatalf("Read(%d): %v", d.Index, err)
+			}
+			if pass < 2 {
+				continue
+			}
+			supported := nvidia.GPMSupported(b, d.Index)
+			t.Logf("device %d (%s): GPM supported %v; sm %.3f occupancy %.3f tensor %.3f (fp64 %.3f fp16 %.3f int8 %.3f) fp64 %.3f fp32 %.3f fp16 %.3f dram %.3f pcie rx %.0f tx %.0f B/s link rx %.0f tx %.0f B/s; missing %s",
+				d.Index, d.Model, supported, r.SMActivity, r.SMOccupancy, r.TensorActivity, r.TensorFP64Activity, r.TensorFP16Activity, r.TensorINT8Activity,
+				r.FP64Activity, r.FP32Activity, r.FP16Activity, r.DRAMActivity, r.PCIeRxBytesPerSecond, r.PCIeTxBytesPerSecond,
+				r.LinkRxBytesPerSecond, r.LinkTxBytesPerSecond, r.Missing)
+			if !supported {
+				if r.Missing&gpu.ActivityFields != gpu.ActivityFields {
+					t.Errorf("device %d: no GPM but activity read (%s missing)", d.Index, r.Missing)
+				}
+				continue
+			}
+			for _, f := range []gpu.Field{gpu.FieldSMActivity, gpu.FieldSMOccupancy, gpu.FieldTensorActivity, gpu.FieldDRAMActivity, gpu.FieldPCIe} {
+				if !r.Has(f) {
+					t.Errorf("device %d supports GPM but %s is missing", d.Index, f)
+				}
+			}
+			for name, v := range map[string]float64{"sm": r.SMActivity, "occupancy": r.SMOccupancy, "tensor": r.TensorActivity, "dram": r.DRAMActivity} {
+				if v < 0 || v > 1 {
+					t.Errorf("device %d: %s %v outside 0–1", d.Index, name, v)
+				}
+			}
+		}
+		time.Sleep(1100 * time.Millisecond)
 	}
 }

@@ -1,0 +1,261 @@
+//go:build cgo
+
+package nvidia
+
+import (
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/jobsight/jobsight/agent/gpu"
+)
+
+// GPM (GPU Performance Monitoring, NVML on Hopper and later) gives what the
+// device did between two of its samples: SM activity and occupancy, tensor
+// and pipe use, DRAM bandwidth, PCIe and NVLink throughput. The agent takes
+// one GPM sample per device at most every gpmEvery and computes the
+// metrics of the window since the one before; every pass reports the last
+// complete window's figures (at most gpmEvery old), the way the energy
+// counter is read every energyEvery.
+
+// gpmEvery is the shortest window between two GPM samples of a device.
+// NVML refreshes its counters every 100 ms (nvml.h: "the interval between
+// two samples should be greater than 100ms"); see docs/performance.md for
+// the cost per sample on an H200 that chose it.
+const gpmEvery = time.Second
+
+// gpmMinWindow is NVML's own refresh interval: a window shorter than it
+// has no new counters.
+const gpmMinWindow = 100 * time.Millisecond
+
+// mibPerSecond converts GPM's MiB/s throughputs.
+const mibPerSecond = 1 << 20
+
+// gpmFields are the reading fields GPM gives (FieldPCIe too, but that has
+// the older per-call fallback, so it is not in this set).
+const gpmFields = gpu.ActivityFields
+
+// gpmMetricIDs are the metrics asked for, in the order gpmApply reads them.
+var gpmMetricIDs = [...]nvml.GpmMetricId{
+	nvml.GPM_METRIC_SM_UTIL,
+	nvml.GPM_METRIC_SM_OCCUPANCY,
+	nvml.GPM_METRIC_ANY_TENSOR_UTIL,
+	nvml.GPM_METRIC_DFMA_TENSOR_UTIL,
+	nvml.GPM_METRIC_DMMA_TENSOR_UTIL,
+	nvml.GPM_METRIC_HMMA_TENSOR_UTIL,
+	nvml.GPM_METRIC_IMMA_TENSOR_UTIL,
+	nvml.GPM_METRIC_FP64_UTIL,
+	nvml.GPM_METRIC_FP32_UTIL,
+	nvml.GPM_METRIC_FP16_UTIL,
+	nvml.GPM_METRIC_DRAM_BW_UTIL,
+	nvml.GPM_METRIC_PCIE_RX_PER_SEC,
+	nvml.GPM_METRIC_PCIE_TX_PER_SEC,
+	nvml.GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC,
+	nvml.GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC,
+}
+
+// gpmState is one device's GPM samples and the figures of its last window.
+type gpmState struct {
+	checked bool // support queried and samples allocated (or refused)
+	// off: GPM is not available on this device, for good.
+	off     bool
+	samples [2]nvml.GpmSample
+	// prev is the index in samples of the last sample taken, at prevAt;
+	// prevOK says it is valid.
+	prev   int
+	prevAt time.Time
+	prevOK bool
+	// last holds the figures of the last complete window (lastFields
+	// says which are valid); pcie says its PCIe figures are valid.
+	last       gpu.Reading
+	lastFields gpu.Field
+	get        nvml.GpmMetricsGetType
+}
+
+// gpm fills r's GPM fields from the device's last complete window, taking a
+// new sample when the window is gpmEvery old. It never fails the read: a
+// device or driver without GPM leaves the fields missing (for good when
+// NVML says it is not supported), and a failed sample leaves them missing
+// for this pass.
+func (b *Backend) gpm(h *handle, now time.Time, r *gpu.Reading) {
+	g := &h.gpm
+	if !g.checked {
+		g.checked = true
+		if !b.gpmOpen(h) {
+			g.off = true
+			h.unsupported |= gpmFields
+			return
+		}
+	}
+	if g.off {
+		return
+	}
+	if !g.prevOK || now.Sub(g.prevAt) >= gpmEvery {
+		b.gpmSample(h, now)
+	}
+	if g.lastFields == 0 {
+		return
+	}
+	copyGPM(r, &g.last, g.lastFields)
+}
+
+// gpmOpen asks NVML whether the device supports GPM and allocates its two
+// samples; false when it does not.
+func (b *Backend) gpmOpen(h *handle) bool {
+	dev := h.dev
+	if h.gpmParent != nil {
+		dev = h.gpmParent // a MIG device: its GPU says whether GPM exists
+	}
+	s, ret := dev.GpmQueryDeviceSupport()
+	if ret != nvml.SUCCESS || s.IsSupportedDevice == 0 {
+		return false
+	}
+	for i := range h.gpm.samples {
+		smp, ret := b.lib.GpmSampleAlloc()
+		if ret != nvml.SUCCESS {
+			b.gpmFree(h)
+			return false
+		}
+		h.gpm.samples[i] = smp
+	}
+	return true
+}
+
+// gpmSample takes a sample into the buffer not holding the previous one
+// and, when a previous one exists and is old enough, computes the window's
+// metrics.
+func (b *Backend) gpmSample(h *handle, now time.Time) {
+	g := &h.gpm
+	if g.prevOK && now.Sub(g.prevAt) < gpmMinWindow {
+		return
+	}
+	next := 1 - g.prev
+	if ret := h.dev.GpmSampleGet(g.samples[next]); ret != nvml.SUCCESS {
+		if missing, permanent := fieldMissing(ret); missing && permanent {
+			g.off = true
+			h.unsupported |= gpmFields
+			b.gpmFree(h)
+		}
+		// Lost window: the next sample starts a new one.
+		g.prevOK, g.lastFields = false, 0
+		return
+	}
+	if g.prevOK {
+		b.gpmMetrics(h, g.samples[g.prev], g.samples[next])
+	}
+	g.prev, g.prevAt, g.prevOK = next, now, true
+}
+
+// gpmMetrics computes the metrics between two samples into g.last.
+func (b *Backend) gpmMetrics(h *handle, s1, s2 nvml.GpmSample) {
+	g := &h.gpm
+	g.get.Version = nvml.GPM_METRICS_GET_VERSION
+	g.get.NumMetrics = uint32(len(gpmMetricIDs))
+	g.get.Sample1, g.get.Sample2 = s1, s2
+	for i, id := range gpmMetricIDs {
+		g.get.Metrics[i] = nvml.GpmMetric{MetricId: uint32(id)}
+	}
+	if ret := b.lib.GpmMetricsGet(&g.get); ret != nvml.SUCCESS {
+		g.lastFields = 0
+		return
+	}
+	g.last, g.lastFields = gpmApply(g.get.Metrics[:len(gpmMetricIDs)])
+}
+
+// gpmApply turns the metrics of one window (in gpmMetricIDs order) into
+// reading values and the fields they fill; a field is filled only when
+// every metric it needs was given.
+func gpmApply(m []nvml.GpmMetric) (r gpu.Reading, fields gpu.Field) {
+	val := func(i int) (float64, bool) {
+		if m[i].NvmlReturn != uint32(nvml.SUCCESS) || m[i].Value != m[i].Value || m[i].Value < 0 {
+			return 0, false
+		}
+		return m[i].Value, true
+	}
+	pct := func(i int) (float64, bool) {
+		v, ok := val(i)
+		return min(v/100, 1), ok
+	}
+	if v, ok := pct(0); ok {
+		r.SMActivity, fields = v, fields|gpu.FieldSMActivity
+	}
+	if v, ok := pct(1); ok {
+		r.SMOccupancy, fields = v, fields|gpu.FieldSMOccupancy
+	}
+	if v, ok := pct(2); ok {
+		r.TensorActivity, fields = v, fields|gpu.FieldTensorActivity
+	}
+	// FP64 tensor work: NVML names it DFMA (6) and DMMA (8); a driver
+	// gives one or both: the larger is taken.
+	dfma, ok1 := pct(3)
+	dmma, ok2 := pct(4)
+	hmma, ok3 := pct(5)
+	imma, ok4 := pct(6)
+	if (ok1 || ok2) && ok3 && ok4 {
+		r.TensorFP64Activity, r.TensorFP16Activity, r.TensorINT8Activity = max(dfma, dmma), hmma, imma
+		fields |= gpu.FieldTensorPrecision
+	}
+	fp64, ok1 := pct(7)
+	fp32, ok2 := pct(8)
+	fp16, ok3 := pct(9)
+	if ok1 && ok2 && ok3 {
+		r.FP64Activity, r.FP32Activity, r.FP16Activity = fp64, fp32, fp16
+		fields |= gpu.FieldPipeActivity
+	}
+	if v, ok := pct(10); ok {
+		r.DRAMActivity, fields = v, fields|gpu.FieldDRAMActivity
+	}
+	rx, ok1 := val(11)
+	tx, ok2 := val(12)
+	if ok1 && ok2 {
+		r.PCIeRxBytesPerSecond, r.PCIeTxBytesPerSecond = rx*mibPerSecond, tx*mibPerSecond
+		fields |= gpu.FieldPCIe
+	}
+	rx, ok1 = val(13)
+	tx, ok2 = val(14)
+	if ok1 && ok2 {
+		r.LinkRxBytesPerSecond, r.LinkTxBytesPerSecond = rx*mibPerSecond, tx*mibPerSecond
+		fields |= gpu.FieldLink
+	}
+	return r, fields
+}
+
+// copyGPM copies the GPM fields in f from src to r and marks them read.
+func copyGPM(r, src *gpu.Reading, f gpu.Field) {
+	if f&gpu.FieldSMActivity != 0 {
+		r.SMActivity = src.SMActivity
+	}
+	if f&gpu.FieldSMOccupancy != 0 {
+		r.SMOccupancy = src.SMOccupancy
+	}
+	if f&gpu.FieldTensorActivity != 0 {
+		r.TensorActivity = src.TensorActivity
+	}
+	if f&gpu.FieldTensorPrecision != 0 {
+		r.TensorFP64Activity, r.TensorFP16Activity, r.TensorINT8Activity = src.TensorFP64Activity, src.TensorFP16Activity, src.TensorINT8Activity
+	}
+	if f&gpu.FieldPipeActivity != 0 {
+		r.FP64Activity, r.FP32Activity, r.FP16Activity = src.FP64Activity, src.FP32Activity, src.FP16Activity
+	}
+	if f&gpu.FieldDRAMActivity != 0 {
+		r.DRAMActivity = src.DRAMActivity
+	}
+	if f&gpu.FieldPCIe != 0 {
+		r.PCIeRxBytesPerSecond, r.PCIeTxBytesPerSecond = src.PCIeRxBytesPerSecond, src.PCIeTxBytesPerSecond
+	}
+	if f&gpu.FieldLink != 0 {
+		r.LinkRxBytesPerSecond, r.LinkTxBytesPerSecond = src.LinkRxBytesPerSecond, src.LinkTxBytesPerSecond
+	}
+	r.Set(f)
+}
+
+// gpmFree releases the device's GPM samples.
+func (b *Backend) gpmFree(h *handle) {
+	for i, s := range h.gpm.samples {
+		if s != nil {
+			b.lib.GpmSampleFree(s)
+			h.gpm.samples[i] = nil
+		}
+	}
+	h.gpm.prevOK = false
+}
