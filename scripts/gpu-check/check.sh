@@ -3,8 +3,9 @@
 # there (scripts/gpu-check/build.sh); results go to $OUT (or ./gpu-out).
 # 1. TestRealNVML and TestRealNVMLGPM, the per-call and per-sample NVML
 #    benchmarks (GPM sample and metrics calls included).
-# 2. Three jobs under the agent (gpuwork.py: large matrix products, tiny
-#    kernels in a loop, host-to-device copies) with nvidia-smi dmon (its
+# 2. Four jobs under the agent (gpuwork.py: large matrix products, tiny
+#    kernels from a CUDA graph, tiny kernels launched from Python,
+#    host-to-device copies) with nvidia-smi dmon (its
 #    GPM columns where the driver has them) and --query-gpu sampling the
 #    same window: the figures and diagnoses of docs/performance.md.
 # 3. The agent's own CPU per sample with a GPU held: `sleep 10` against
@@ -20,19 +21,19 @@ date -u +%FT%TZ | tee "$OUT/date.txt"
 nvidia-smi -L
 nvidia-smi --query-gpu=name,driver_version,memory.total,power.limit,pcie.link.gen.current,pcie.link.width.current --format=csv | tee "$OUT/gpu.txt"
 $G/nvidia.test -test.run 'TestRealNVML|TestEnergy|TestMIG' -test.v 2>&1 | tee "$OUT/nvml-test.txt"
-$G/nvidia.test -test.run '^$' -test.bench 'RealNVML' -test.benchtime 0.5s -test.count 3 2>&1 | tee "$OUT/nvml-bench.txt"
+$G/nvidia.test -test.run '^$' -test.bench "${CHECK_BENCH:-RealNVML}" -test.benchtime 0.5s -test.count 3 2>&1 | tee "$OUT/nvml-bench.txt"
 
 # dmon's GPM columns (SM activity 2, occupancy 3, any tensor 5, DRAM 10,
 # PCIe rx 21) where this nvidia-smi has --gpm-metrics; its plain columns
 # otherwise.
 DMON="nvidia-smi dmon -i 0 -d 1 -s u --gpm-metrics 2,3,5,10,21"
 $DMON -c 1 >/dev/null 2>&1 || DMON="nvidia-smi dmon -i 0 -d 1 -s u"
-for mode in matmul tiny copy; do
+for mode in ${CHECK_MODES:-matmul tiny launch copy}; do
   $DMON > "$OUT/dmon-$mode.txt" 2>&1 &
   D=$!
   nvidia-smi -i 0 --query-gpu=timestamp,utilization.gpu,memory.used,power.draw,pcie.link.gen.current --format=csv,noheader -lms 1000 > "$OUT/smi-$mode.csv" &
   S=$!
-  CUDA_VISIBLE_DEVICES=0 timeout 90 $G/jobsight-agent run --output-dir /tmp/gpm-docs-$mode -- python3 $G/gpuwork.py $mode 25 2>&1 | tee "$OUT/run-$mode.txt"
+  CUDA_VISIBLE_DEVICES=0 timeout 90 $G/jobsight-agent run --output-dir /tmp/gpm-docs-$mode -- python3 $G/gpuwork.py $mode ${CHECK_SECONDS:-25} 2>&1 | tee "$OUT/run-$mode.txt"
   kill $D $S
 done
 for s in 10 40; do

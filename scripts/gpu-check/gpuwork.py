@@ -2,7 +2,10 @@
 # (scripts/gpu-check, issue 36). Runs on the GPU machine, whose python3
 # has PyTorch:  python3 gpuwork.py MODE SECONDS
 #   matmul  large bf16 matrix products: SMs and tensor cores busy
-#   tiny    one tiny kernel after another: utilisation ~100 %, SMs idle
+#   tiny    one tiny kernel after another, replayed from a CUDA graph (no
+#           launch gaps): utilisation ~100 %, the SMs nearly all idle
+#   launch  the same tiny kernels launched one by one from Python: the GPU
+#           waits on the host's launches (utilisation ~30 % on an H200)
 #   copy    pageable host-to-device copies, the GPU mostly waiting on PCIe
 import sys, time, torch
 
@@ -18,6 +21,22 @@ if mode == "matmul":
             c = a @ b
         torch.cuda.synchronize(); n += 20
 elif mode == "tiny":
+    x = torch.zeros(256, device=d)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            x.add_(1.0)  # warm-up before capture
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(1000):
+            x.add_(1.0)
+    while time.time() < end:
+        for _ in range(10):
+            graph.replay()
+        torch.cuda.synchronize(); n += 10000
+elif mode == "launch":
     x = torch.zeros(256, device=d)
     while time.time() < end:
         for _ in range(1000):

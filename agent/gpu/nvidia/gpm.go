@@ -90,7 +90,9 @@ func (b *Backend) gpm(h *handle, now time.Time, r *gpu.Reading) {
 	if g.off {
 		return
 	}
-	if !g.prevOK || now.Sub(g.prevAt) >= gpmEvery {
+	// A pass a little early (the agent's timer jitters) still starts the
+	// next window: otherwise every other pass would repeat the last one.
+	if !g.prevOK || now.Sub(g.prevAt) >= gpmEvery-gpmEvery/10 {
 		b.gpmSample(h, now)
 	}
 	if g.lastFields == 0 {

@@ -92,7 +92,8 @@ func BenchmarkRealNVMLSample(b *testing.B) {
 		// so that every op takes a GPM sample and computes a window: the
 		// agent's pass at a 1 s interval on a Hopper GPU.
 		gpmEveryPass bool
-	}{{"agent", gpu.FieldPCIe, false}, {"all", 0, false}, {"agent-gpm-each-pass", gpu.FieldPCIe, true}} {
+	}{{"agent", gpu.FieldPCIe, false}, {"all", 0, false}, {"agent-gpm-each-pass", gpu.FieldPCIe, true},
+		{"gpm-each-pass-no-energy", gpu.FieldPCIe | gpu.FieldEnergy, true}} {
 		b.Run(bc.name, func(b *testing.B) {
 			be, err := nvidia.OpenSystem()
 			if errors.Is(err, gpu.ErrUnavailable) {
@@ -112,6 +113,7 @@ func BenchmarkRealNVMLSample(b *testing.B) {
 			var r gpu.Reading
 			b.ReportAllocs()
 			b.ResetTimer()
+			cpu0 := processCPU()
 			for range b.N {
 				now = now.Add(time.Second)
 				for _, d := range devs {
@@ -124,6 +126,7 @@ func BenchmarkRealNVMLSample(b *testing.B) {
 					}
 				}
 			}
+			b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
 			b.ReportMetric(float64(len(devs)), "devices")
 		})
 	}
