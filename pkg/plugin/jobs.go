@@ -78,6 +78,8 @@ func (d *Datasource) liveUsage(qc *queryCtx, jobs []jobmodel.Job) (seriesByJob, 
 		labeled("cores", by+"(rate("+selector("jobsight_job_cpu_usage_seconds_total", clusters, ids)+"["+rateWindow(20*time.Second, interval)+"]))"),
 		labeled("mem", by+"("+selector("jobsight_job_memory_used_bytes", clusters, ids)+")"),
 		labeled("gpu", "avg by ("+jobBy+") ("+selector("jobsight_job_gpu_utilization_ratio", clusters, ids)+")"),
+		// The mean over the GPUs that report SM activity (GPM, AMD SMI).
+		labeled("gpu_sm", "avg by ("+jobBy+") ("+selector("jobsight_job_gpu_sm_activity_ratio", clusters, ids)+")"),
 	}, " or ")
 	vec, err := d.promInstant(qc.ctx, qc.st, expr, qc.now)
 	if err != nil {
@@ -99,7 +101,7 @@ func (d *Datasource) jobsFrame(qc *queryCtx, jobs []jobmodel.Job, live seriesByJ
 		elapsed, limit, wallRatio                                    = num(), num(), num()
 		cpusReq, cpuCores, cpuEff                                    = num(), num(), num()
 		memReq, memUsed, memEff                                      = num(), num(), num()
-		gpusReq, gpuUtil, gpuEff                                     = num(), num(), num()
+		gpusReq, gpuUtil, gpuEff, gpuSM                              = num(), num(), num(), num()
 		score                                                        = num()
 		isLive                                                       = make([]bool, n)
 		rangeFrom, rangeTo                                           = make([]*string, n), make([]*string, n)
@@ -147,11 +149,14 @@ func (d *Datasource) jobsFrame(qc *queryCtx, jobs []jobmodel.Job, live seriesByJ
 		}
 		if j.GPU != nil {
 			gpuUtil[i], gpuEff[i] = j.GPU.UtilizationAvg, j.GPU.EffectiveRatio
+			if a := j.GPU.Activity; a != nil && a.SM != nil {
+				gpuSM[i] = a.SM.Avg
+			}
 		}
 		if !j.Final {
 			if lv := live.of(j); lv != nil {
 				isLive[i] = true
-				cpuCores[i], memUsed[i], gpuUtil[i] = lv["cores"], lv["mem"], lv["gpu"]
+				cpuCores[i], memUsed[i], gpuUtil[i], gpuSM[i] = lv["cores"], lv["mem"], lv["gpu"], lv["gpu_sm"]
 				if lv["cores"] != nil && f.cpus != nil && *f.cpus > 0 {
 					cpuEff[i] = ptr(*lv["cores"] / *f.cpus)
 				}
@@ -189,6 +194,7 @@ func (d *Datasource) jobsFrame(qc *queryCtx, jobs []jobmodel.Job, live seriesByJ
 		unit(data.NewField("memory_efficiency", nil, memEff), "percentunit", "Memory efficiency"),
 		unit(data.NewField("gpus_requested", nil, gpusReq), "none", "GPUs requested"),
 		unit(data.NewField("gpu_utilization", nil, gpuUtil), "percentunit", "GPU utilisation"),
+		unit(data.NewField("gpu_sm_activity", nil, gpuSM), "percentunit", "GPU SM activity"),
 		unit(data.NewField("gpu_effective_ratio", nil, gpuEff), "percentunit", "GPUs in use"),
 		data.NewField("live", nil, isLive),
 		// For links to a job's own run: a dashboard URL's from and to

@@ -56,12 +56,27 @@ var timelineMetrics = []timelineMetric{
 	{tag: "io_stall", display: "Stalled waiting for I/O", unit: "percentunit", expr: func(sel, by, win string) string {
 		return "avg by (" + by + ") (rate(jobsight_job_io_pressure_stalled_seconds_total" + sel + "[" + win + "]))"
 	}},
-	{tag: "gpu_util", display: "GPU utilisation", unit: "percentunit", perGPU: true, expr: func(sel, _, _ string) string {
-		return "max by (" + jobBy + ", node, gpu) (jobsight_job_gpu_utilization_ratio" + sel + ")"
-	}},
-	{tag: "gpu_memory", display: "GPU memory", unit: "bytes", perGPU: true, expr: func(sel, _, _ string) string {
-		return "max by (" + jobBy + ", node, gpu) (jobsight_job_gpu_memory_used_bytes" + sel + ")"
-	}},
+	gpuSeries("gpu_util", "GPU utilisation", "percentunit", "jobsight_job_gpu_utilization_ratio"),
+	gpuSeries("gpu_memory", "GPU memory", "bytes", "jobsight_job_gpu_memory_used_bytes"),
+	// What each GPU did beyond "some kernel ran": only GPUs that report it
+	// (NVML GPM on Hopper and later, AMD SMI's GPU metrics) have these
+	// series, so the others get no frame for these tags. SM activity well
+	// under utilisation means kernels too small to fill the GPU.
+	gpuSeries("gpu_sm_activity", "GPU SM activity", "percentunit", "jobsight_job_gpu_sm_activity_ratio"),
+	gpuSeries("gpu_tensor_activity", "GPU tensor activity", "percentunit", "jobsight_job_gpu_tensor_activity_ratio"),
+	gpuSeries("gpu_dram_activity", "GPU DRAM activity", "percentunit", "jobsight_job_gpu_dram_activity_ratio"),
+	// Traffic into each GPU: from the host over PCIe, from the other GPUs
+	// over NVLink or XGMI (all links).
+	gpuSeries("gpu_pcie_rx", "GPU PCIe receive", "Bps", "jobsight_job_gpu_pcie_receive_bytes_per_second"),
+	gpuSeries("gpu_link_rx", "GPU NVLink/XGMI receive", "Bps", "jobsight_job_gpu_link_receive_bytes_per_second"),
+}
+
+// gpuSeries is a per-GPU timeline metric read from one of the agent's
+// per-GPU gauges, each GPU's own series (max drops the simulated label).
+func gpuSeries(tag, display, unit, metric string) timelineMetric {
+	return timelineMetric{tag: tag, display: display, unit: unit, perGPU: true, expr: func(sel, _, _ string) string {
+		return "max by (" + jobBy + ", node, gpu) (" + metric + sel + ")"
+	}}
 }
 
 // queryTimeline answers one job's series over its own run, its request as
@@ -90,12 +105,8 @@ func (d *Datasource) queryTimeline(qc *queryCtx) (data.Frames, error) {
 	if qc.q.PerNode {
 		by += ", node"
 	}
-	parts := make([]string, 0, len(timelineMetrics))
-	for _, m := range timelineMetrics {
-		parts = append(parts, labeled(m.tag, m.expr(sel, by, win)))
-	}
 	// The range starts one step early so the first sample is drawn.
-	matrix, err := d.promRange(qc.ctx, qc.st, strings.Join(parts, " or "), promv1.Range{Start: start.Add(-step), End: end, Step: step})
+	matrix, err := d.promRange(qc.ctx, qc.st, timelineQuery(sel, by, win), promv1.Range{Start: start.Add(-step), End: end, Step: step})
 	if err != nil {
 		return nil, err
 	}
@@ -111,6 +122,18 @@ func (d *Datasource) queryTimeline(qc *queryCtx) (data.Frames, error) {
 			Text: fmt.Sprintf("No series for job %s in Prometheus between %s and %s (retention, or the agent could not deliver)", j.DocID, start.UTC().Format(time.RFC3339), end.UTC().Format(time.RFC3339))})
 	}
 	return frames, nil
+}
+
+// timelineQuery is the timeline's one PromQL expression: every metric's
+// sub-query over the job's series (sel), tagged with its metric in the
+// jobsight_metric label. A metric without series (a GPU without activity
+// figures, a cgroup v1 node's stalls) simply adds nothing.
+func timelineQuery(sel, by, win string) string {
+	parts := make([]string, 0, len(timelineMetrics))
+	for _, m := range timelineMetrics {
+		parts = append(parts, labeled(m.tag, m.expr(sel, by, win)))
+	}
+	return strings.Join(parts, " or ")
 }
 
 // timelineFrames turns the tagged matrix into one frame per series, in a

@@ -349,4 +349,5 @@ var MayBeEmpty = map[string]string{
 	"Cluster-state collector: poll time and errors":     "no cluster-state collector runs here",
 	"Nodes running jobs without an agent report":        "the cluster-state collector here has no Elasticsearch to check reports in",
 	"Pressure stalls":                                   "the test clusters' nodes run cgroup v1, which has no per-cgroup pressure stall information",
+	"PCIe and NVLink/XGMI traffic per GPU":              "the test clusters' simulated GPUs report no PCIe or link traffic (GPM, AMD SMI metrics or the agent's gpu.pcie option give it)",
 }
