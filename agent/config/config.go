@@ -369,11 +369,11 @@ func emissionZone(zone string) bool {
 
 // profileNames are the simulated GPU load profiles (gpu.Profiles; the
 // config package does not import the GPU code).
-const profileNames = "idle, steady, one-of-n, dropping or memory-heavy"
+const profileNames = "idle, steady, one-of-n, dropping, memory-heavy, launch-bound or input-bound"
 
 func validProfile(p string) bool {
 	switch p {
-	case "idle", "steady", "one-of-n", "dropping", "memory-heavy":
+	case "idle", "steady", "one-of-n", "dropping", "memory-heavy", "launch-bound", "input-bound":
 		return true
 	}
 	return false

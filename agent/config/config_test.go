@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jobsight/jobsight/agent/gpu"
 )
 
 func TestDefaultsAreValid(t *testing.T) {
@@ -76,6 +78,23 @@ func TestBadConfigNamesTheOption(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: error %q does not name %s", in, err, want)
 		}
+	}
+}
+
+func TestSimulatedGPUProfiles(t *testing.T) {
+	t.Parallel()
+	// Every profile of the simulator, and no other (validProfile keeps its
+	// own list: the config package does not import the GPU code).
+	for _, prof := range gpu.Profiles {
+		p := string(prof)
+		in := "gpu: {backend: simulated, simulated: {profile: " + p + ", devices: 2, device_profiles: {1: " + p + "}}}"
+		if _, err := Parse(strings.NewReader(in)); err != nil {
+			t.Errorf("profile %s: %v", p, err)
+		}
+	}
+	_, err := Parse(strings.NewReader("gpu: {simulated: {profile: cpu-bound}}"))
+	if err == nil || !strings.Contains(err.Error(), `gpu.simulated.profile: "cpu-bound"`) || !strings.Contains(err.Error(), "input-bound") {
+		t.Errorf("unknown profile: %v", err)
 	}
 }
 

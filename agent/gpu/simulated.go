@@ -34,10 +34,18 @@ const (
 	// ProfileMemoryHeavy: 90 % of device memory held, ~3 % utilisation:
 	// a job that loads a model and waits (not idle: its memory is used).
 	ProfileMemoryHeavy Profile = "memory-heavy"
+	// ProfileLaunchBound: utilisation ~95 % but the SMs ~10 % busy, low
+	// occupancy, no tensor work: a stream of tiny kernels (or one kernel
+	// on a few SMs) keeps "a kernel is running" true while the device idles.
+	ProfileLaunchBound Profile = "launch-bound"
+	// ProfileInputBound: utilisation ~35 %, SMs ~25 % busy, PCIe receive
+	// ~20 GB/s: the device waits for data copied from the host.
+	ProfileInputBound Profile = "input-bound"
 )
 
 // Profiles lists the valid profiles.
-var Profiles = []Profile{ProfileIdle, ProfileSteady, ProfileOneOfN, ProfileDropping, ProfileMemoryHeavy}
+var Profiles = []Profile{ProfileIdle, ProfileSteady, ProfileOneOfN, ProfileDropping, ProfileMemoryHeavy,
+	ProfileLaunchBound, ProfileInputBound}
 
 // ParseProfile checks a profile name.
 func ParseProfile(s string) (Profile, error) {
@@ -167,43 +175,97 @@ func (s *Simulated) profile(i int) Profile {
 	return s.cfg.Profile
 }
 
-// load is a device's utilisation and memory fraction now, and whether the
-// job's processes are on it.
-func (s *Simulated) load(i int, now time.Time) (util, mem float64, procs bool) {
+// simActivity is what a simulated device's kernels do: the values of the
+// Reading's activity and throughput fields (fractions 0–1, bytes/s).
+type simActivity struct {
+	sm, occupancy                              float64
+	tensor, tensorFP64, tensorFP16, tensorINT8 float64
+	fp64, fp32, fp16                           float64
+	dram                                       float64
+	pcieRx, pcieTx, linkRx, linkTx             float64
+}
+
+// The activity of each kind of load, shaped like what NVML's GPM metrics
+// show for such a job on an H100.
+var (
+	// Training in mixed precision: SMs mostly busy, tensor cores on FP16/
+	// BF16, moderate memory traffic, gradients over NVLink, little PCIe.
+	activitySteady = simActivity{sm: 0.75, occupancy: 0.45, tensor: 0.55, tensorFP16: 0.52, tensorINT8: 0.03,
+		fp64: 0.01, fp32: 0.2, fp16: 0.08, dram: 0.35, pcieRx: 1.2e9, pcieTx: 0.3e9, linkRx: 12e9, linkTx: 12e9}
+	// After a dropping job stalls: a trickle.
+	activityStalled = simActivity{sm: 0.03, occupancy: 0.02, tensor: 0.01, tensorFP16: 0.01, fp32: 0.01, dram: 0.02,
+		pcieRx: 50e6, pcieTx: 10e6, linkRx: 5e6, linkTx: 5e6}
+	// A model held in memory, hardly used.
+	activityMemoryHeavy = simActivity{sm: 0.02, occupancy: 0.03, fp32: 0.01, dram: 0.03, pcieRx: 20e6, pcieTx: 5e6}
+	// Tiny kernels back to back: busy by utilisation, idle by SM activity.
+	activityLaunchBound = simActivity{sm: 0.1, occupancy: 0.05, tensor: 0.005, tensorFP16: 0.005, fp32: 0.04,
+		fp16: 0.01, dram: 0.06, pcieRx: 300e6, pcieTx: 100e6}
+	// Waiting for host-to-device copies.
+	activityInputBound = simActivity{sm: 0.25, occupancy: 0.2, tensor: 0.15, tensorFP16: 0.14, tensorINT8: 0.01,
+		fp32: 0.06, fp16: 0.03, dram: 0.12, pcieRx: 20e9, pcieTx: 0.5e9, linkRx: 1e9, linkTx: 1e9}
+)
+
+// scaled returns a with every figure times k, fractions kept within 0–1.
+func (a simActivity) scaled(k float64) simActivity {
+	f := func(v float64) float64 { return math.Max(0, math.Min(1, v*k)) }
+	t := func(v float64) float64 { return math.Max(0, v*k) }
+	return simActivity{sm: f(a.sm), occupancy: f(a.occupancy), tensor: f(a.tensor), tensorFP64: f(a.tensorFP64),
+		tensorFP16: f(a.tensorFP16), tensorINT8: f(a.tensorINT8), fp64: f(a.fp64), fp32: f(a.fp32), fp16: f(a.fp16),
+		dram: f(a.dram), pcieRx: t(a.pcieRx), pcieTx: t(a.pcieTx), linkRx: t(a.linkRx), linkTx: t(a.linkTx)}
+}
+
+// simLoad is a device's state now: utilisation and memory fraction,
+// whether the job's processes are on it, and what its kernels do.
+type simLoad struct {
+	util, mem float64
+	procs     bool
+	act       simActivity
+}
+
+// load is a device's load now. A device no job attached to, or that its
+// profile leaves idle, is all zeros.
+func (s *Simulated) load(i int, now time.Time) simLoad {
 	st := &s.state[i]
 	if st.attached.IsZero() {
-		return 0, 0, false
+		return simLoad{}
 	}
 	age := now.Sub(st.attached).Seconds()
 	wobble := 0.03 * math.Sin(age/7+float64(i)) // deterministic, so runs repeat
+	k := 1 + wobble                             // the same wobble on the activity figures
 	switch s.profile(i) {
 	case ProfileSteady:
-		return 0.9 + wobble, 0.6, true
+		return simLoad{0.9 + wobble, 0.6, true, activitySteady.scaled(k)}
 	case ProfileOneOfN:
 		if st.busy {
-			return 0.9 + wobble, 0.6, true
+			return simLoad{0.9 + wobble, 0.6, true, activitySteady.scaled(k)}
 		}
-		return 0, 0, false
+		return simLoad{}
 	case ProfileDropping:
 		if now.Sub(st.attached) < s.cfg.DropAfter {
-			return 0.85 + wobble, 0.5, true
+			return simLoad{0.85 + wobble, 0.5, true, activitySteady.scaled(0.95 * k)}
 		}
-		return 0.05 + wobble/3, 0.5, true
+		return simLoad{0.05 + wobble/3, 0.5, true, activityStalled.scaled(k)}
 	case ProfileMemoryHeavy:
-		return 0.03 + wobble/3, 0.9, true
+		return simLoad{0.03 + wobble/3, 0.9, true, activityMemoryHeavy.scaled(k)}
+	case ProfileLaunchBound:
+		return simLoad{0.95 + wobble/3, 0.3, true, activityLaunchBound.scaled(k)}
+	case ProfileInputBound:
+		return simLoad{0.35 + wobble, 0.4, true, activityInputBound.scaled(k)}
 	}
-	return 0, 0, false
+	return simLoad{}
 }
 
-// Read implements Backend. Power is 60 W idle plus 340 W at full load; the
-// energy counter integrates it.
+// Read implements Backend. Power is 60 W idle plus 340 W at full
+// utilisation; the energy counter integrates it. Every field is filled,
+// the activity and throughput figures (SM, tensor, pipes, DRAM, PCIe,
+// NVLink) included, as on a Hopper GPU whose driver offers GPM.
 func (s *Simulated) Read(index int, r *Reading) error {
 	if index < 0 || index >= len(s.devices) {
 		return fmt.Errorf("simulated GPU %d: no such device", index)
 	}
 	now := s.cfg.Now()
-	util, mem, _ := s.load(index, now)
-	util = math.Max(0, math.Min(1, util))
+	l := s.load(index, now)
+	util, mem, a := math.Max(0, math.Min(1, l.util)), l.mem, l.act
 	power := 60 + 340*util
 	st := &s.state[index]
 	if !st.lastRead.IsZero() {
@@ -222,8 +284,15 @@ func (s *Simulated) Read(index int, r *Reading) error {
 	r.SMClockHz = (1.41e9) * math.Min(1, 0.3+util)
 	r.MemClockHz = 1.593e9
 	r.Set(FieldUtilization | FieldMemoryUsed | FieldMemoryTotal | FieldPower | FieldEnergy | FieldTemperature | FieldSMClock | FieldMemClock)
-	// PCIe throughput is not simulated: it stays missing, as on devices
-	// whose driver does not report it.
+	r.PCIeRxBytesPerSecond, r.PCIeTxBytesPerSecond = a.pcieRx, a.pcieTx
+	r.SMActivity, r.SMOccupancy = a.sm, a.occupancy
+	r.TensorActivity = a.tensor
+	r.TensorFP64Activity, r.TensorFP16Activity, r.TensorINT8Activity = a.tensorFP64, a.tensorFP16, a.tensorINT8
+	r.FP64Activity, r.FP32Activity, r.FP16Activity = a.fp64, a.fp32, a.fp16
+	r.DRAMActivity = a.dram
+	r.LinkRxBytesPerSecond, r.LinkTxBytesPerSecond = a.linkRx, a.linkTx
+	r.Set(FieldPCIe | FieldSMActivity | FieldSMOccupancy | FieldTensorActivity | FieldTensorPrecision |
+		FieldPipeActivity | FieldDRAMActivity | FieldLink)
 	return nil
 }
 
@@ -233,13 +302,13 @@ func (s *Simulated) Processes(index int, buf []Process) ([]Process, error) {
 	if index < 0 || index >= len(s.devices) {
 		return buf, fmt.Errorf("simulated GPU %d: no such device", index)
 	}
-	_, mem, on := s.load(index, s.cfg.Now())
+	l := s.load(index, s.cfg.Now())
 	st := &s.state[index]
-	if !on || st.pid <= 0 {
+	if !l.procs || st.pid <= 0 {
 		return buf, nil
 	}
 	return append(buf, Process{PID: uint32(st.pid), MemoryKnown: true,
-		MemoryBytes: uint64(mem * float64(s.devices[index].MemoryTotalBytes))}), nil
+		MemoryBytes: uint64(l.mem * float64(s.devices[index].MemoryTotalBytes))}), nil
 }
 
 // Close implements Backend.

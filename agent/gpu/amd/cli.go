@@ -80,6 +80,9 @@ var (
 	listArgs    = [][]string{{"list", "-e", "--json"}, {"list", "--json"}}
 	metricArgs  = [][]string{{"metric", "--usage", "--power", "--clock", "--temperature", "--mem-usage", "--energy", "--json"}, {"metric", "--json"}}
 	processArgs = []string{"process", "--json"}
+	// xgmiArgs reads the XGMI accumulators (amd-smi 6.1 and later; an
+	// older tool rejects the subcommand).
+	xgmiArgs = []string{"xgmi", "-m", "--json"}
 )
 
 // pass tracks which devices one cached answer has served.
@@ -114,7 +117,11 @@ type CLIBackend struct {
 	devices []gpu.Device
 	pos     map[int]int // Index → position
 	metric  []string    // the metric command line that works
-	check   *checker
+	// xgmi: amd-smi xgmi -m gave XGMI counters for some GPU at open, so
+	// every pass runs it after metric; false on GPUs without them (MI250X,
+	// a single GPU) and tools without the subcommand: never run again.
+	xgmi  bool
+	check *checker
 
 	metricPass pass
 	readings   []gpu.Reading
@@ -131,12 +138,18 @@ type CLIBackend struct {
 // for the real tool). The error wraps gpu.ErrUnavailable when amd-smi lists
 // no GPU.
 func OpenCLI(ctx context.Context, run Runner, opts CLIOptions) (*CLIBackend, error) {
+	return openCLI(ctx, run, opts, time.Now)
+}
+
+// openCLI is OpenCLI with a clock (the time of each answer, for the XGMI
+// rates).
+func openCLI(ctx context.Context, run Runner, opts CLIOptions, now func() time.Time) (*CLIBackend, error) {
 	if run == nil {
 		return nil, errors.New("amd: OpenCLI: nil Runner")
 	}
 	opts = opts.withDefaults()
 	bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	b := &CLIBackend{run: run, opts: opts, ctx: bctx, cancel: cancel, now: time.Now}
+	b := &CLIBackend{run: run, opts: opts, ctx: bctx, cancel: cancel, now: now}
 	if err := b.open(ctx); err != nil {
 		cancel()
 		return nil, err
@@ -218,6 +231,17 @@ func (b *CLIBackend) open(ctx context.Context) error {
 	}
 	b.check = newChecker(infos)
 	b.check.prime(first)
+	if out, err := b.command(ctx, xgmiArgs); err == nil {
+		if counters, err := parseXGMI(out); err == nil {
+			now := b.now()
+			for pos, d := range b.devices {
+				var ignored gpu.Reading
+				x := counters[d.Index]
+				b.xgmi = b.xgmi || x.ok
+				b.check.setLinkRates(pos, x, now, &ignored) // the reference for the first pass
+			}
+		}
+	}
 	n := len(devs)
 	b.metricPass.served, b.procPass.served = make([]bool, n), make([]bool, n)
 	b.readings, b.present, b.procs = make([]gpu.Reading, n), make([]bool, n), make([][]gpu.Process, n)
@@ -306,6 +330,7 @@ func (b *CLIBackend) refreshMetric() error {
 	if err != nil {
 		return fmt.Errorf("amd: %w", err)
 	}
+	links, now := b.refreshXGMI()
 	for pos, d := range b.devices {
 		r, ok := raw[d.Index]
 		b.present[pos] = ok
@@ -313,10 +338,30 @@ func (b *CLIBackend) refreshMetric() error {
 			b.readings[pos].Reset()
 			continue
 		}
+		b.check.setLinkRates(pos, links[d.Index], now, &r)
 		b.check.apply(pos, &r)
 		b.readings[pos] = r
 	}
 	return nil
+}
+
+// refreshXGMI runs amd-smi xgmi -m once for all devices, when it gave
+// counters at open, and returns them with the time they were read. A
+// failing command or malformed output leaves the links missing for this
+// pass (not an error: the rest of the reading stands).
+func (b *CLIBackend) refreshXGMI() (map[int]xgmiCounters, time.Time) {
+	if !b.xgmi {
+		return nil, time.Time{}
+	}
+	out, err := b.command(b.ctx, xgmiArgs)
+	if err != nil {
+		return nil, time.Time{}
+	}
+	counters, err := parseXGMI(out)
+	if err != nil {
+		return nil, time.Time{}
+	}
+	return counters, b.now()
 }
 
 // Processes appends the processes using the device, from the sampling

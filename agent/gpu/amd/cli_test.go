@@ -22,6 +22,12 @@ type fakeCLI struct {
 	// metric lists the metric fixtures served by successive metric
 	// commands (the first at open); the last one repeats.
 	metric []string
+	// xgmi lists the fixtures of successive `xgmi -m` commands (default
+	// xgmi.json; a directory without it plays an amd-smi without the
+	// subcommand, as ROCm 6.0's).
+	xgmi []string
+	// t is the backend's clock (openFake).
+	t time.Time
 	// fail makes a subcommand fail with this error.
 	fail map[string]error
 	// plainOnly rejects the section flags (an amd-smi on a VM) and
@@ -40,8 +46,19 @@ func newFakeCLI(tb testing.TB, dir string, metric ...string) *fakeCLI {
 	if len(metric) == 0 {
 		metric = []string{"metric.json"}
 	}
-	return &fakeCLI{tb: tb, dir: dir, metric: metric, fail: map[string]error{}, files: map[string][]byte{},
-		calls: map[string]int{}}
+	return &fakeCLI{tb: tb, dir: dir, metric: metric, xgmi: []string{"xgmi.json"}, fail: map[string]error{},
+		files: map[string][]byte{}, calls: map[string]int{}, t: time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)}
+}
+
+func (f *fakeCLI) now() time.Time { return f.t }
+
+// has reports whether the fixture exists.
+func (f *fakeCLI) has(name string) bool {
+	if _, ok := f.files[name]; ok {
+		return true
+	}
+	_, err := os.Stat(filepath.Join("testdata", f.dir, name))
+	return err == nil
 }
 
 func (f *fakeCLI) file(name string) []byte {
@@ -77,6 +94,12 @@ func (f *fakeCLI) run(ctx context.Context, name string, args ...string) ([]byte,
 		out = f.file(sub + ".json")
 	case "metric":
 		out = f.file(f.metric[min(n, len(f.metric)-1)])
+	case "xgmi":
+		name := f.xgmi[min(n, len(f.xgmi)-1)]
+		if !f.has(name) {
+			return nil, errors.New("exit status 2: amd-smi: error: argument command: invalid choice: 'xgmi'")
+		}
+		out = f.file(name)
 	default:
 		return nil, fmt.Errorf("exit status 2: unknown subcommand %q", sub)
 	}
@@ -88,7 +111,7 @@ func (f *fakeCLI) run(ctx context.Context, name string, args ...string) ([]byte,
 
 func openFake(t *testing.T, f *fakeCLI) *CLIBackend {
 	t.Helper()
-	b, err := OpenCLI(context.Background(), f.run, CLIOptions{SysRoot: t.TempDir()})
+	b, err := openCLI(context.Background(), f.run, CLIOptions{SysRoot: t.TempDir()}, f.now)
 	if err != nil {
 		t.Fatalf("OpenCLI: %v", err)
 	}
@@ -201,8 +224,13 @@ func approx(a, b float64) bool {
 	return math.Abs(a-b) <= 1e-9*math.Max(1, math.Max(math.Abs(a), math.Abs(b)))
 }
 
+// notAMD are the fields AMD SMI has no source for (SM, tensor and pipe
+// activity) or no direction for (PCIe): always missing.
+const notAMD = gpu.FieldPCIe | gpu.FieldSMActivity | gpu.FieldSMOccupancy | gpu.FieldTensorActivity |
+	gpu.FieldTensorPrecision | gpu.FieldPipeActivity
+
 type want struct {
-	missing gpu.Field
+	missing gpu.Field // besides notAMD
 	util    float64
 	used    uint64
 	total   uint64
@@ -211,12 +239,14 @@ type want struct {
 	celsius float64
 	smHz    float64
 	memHz   float64
+	dram    float64
+	rx, tx  float64
 }
 
 func checkReading(t *testing.T, label string, r gpu.Reading, w want) {
 	t.Helper()
-	if r.Missing != w.missing|gpu.FieldPCIe {
-		t.Errorf("%s: missing %v, want %v", label, r.Missing, w.missing|gpu.FieldPCIe)
+	if r.Missing != w.missing|notAMD {
+		t.Errorf("%s: missing %v, want %v", label, r.Missing, w.missing|notAMD)
 	}
 	for _, c := range []struct {
 		f         gpu.Field
@@ -230,6 +260,9 @@ func checkReading(t *testing.T, label string, r gpu.Reading, w want) {
 		{gpu.FieldTemperature, r.TemperatureCelsius, w.celsius},
 		{gpu.FieldSMClock, r.SMClockHz, w.smHz},
 		{gpu.FieldMemClock, r.MemClockHz, w.memHz},
+		{gpu.FieldDRAMActivity, r.DRAMActivity, w.dram},
+		{gpu.FieldLink, r.LinkRxBytesPerSecond, w.rx},
+		{gpu.FieldLink, r.LinkTxBytesPerSecond, w.tx},
 	} {
 		if r.Missing&c.f != 0 {
 			if c.got != 0 {
@@ -258,23 +291,31 @@ func readAll(t *testing.T, b gpu.Backend) []gpu.Reading {
 }
 
 func TestCLIReadingsMI250X(t *testing.T) {
-	b := openFake(t, newFakeCLI(t, "mi250x"))
+	f := newFakeCLI(t, "mi250x")
+	b := openFake(t, f)
 	got := readAll(t, b)
-	const pw = gpu.FieldPower
+	// No XGMI counters on an MI250X (xgmi.json: all "N/A"): links missing,
+	// and amd-smi xgmi ran once, at open.
+	const pw = gpu.FieldPower | gpu.FieldLink
 	const en = gpu.FieldEnergy
+	const ln = gpu.FieldLink
 	wants := []want{
-		{util: 0.97, used: 12000 * mib, total: 65520 * mib, watts: 383, joules: 1523456.125, celsius: 45, smHz: 1700e6, memHz: 1600e6},
-		// Second GCD: power "N/A", energy "N/A" → missing.
-		{missing: pw | en, util: 0.95, used: 11850 * mib, total: 65520 * mib, celsius: 43, smHz: 1700e6, memHz: 1600e6},
-		{util: 0.88, used: 30210 * mib, total: 65520 * mib, watts: 412, joules: 1498765.5, celsius: 47, smHz: 1650e6, memHz: 1600e6},
+		{missing: ln, util: 0.97, used: 12000 * mib, total: 65520 * mib, watts: 383, joules: 1523456.125, celsius: 45, smHz: 1700e6, memHz: 1600e6, dram: 0.41},
+		// Second GCD: power "N/A", energy "N/A" → missing. Its memory
+		// controllers are its own: their activity stays.
+		{missing: pw | en, util: 0.95, used: 11850 * mib, total: 65520 * mib, celsius: 43, smHz: 1700e6, memHz: 1600e6, dram: 0.40},
+		{missing: ln, util: 0.88, used: 30210 * mib, total: 65520 * mib, watts: 412, joules: 1498765.5, celsius: 47, smHz: 1650e6, memHz: 1600e6, dram: 0.35},
 		// Second GCD: 0 W → missing, not 0.
-		{missing: pw | en, util: 0.91, used: 30190 * mib, total: 65520 * mib, celsius: 44, smHz: 1650e6, memHz: 1600e6},
-		{util: 0, used: 10 * mib, total: 65520 * mib, watts: 96, joules: 1012345.25, celsius: 31, smHz: 800e6, memHz: 1600e6},
+		{missing: pw | en, util: 0.91, used: 30190 * mib, total: 65520 * mib, celsius: 44, smHz: 1650e6, memHz: 1600e6, dram: 0.36},
+		{missing: ln, util: 0, used: 10 * mib, total: 65520 * mib, watts: 96, joules: 1012345.25, celsius: 31, smHz: 800e6, memHz: 1600e6},
 		{missing: pw | en, util: 0, used: 10 * mib, total: 65520 * mib, celsius: 30, smHz: 800e6, memHz: 1600e6},
-		{util: 0.64, used: 4096 * mib, total: 65520 * mib, watts: 377, joules: 1387654.0, celsius: 42, smHz: 1700e6, memHz: 1600e6},
+		{missing: ln, util: 0.64, used: 4096 * mib, total: 65520 * mib, watts: 377, joules: 1387654.0, celsius: 42, smHz: 1700e6, memHz: 1600e6, dram: 0.22},
 		// Second GCD reports the package's energy counter again: attributed
 		// once, to GCD 6.
-		{missing: pw | en, util: 0.70, used: 4100 * mib, total: 65520 * mib, celsius: 41, smHz: 1700e6, memHz: 1600e6},
+		{missing: pw | en, util: 0.70, used: 4100 * mib, total: 65520 * mib, celsius: 41, smHz: 1700e6, memHz: 1600e6, dram: 0.25},
+	}
+	if f.calls["xgmi"] != 1 {
+		t.Errorf("%d xgmi commands, want 1 (at open)", f.calls["xgmi"])
 	}
 	for i, w := range wants {
 		checkReading(t, fmt.Sprintf("GCD %d", i), got[i], w)
@@ -293,19 +334,21 @@ func TestCLIReadingsMI250X(t *testing.T) {
 func TestCLIReadingsMI300XCPX(t *testing.T) {
 	b := openFake(t, newFakeCLI(t, "mi300x-cpx"))
 	got := readAll(t, b)
-	socket := gpu.FieldPower | gpu.FieldEnergy
+	socket := gpu.FieldPower | gpu.FieldEnergy | gpu.FieldDRAMActivity
 	for i, r := range got {
 		label := fmt.Sprintf("partition %d", i)
 		switch i {
 		case 0: // reports the socket (ROCm 6.4.1 style: only partition 0 does)
-			checkReading(t, label, r, want{util: 1, used: 20480 * mib, total: 24560 * mib, watts: 202, joules: 98765.432,
-				celsius: 46, smHz: 2107e6, memHz: 1300e6})
+			checkReading(t, label, r, want{missing: gpu.FieldLink, util: 1, used: 20480 * mib, total: 24560 * mib, watts: 202,
+				joules: 98765.432, celsius: 46, smHz: 2107e6, memHz: 1300e6, dram: 0.6})
 		case 8: // owner of the second GPU, whose partitions all mirror the socket values
-			checkReading(t, label, r, want{util: 0.45, used: 8000 * mib, total: 24560 * mib, watts: 210, joules: 87654.321,
-				celsius: 46, smHz: 2107e6, memHz: 1300e6})
+			checkReading(t, label, r, want{missing: gpu.FieldLink, util: 0.45, used: 8000 * mib, total: 24560 * mib, watts: 210,
+				joules: 87654.321, celsius: 46, smHz: 2107e6, memHz: 1300e6, dram: 0.45})
 		default:
+			// Socket power, energy and memory controller activity: once per
+			// GPU, on its owner ("N/A" on 1–7, mirrored on 9–15).
 			if r.Has(gpu.FieldPower) || r.Has(gpu.FieldEnergy) || r.Missing&socket != socket {
-				t.Errorf("%s: socket power/energy not attributed once: %+v", label, r)
+				t.Errorf("%s: socket power/energy/memory activity not attributed once: %+v", label, r)
 			}
 			if !r.Has(gpu.FieldUtilization | gpu.FieldMemoryUsed | gpu.FieldMemoryTotal) {
 				t.Errorf("%s: per-partition values missing: %v", label, r.Missing)
@@ -324,16 +367,20 @@ func TestCLIReadingsNA(t *testing.T) {
 	got := readAll(t, b)
 	// GPU 0: usage, power, energy, total VRAM, memory clock "N/A"; edge
 	// "N/A" → hotspot; ROCm 6.0 shapes (bare numbers, cur_clk, "MEM").
+	// No xgmi subcommand in ROCm 6.0: links missing.
 	checkReading(t, "GPU 0", got[0], want{
-		missing: gpu.FieldUtilization | gpu.FieldMemoryTotal | gpu.FieldPower | gpu.FieldEnergy | gpu.FieldMemClock,
-		used:    1024 * mib, celsius: 55, smHz: 1700e6,
+		missing: gpu.FieldUtilization | gpu.FieldMemoryTotal | gpu.FieldPower | gpu.FieldEnergy | gpu.FieldMemClock |
+			gpu.FieldDRAMActivity | gpu.FieldLink,
+		used: 1024 * mib, celsius: 55, smHz: 1700e6,
 	})
 	// GPU 1: utilisation 150 % → missing; used 70000 MB > total 65520 MB →
 	// both missing; "123 W" and "1600 MHz" strings read; edge 0 °C and no
-	// hotspot → missing; no graphics clock.
+	// hotspot → missing; no graphics clock. usage.mem_usage (6.0's name of
+	// umc_activity) 12 %.
 	checkReading(t, "GPU 1", got[1], want{
-		missing: gpu.FieldUtilization | gpu.FieldMemoryUsed | gpu.FieldMemoryTotal | gpu.FieldTemperature | gpu.FieldSMClock,
-		watts:   123, joules: 5321.5, memHz: 1600e6,
+		missing: gpu.FieldUtilization | gpu.FieldMemoryUsed | gpu.FieldMemoryTotal | gpu.FieldTemperature | gpu.FieldSMClock |
+			gpu.FieldLink,
+		watts: 123, joules: 5321.5, memHz: 1600e6, dram: 0.12,
 	})
 }
 

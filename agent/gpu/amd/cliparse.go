@@ -73,6 +73,13 @@ func excerpt(b []byte) string {
 // of objects each with a "gpu" number, or an object holding that list under
 // "gpu_data" (ROCm 7.x), or a single such object.
 func gpuEntries(cmd string, data []byte) ([]gpuEntry, error) {
+	return gpuEntriesUnder(cmd, "gpu_data", data)
+}
+
+// gpuEntriesUnder is gpuEntries with the name of ROCm 7.x's wrapper key
+// ("gpu_data"; "xgmi_metric" for amd-smi xgmi, whose list is nested one
+// level deeper: {"xgmi_metric": [[{…}, …]]}).
+func gpuEntriesUnder(cmd, wrapper string, data []byte) ([]gpuEntry, error) {
 	v, err := decodeJSON(cmd, data)
 	if err != nil {
 		return nil, err
@@ -82,19 +89,22 @@ func gpuEntries(cmd string, data []byte) ([]gpuEntry, error) {
 	case []any:
 		list = x
 	case map[string]any:
-		if inner, found := get(x, "gpu_data"); found {
+		if inner, found := get(x, wrapper); found {
 			l, ok := inner.([]any)
 			if !ok {
-				return nil, fmt.Errorf("amd-smi %s: malformed JSON: \"gpu_data\" is %s, want a list", cmd, kind(inner))
+				return nil, fmt.Errorf("amd-smi %s: malformed JSON: %q is %s, want a list", cmd, wrapper, kind(inner))
 			}
 			list = l
 		} else if _, found := get(x, "gpu"); found {
 			list = []any{x}
 		} else {
-			return nil, fmt.Errorf("amd-smi %s: malformed JSON: an object without \"gpu\" or \"gpu_data\"", cmd)
+			return nil, fmt.Errorf("amd-smi %s: malformed JSON: an object without \"gpu\" or %q", cmd, wrapper)
 		}
 	default:
 		return nil, fmt.Errorf("amd-smi %s: malformed JSON: top level is %s, want a list of GPUs", cmd, kind(v))
+	}
+	if wrapper == "xgmi_metric" {
+		list = flatten(list)
 	}
 	entries := make([]gpuEntry, 0, len(list))
 	seen := map[int]bool{}
@@ -118,6 +128,29 @@ func gpuEntries(cmd string, data []byte) ([]gpuEntry, error) {
 		entries = append(entries, gpuEntry{gpu: n, m: m})
 	}
 	return entries, nil
+}
+
+// flatten replaces the lists in list by their elements (one level).
+func flatten(list []any) []any {
+	nested := false
+	for _, item := range list {
+		if _, ok := item.([]any); ok {
+			nested = true
+			break
+		}
+	}
+	if !nested {
+		return list
+	}
+	var out []any
+	for _, item := range list {
+		if inner, ok := item.([]any); ok {
+			out = append(out, inner...)
+		} else {
+			out = append(out, item)
+		}
+	}
+	return out
 }
 
 // kind describes a JSON value for error messages.
@@ -296,9 +329,17 @@ func parseMetric(data []byte) (map[int]gpu.Reading, error) {
 // metricReading fills r from one GPU's metric object.
 func metricReading(m map[string]any, r *gpu.Reading) {
 	// usage.gfx_activity (6.1+), usage.gfx_usage (6.0): percent.
-	if v, ok := parseQuantity(first(obj(m, "usage"), "gfx_activity", "gfx_usage")).in(percentUnits, "%"); ok {
+	usage := obj(m, "usage")
+	if v, ok := parseQuantity(first(usage, "gfx_activity", "gfx_usage")).in(percentUnits, "%"); ok {
 		r.UtilizationRatio = v / 100
 		r.Set(gpu.FieldUtilization)
+	}
+	// usage.umc_activity (6.1+), usage.mem_usage (6.0): the memory
+	// controllers' activity (amdsmi_get_gpu_activity's umc_activity, the GPU
+	// metrics' average_umc_activity), percent.
+	if v, ok := parseQuantity(first(usage, "umc_activity", "mem_usage")).in(percentUnits, "%"); ok {
+		r.DRAMActivity = v / 100
+		r.Set(gpu.FieldDRAMActivity)
 	}
 	// mem_usage.total_vram / used_vram: amd-smi's "MB" (MiB).
 	mem := obj(m, "mem_usage")
@@ -380,6 +421,50 @@ func gfxClock(clk map[string]any) (float64, bool) {
 		return sum / float64(n), true
 	}
 	return clockOf(first(clk, "gfx"))
+}
+
+// parseXGMI parses `amd-smi xgmi -m --json` (ROCm 6.1 and later): per
+// GPU, "link_metrics": {"links": [{"gpu": N, "read": …, "write": …}, …]},
+// the KB received from and sent to each peer since the driver loaded. The
+// link to the GPU itself, and any link the tool could not read, is "N/A";
+// ROCm 7.x prints "not supported" as UINT64_MAX. Output of amd-smi 6.1–6.3
+// is a list of GPUs, of 7.x {"xgmi_metric": [[…]]}. A GPU without any
+// readable link has counters that are not ok.
+func parseXGMI(data []byte) (map[int]xgmiCounters, error) {
+	entries, err := gpuEntriesUnder("xgmi", "xgmi_metric", data)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int]xgmiCounters, len(entries))
+	for _, e := range entries {
+		var c xgmiCounters
+		v, _ := get(obj(e.m, "link_metrics"), "links")
+		links, _ := v.([]any)
+		for i, item := range links {
+			l, ok := item.(map[string]any)
+			if !ok {
+				continue
+			}
+			rd, okR := linkKBValue(first(l, "read"))
+			wr, okW := linkKBValue(first(l, "write"))
+			if okR && okW {
+				c.add(i, rd, wr)
+			}
+		}
+		out[e.gpu] = c
+	}
+	return out, nil
+}
+
+// linkKBValue reads an accumulator of amd-smi xgmi in KB: {"value": 123,
+// "unit": "KB"}, a bare number (KB), or a string "123 KB".
+func linkKBValue(v any) (float64, bool) {
+	b, ok := parseQuantity(v).in(byteUnits, "KB")
+	if !ok {
+		return 0, false
+	}
+	kb := b / 1024
+	return kb, linkKB(kb)
 }
 
 // parseProcesses parses `amd-smi process --json`: per GPU, the processes

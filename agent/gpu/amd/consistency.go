@@ -209,6 +209,27 @@ func markMissing(r *gpu.Reading, f gpu.Field) {
 	if f&gpu.FieldPCIe != 0 {
 		r.PCIeRxBytesPerSecond, r.PCIeTxBytesPerSecond = 0, 0
 	}
+	if f&gpu.FieldSMActivity != 0 {
+		r.SMActivity = 0
+	}
+	if f&gpu.FieldSMOccupancy != 0 {
+		r.SMOccupancy = 0
+	}
+	if f&gpu.FieldTensorActivity != 0 {
+		r.TensorActivity = 0
+	}
+	if f&gpu.FieldTensorPrecision != 0 {
+		r.TensorFP64Activity, r.TensorFP16Activity, r.TensorINT8Activity = 0, 0, 0
+	}
+	if f&gpu.FieldPipeActivity != 0 {
+		r.FP64Activity, r.FP32Activity, r.FP16Activity = 0, 0, 0
+	}
+	if f&gpu.FieldDRAMActivity != 0 {
+		r.DRAMActivity = 0
+	}
+	if f&gpu.FieldLink != 0 {
+		r.LinkRxBytesPerSecond, r.LinkTxBytesPerSecond = 0, 0
+	}
 }
 
 func bad(v, lowExclusive, highExclusive float64) bool {
@@ -216,14 +237,23 @@ func bad(v, lowExclusive, highExclusive float64) bool {
 }
 
 // sanitize marks missing the fields of r whose values are impossible:
-// utilisation outside 0–1, VRAM used above total (both marked, as either
-// may be wrong), a total of 0, power ≤ 0 W or above 10 kW, energy ≤ 0 J,
-// temperature outside (0, 200) °C, clocks ≤ 0 Hz.
+// utilisation or memory controller activity outside 0–1, VRAM used above
+// total (both marked, as either may be wrong), a total of 0, power ≤ 0 W or
+// above 10 kW, energy ≤ 0 J, temperature outside (0, 200) °C, clocks ≤ 0
+// Hz, link throughput negative or above 10 TB/s.
 func sanitize(r *gpu.Reading) {
 	if r.Has(gpu.FieldUtilization) {
 		if u := r.UtilizationRatio; math.IsNaN(u) || u < 0 || u > 1 {
 			markMissing(r, gpu.FieldUtilization)
 		}
+	}
+	if r.Has(gpu.FieldDRAMActivity) {
+		if u := r.DRAMActivity; math.IsNaN(u) || u < 0 || u > 1 {
+			markMissing(r, gpu.FieldDRAMActivity)
+		}
+	}
+	if r.Has(gpu.FieldLink) && !(plausibleLinkRate(r.LinkRxBytesPerSecond) && plausibleLinkRate(r.LinkTxBytesPerSecond)) {
+		markMissing(r, gpu.FieldLink)
 	}
 	if r.Has(gpu.FieldMemoryTotal) && r.MemoryTotalBytes == 0 {
 		markMissing(r, gpu.FieldMemoryTotal)
@@ -248,28 +278,46 @@ func sanitize(r *gpu.Reading) {
 	}
 }
 
+// socketFigures are the values that a compute partition (DPX, TPX, QPX,
+// CPX) of an MI300 reports for its whole physical GPU: the memory
+// controllers' activity (HBM is shared: GPU metrics has one
+// average_umc_activity per socket) and the XGMI links (one set per socket).
+// ROCm ≥ 6.4.1 reports them on the first partition only, earlier releases
+// mirror them on every partition. Like power, they are kept on the
+// domain's owner only. The two GCDs of an MI250X each have their own memory
+// controllers and links: there, they stay on every GCD.
+const socketFigures = gpu.FieldDRAMActivity | gpu.FieldLink
+
 // checker applies the consistency rules to the readings of one backend. It
 // keeps state between sampling passes: the owner of each shared power
-// domain and the last energy counter of each device.
+// domain, the last energy counter of each device and its XGMI counters.
 type checker struct {
-	groupOf    []int
-	members    [][]int
-	owner      []int // per domain: position reporting its power; -1 undecided
-	lastEnergy []float64
-	haveLast   []bool
+	groupOf     []int
+	members     [][]int
+	partitioned []bool // per domain: the compute partitions of one MI300
+	owner       []int  // per domain: position reporting its power; -1 undecided
+	lastEnergy  []float64
+	haveLast    []bool
+	links       []linkRate
 }
 
 func newChecker(devs []devInfo) *checker {
 	groupOf, members := powerGroups(devs)
 	c := &checker{
-		groupOf:    groupOf,
-		members:    members,
-		owner:      make([]int, len(members)),
-		lastEnergy: make([]float64, len(devs)),
-		haveLast:   make([]bool, len(devs)),
+		groupOf:     groupOf,
+		members:     members,
+		partitioned: make([]bool, len(members)),
+		owner:       make([]int, len(members)),
+		lastEnergy:  make([]float64, len(devs)),
+		haveLast:    make([]bool, len(devs)),
+		links:       make([]linkRate, len(devs)),
 	}
-	for g := range c.owner {
+	for g, m := range members {
 		c.owner[g] = -1
+		switch partitionOf(devs[m[0]]) {
+		case "DPX", "TPX", "QPX", "CPX":
+			c.partitioned[g] = len(m) > 1
+		}
 	}
 	return c
 }
@@ -282,6 +330,13 @@ func (c *checker) shared(pos int) bool { return len(c.members[c.groupOf[pos]]) >
 func (c *checker) skipPower(pos int) bool {
 	g := c.groupOf[pos]
 	return len(c.members[g]) > 1 && c.owner[g] >= 0 && c.owner[g] != pos
+}
+
+// skipSocketFigures reports whether the socket-wide figures of the device
+// at pos need not be read: it is a compute partition whose domain's owner
+// is another partition.
+func (c *checker) skipSocketFigures(pos int) bool {
+	return c.partitioned[c.groupOf[pos]] && c.skipPower(pos)
 }
 
 // prime chooses the owner of each shared domain from a first set of
@@ -309,7 +364,10 @@ func (c *checker) prime(readings []gpu.Reading) {
 //  2. in a shared power domain, power and energy stay only on the domain's
 //     owner (the package power is attributed once, to the device that
 //     reports it) and are missing on the other members — never 0 W;
-//  3. an energy counter lower than the device's previous one is missing
+//  3. on the compute partitions of one MI300, the socket-wide figures
+//     (memory controller activity, XGMI) likewise stay only on the owner
+//     (the first partition while no owner is decided);
+//  4. an energy counter lower than the device's previous one is missing
 //     for this pass (the new value becomes the reference, so a counter
 //     reset by a driver reload recovers on the next pass).
 func (c *checker) apply(pos int, r *gpu.Reading) {
@@ -321,6 +379,15 @@ func (c *checker) apply(pos int, r *gpu.Reading) {
 		}
 		if c.owner[g] != pos {
 			markMissing(r, gpu.FieldPower|gpu.FieldEnergy)
+		}
+		if c.partitioned[g] {
+			owner := c.owner[g]
+			if owner < 0 {
+				owner = c.members[g][0]
+			}
+			if owner != pos {
+				markMissing(r, socketFigures)
+			}
 		}
 	}
 	if r.Has(gpu.FieldEnergy) {

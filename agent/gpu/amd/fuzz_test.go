@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/jobsight/jobsight/agent/gpu"
 )
@@ -29,6 +30,9 @@ func addFixtures(f *testing.F, name string) {
 		`[{"gpu": 0, "clock": {"gfx_0": {"clk": [1]}, "mem": "N/A"}, "mem_usage": {"total_vram": true}}]`,
 		`[{"gpu": 0, "process_list": [{"process_info": {"pid": 4294967296}}, 3, null]}]`,
 		`[{"gpu": 0, "values": "x", "process_info": 7}]`,
+		`[{"gpu": 0, "usage": {"umc_activity": {"value": 65535, "unit": "%"}, "mem_usage": 12}}]`,
+		`{"xgmi_metric": [[{"gpu": 0, "link_metrics": {"links": [{"read": {"value": 18446744073709551615, "unit": "KB"}, "write": 1}]}}], 3]}`,
+		`[{"gpu": 0, "link_metrics": {"links": [{"read": "1 KB", "write": {"value": -1}}, "N/A", {"read": 1e300, "write": 0}]}}]`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -48,7 +52,34 @@ func FuzzParseMetric(f *testing.F) {
 				t.Fatalf("unknown missing bits %b", r.Missing)
 			}
 			c.apply(pos, &r)
+			if r.Has(gpu.FieldDRAMActivity) && !(r.DRAMActivity >= 0 && r.DRAMActivity <= 1) {
+				t.Fatalf("memory controller activity %v kept", r.DRAMActivity)
+			}
+			if !r.Has(gpu.FieldDRAMActivity) && r.DRAMActivity != 0 {
+				t.Fatalf("missing memory controller activity holds %v", r.DRAMActivity)
+			}
 			pos++
+		}
+	})
+}
+
+func FuzzParseXGMI(f *testing.F) {
+	addFixtures(f, "xgmi*.json")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		counters, err := parseXGMI(data)
+		if err != nil {
+			return
+		}
+		var l linkRate
+		now := time.Unix(1000, 0)
+		for _, c := range counters {
+			if c.ok != (c.links != 0) || c.rxKB >= 64*maxLinkKB || c.txKB >= 64*maxLinkKB {
+				t.Fatalf("counters %+v", c)
+			}
+			now = now.Add(time.Second)
+			if rx, tx, ok := l.update(c, now); ok && (!plausibleLinkRate(rx) || !plausibleLinkRate(tx)) {
+				t.Fatalf("rate %v %v from %+v", rx, tx, c)
+			}
 		}
 	})
 }

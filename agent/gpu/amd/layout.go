@@ -17,11 +17,29 @@ import (
 // header (26.1), and checked with offsetof on those headers. Fields at offset
 // 0 of their struct (market_name, gfx_activity, clk) and calls with scalar
 // arguments are read on every version; the rest only on a known version.
+//
+// The activity offsets (amdsmi_engine_usage_t.umc_activity, and
+// amdsmi_gpu_metrics_t.xgmi_read_data_acc/xgmi_write_data_acc) were checked
+// with offsetof on the headers of rocm-6.0.0, rocm-6.1.0, rocm-6.2.0,
+// amd-staging of October 2024 (24.7) and ROCm 7.1 (26.1, as vendored by
+// TheRock): 4, 184 and 248 in all of them. The ROCm 6.4 (25.x) header was
+// not at hand for this check; it lies between two releases that agree.
 
 // structBuf is the size of the buffer passed for one struct: larger than
 // every struct read here (the biggest, amdsmi_board_info_t, is 1536 bytes
 // in ROCm 7.x).
 const structBuf = 4096
+
+// gpuMetricsBuf is the size of the buffer passed to
+// amdsmi_get_gpu_metrics_info. amdsmi_gpu_metrics_t grows with every GPU
+// metrics revision (352 bytes in ROCm 6.0, 424 in 6.1 and 6.2, 1832 in 6.3,
+// 4544 in a ROCm 7.1 header), past structBuf, so it gets a buffer of its own
+// with ample room for later growth.
+const gpuMetricsBuf = 64 << 10
+
+// xgmiLinks is AMDSMI_MAX_NUM_XGMI_LINKS, the length of the gpu_metrics
+// xgmi_read_data_acc and xgmi_write_data_acc arrays (8 in every release).
+const xgmiLinks = 8
 
 // procEntryBuf is the room allowed per amdsmi_proc_info_t in a process list
 // buffer, larger than the struct in any release (704 bytes in ROCm 6.4 and
@@ -83,16 +101,36 @@ type layout struct {
 	procVramOff    int // amdsmi_proc_info_t.memory_usage.vram_mem (uint64, bytes)
 	boardSerialOff int // amdsmi_board_info_t.product_serial
 	boardSerialLen int
+	umcOff         int // amdsmi_engine_usage_t.umc_activity (uint32, %)
+	// xgmiReadOff and xgmiWriteOff locate amdsmi_gpu_metrics_t's
+	// xgmi_read_data_acc and xgmi_write_data_acc (xgmiLinks uint64 each,
+	// KB); -1: amdsmi_get_gpu_metrics_info is not called.
+	xgmiReadOff, xgmiWriteOff int
 }
 
 // layoutFor returns the layout of a library version; an unknown version
 // gets a layout that reads only the layout-independent fields.
 func layoutFor(v libVersion, known bool) layout {
 	unknown := layout{name: "unknown", marketNameLen: 64, deviceIDOff: -1, powerCurOff: -1,
-		powerAvgOff: -1, proc: procNone, boardSerialOff: -1}
+		powerAvgOff: -1, proc: procNone, boardSerialOff: -1, umcOff: -1, xgmiReadOff: -1, xgmiWriteOff: -1}
 	if !known {
 		return unknown
 	}
+	l := knownLayout(v)
+	if l.name == "" {
+		return unknown
+	}
+	// The same in every known release: amdsmi_engine_usage_t is {gfx, umc,
+	// mm, reserved[13]} (uint32 each), and the fields of
+	// amdsmi_gpu_metrics_t up to the GPU metrics v1.4 block keep their
+	// offsets (revisions only append fields).
+	l.umcOff, l.xgmiReadOff, l.xgmiWriteOff = 4, 184, 248
+	return l
+}
+
+// knownLayout returns the release-specific offsets of a known library
+// version, or a layout without a name.
+func knownLayout(v libVersion) layout {
 	switch {
 	case v.hasYear && v.major == 4: // ROCm 6.0, lib 23.4
 		return layout{name: "ROCm 6.0", marketNameLen: 64, deviceIDOff: 136, powerCurOff: 0, powerAvgOff: 4,
@@ -111,7 +149,7 @@ func layoutFor(v libVersion, known bool) layout {
 			proc: procArray, procStride: 704, procPidOff: 256, procVramOff: 352,
 			boardSerialOff: 256, boardSerialLen: 256}
 	}
-	return unknown
+	return layout{}
 }
 
 func u32(b []byte, off int) uint32 {

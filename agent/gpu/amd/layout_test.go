@@ -56,20 +56,25 @@ func TestLayoutOffsets(t *testing.T) {
 	}{
 		{libVersion{year: 23, major: 4, hasYear: true}, layout{name: "ROCm 6.0", marketNameLen: 64, deviceIDOff: 136,
 			powerCurOff: 0, powerAvgOff: 4, proc: procHandles, procStride: 224, procPidOff: 32, procVramOff: 128,
-			boardSerialOff: 33, boardSerialLen: 32}},
+			boardSerialOff: 33, boardSerialLen: 32, umcOff: 4, xgmiReadOff: 184, xgmiWriteOff: 248}},
 		{libVersion{year: 24, major: 5, hasYear: true}, layout{name: "ROCm 6.1", marketNameLen: 64, deviceIDOff: 136,
 			powerCurOff: 0, powerAvgOff: 4, proc: procHandles, procStride: 224, procPidOff: 32, procVramOff: 128,
-			boardSerialOff: 32, boardSerialLen: 32}},
+			boardSerialOff: 32, boardSerialLen: 32, umcOff: 4, xgmiReadOff: 184, xgmiWriteOff: 248}},
 		{libVersion{year: 24, major: 6, minor: 2, hasYear: true}, layout{name: "ROCm 6.2/6.3", marketNameLen: 256,
 			deviceIDOff: 328, powerCurOff: 0, powerAvgOff: 4, proc: procArray, procStride: 224, procPidOff: 32,
-			procVramOff: 128, boardSerialOff: 256, boardSerialLen: 32}},
+			procVramOff: 128, boardSerialOff: 256, boardSerialLen: 32, umcOff: 4, xgmiReadOff: 184, xgmiWriteOff: 248}},
 		{libVersion{major: 26, minor: 1}, layout{name: "ROCm 6.4/7.x", marketNameLen: 256, deviceIDOff: 520,
 			powerCurOff: 8, powerAvgOff: 12, proc: procArray, procStride: 704, procPidOff: 256, procVramOff: 352,
-			boardSerialOff: 256, boardSerialLen: 256}},
+			boardSerialOff: 256, boardSerialLen: 256, umcOff: 4, xgmiReadOff: 184, xgmiWriteOff: 248}},
+		{libVersion{major: 27}, layout{name: "unknown", marketNameLen: 64, deviceIDOff: -1, powerCurOff: -1,
+			powerAvgOff: -1, proc: procNone, boardSerialOff: -1, umcOff: -1, xgmiReadOff: -1, xgmiWriteOff: -1}},
 	}
 	for _, tt := range tests {
 		if got := layoutFor(tt.v, true); got != tt.want {
 			t.Errorf("layoutFor(%v) = %+v\nwant %+v", tt.v, got, tt.want)
+		}
+		if l := tt.want; l.xgmiReadOff >= 0 && (l.xgmiWriteOff+8*xgmiLinks > gpuMetricsBuf || l.umcOff+4 > structBuf) {
+			t.Errorf("%s: activity offsets beyond the buffers", l.name)
 		}
 		if tt.want.procStride > procEntryBuf {
 			t.Errorf("%s: proc stride %d exceeds the per-entry buffer", tt.want.name, tt.want.procStride)

@@ -3,6 +3,7 @@ package amd
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jobsight/jobsight/agent/gpu"
 )
@@ -46,6 +47,9 @@ type binding interface {
 	energyCount(h handle) (uint64, float32, status)
 	tempMetric(h handle, sensor, metric uint32) (int64, status) // amdsmi_get_temp_metric
 	clockInfo(h handle, clk uint32, buf []byte) status          // amdsmi_get_clock_info
+	// gpuMetrics fills an amdsmi_gpu_metrics_t (amdsmi_get_gpu_metrics_info);
+	// buf holds gpuMetricsBuf bytes.
+	gpuMetrics(h handle, buf []byte) status
 	// processList calls amdsmi_get_gpu_process_list; buf receives pids
 	// (ROCm 6.0, 6.1) or amdsmi_proc_info_t entries (6.2 and later).
 	processList(h handle, max *uint32, buf []byte) status
@@ -78,7 +82,12 @@ type LibBackend struct {
 	devices []gpu.Device
 	check   *checker
 	buf     []byte
-	closed  bool
+	metrics []byte // gpuMetricsBuf bytes for amdsmi_gpu_metrics_t
+	// noXGMI[pos]: the device's GPU metrics hold no XGMI counters (an
+	// MI250X, or the call is not supported), found at open; not read again.
+	noXGMI []bool
+	now    func() time.Time
+	closed bool
 }
 
 // libraryCandidates lists the paths OpenLibrary tries, path first.
@@ -101,7 +110,7 @@ func OpenLibrary(path string) (*LibBackend, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := newLibBackend(lib, loaded, "/sys")
+	b, err := newLibBackend(lib, loaded, "/sys", time.Now)
 	if err != nil {
 		lib.close()
 		return nil, err
@@ -110,9 +119,10 @@ func OpenLibrary(path string) (*LibBackend, error) {
 }
 
 // newLibBackend enumerates the devices of an initialised library. sysRoot
-// is where sysfs is mounted, for render node minors.
-func newLibBackend(lib binding, path, sysRoot string) (*LibBackend, error) {
-	b := &LibBackend{lib: lib, path: path, buf: make([]byte, structBuf)}
+// is where sysfs is mounted, for render node minors; now is the clock of
+// the XGMI rates.
+func newLibBackend(lib binding, path, sysRoot string, now func() time.Time) (*LibBackend, error) {
+	b := &LibBackend{lib: lib, path: path, buf: make([]byte, structBuf), now: now}
 	ver, known := libVersion{}, false
 	if st := lib.libVersion(b.zeroed()); st == statusSuccess {
 		ver, known = parseLibVersion(b.buf)
@@ -131,11 +141,20 @@ func newLibBackend(lib binding, path, sysRoot string) (*LibBackend, error) {
 		b.devices = append(b.devices, b.describe(pos, h, sysRoot, &infos[pos]))
 	}
 	b.check = newChecker(infos)
+	b.noXGMI = make([]bool, len(handles))
+	if b.layout.xgmiReadOff >= 0 {
+		b.metrics = make([]byte, gpuMetricsBuf)
+	}
 	first := make([]gpu.Reading, len(handles))
 	for pos := range handles {
 		first[pos].Reset()
 		var errs readErrors
-		b.readRaw(pos, &first[pos], true, &errs)
+		var x xgmiCounters
+		st := b.readRaw(pos, &first[pos], true, true, &x, &errs)
+		// GPU metrics without XGMI counters (an MI250X), or not supported:
+		// not read again. A call that failed otherwise is tried again.
+		b.noXGMI[pos] = !x.ok && (st == statusSuccess || st.unsupported())
+		b.check.setLinkRates(pos, x, b.now(), &first[pos]) // the reference for the first Read
 		sanitize(&first[pos])
 	}
 	b.check.prime(first)
@@ -226,7 +245,9 @@ func (b *LibBackend) Read(index int, r *gpu.Reading) error {
 		return err
 	}
 	var errs readErrors
-	b.readRaw(pos, r, !b.check.skipPower(pos), &errs)
+	var x xgmiCounters
+	b.readRaw(pos, r, !b.check.skipPower(pos), !b.check.skipSocketFigures(pos), &x, &errs)
+	b.check.setLinkRates(pos, x, b.now(), r)
 	nothing := r.Missing == gpu.AllFields
 	b.check.apply(pos, r)
 	if nothing && len(errs.hard) > 0 {
@@ -235,15 +256,27 @@ func (b *LibBackend) Read(index int, r *gpu.Reading) error {
 	return nil
 }
 
-// readRaw reads the device's values into r, before the consistency checks.
-// Power and energy are read only when withPower is true.
-func (b *LibBackend) readRaw(pos int, r *gpu.Reading, withPower bool, errs *readErrors) {
+// readRaw reads the device's values into r, before the consistency checks,
+// and its XGMI accumulators into x. Power and energy are read only when
+// withPower is true, the socket-wide figures (memory controller activity,
+// XGMI) only when withSocket is true. It returns the status of
+// amdsmi_get_gpu_metrics_info (statusNoSymbol when not called).
+func (b *LibBackend) readRaw(pos int, r *gpu.Reading, withPower, withSocket bool, x *xgmiCounters, errs *readErrors) status {
 	h := b.handles[pos]
 	st := b.lib.activity(h, b.zeroed())
 	if st == statusSuccess {
+		// amdsmi_engine_usage_t: gfx_activity and umc_activity, the GPU
+		// metrics' average_gfx_activity and average_umc_activity (%),
+		// 0xFFFF when not supported.
 		if v := u32(b.buf, 0); !sentinel(v) {
 			r.UtilizationRatio = float64(v) / 100
 			r.Set(gpu.FieldUtilization)
+		}
+		if withSocket && b.layout.umcOff >= 0 {
+			if v := u32(b.buf, b.layout.umcOff); !sentinel(v) {
+				r.DRAMActivity = float64(v) / 100
+				r.Set(gpu.FieldDRAMActivity)
+			}
 		}
 	}
 	errs.note("amdsmi_get_gpu_activity", st)
@@ -307,6 +340,21 @@ func (b *LibBackend) readRaw(pos int, r *gpu.Reading, withPower bool, errs *read
 		}
 		errs.note("amdsmi_get_clock_info", st)
 	}
+
+	mst := statusNoSymbol
+	if withSocket && b.metrics != nil && !b.noXGMI[pos] {
+		clear(b.metrics)
+		mst = b.lib.gpuMetrics(h, b.metrics)
+		if mst == statusSuccess {
+			// xgmi_read_data_acc[i] and xgmi_write_data_acc[i]: KB
+			// received and sent over link i, UINT64_MAX when not supported.
+			for i := range xgmiLinks {
+				x.addRaw(i, u64(b.metrics, b.layout.xgmiReadOff+8*i), u64(b.metrics, b.layout.xgmiWriteOff+8*i))
+			}
+		}
+		errs.note("amdsmi_get_gpu_metrics_info", mst)
+	}
+	return mst
 }
 
 // socketPower picks the socket power of an amdsmi_power_info_t: the

@@ -47,6 +47,7 @@ typedef struct {
 	jsmi_status (*get_clock_info)(jsmi_handle, uint32_t, void *);
 	jsmi_status (*get_gpu_process_list)(jsmi_handle, uint32_t *, void *);
 	jsmi_status (*get_gpu_process_info)(jsmi_handle, uint32_t, void *);
+	jsmi_status (*get_gpu_metrics_info)(jsmi_handle, void *);
 } jsmi_lib;
 
 // jsmi_open loads path and resolves the symbols. It returns NULL and sets
@@ -88,6 +89,7 @@ static jsmi_lib *jsmi_open(const char *path, const char **err, const char **miss
 	JSMI_SYM(get_clock_info, "amdsmi_get_clock_info");
 	JSMI_SYM(get_gpu_process_list, "amdsmi_get_gpu_process_list");
 	JSMI_SYM(get_gpu_process_info, "amdsmi_get_gpu_process_info");
+	JSMI_SYM(get_gpu_metrics_info, "amdsmi_get_gpu_metrics_info");
 #undef JSMI_SYM
 	const char *required = NULL;
 	if (l->init == NULL) required = "amdsmi_init";
@@ -164,6 +166,9 @@ static jsmi_status jsmi_get_gpu_process_list(jsmi_lib *l, uintptr_t h, uint32_t 
 }
 static jsmi_status jsmi_get_gpu_process_info(jsmi_lib *l, uintptr_t h, uint32_t pid, void *b) {
 	return l->get_gpu_process_info ? l->get_gpu_process_info((jsmi_handle)h, pid, b) : JSMI_NO_SYMBOL;
+}
+static jsmi_status jsmi_get_gpu_metrics_info(jsmi_lib *l, uintptr_t h, void *b) {
+	return l->get_gpu_metrics_info ? l->get_gpu_metrics_info((jsmi_handle)h, b) : JSMI_NO_SYMBOL;
 }
 */
 import "C"
@@ -352,6 +357,10 @@ func (b *cBinding) processList(h handle, max *uint32, buf []byte) status {
 
 func (b *cBinding) processInfo(h handle, pid uint32, buf []byte) status {
 	return status(C.jsmi_get_gpu_process_info(b.l, C.uintptr_t(h), C.uint32_t(pid), ptr(buf)))
+}
+
+func (b *cBinding) gpuMetrics(h handle, buf []byte) status {
+	return status(C.jsmi_get_gpu_metrics_info(b.l, C.uintptr_t(h), ptr(buf)))
 }
 
 func (b *cBinding) close() status {

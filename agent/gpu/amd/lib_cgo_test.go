@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jobsight/jobsight/agent/gpu"
 )
@@ -17,8 +18,11 @@ import (
 // MI250X packages (four GCDs) with the struct layouts of ROCm 6.2, or of
 // ROCm 7.x when built with -DFAKE_V7. The structs are declared from the
 // amdsmi.h field lists of those releases; only the fields the backend reads
-// carry values.
+// carry values. GPU metrics: a real MI250X has no XGMI counters (UINT64_MAX,
+// as GCDs 1–3 report here); GCD 0 reports some, advancing by 1000 KB per
+// call, to test the binding's path.
 const fakeLibC = `
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -52,6 +56,46 @@ typedef struct { char name[NAME_LEN]; uint32_t pid; uint64_t mem;
 	char container_name[NAME_LEN]; uint32_t reserved[PROC_RESERVED]; } proc_t;
 
 _Static_assert(sizeof(proc_t) == (NAME_LEN == 32 ? 224 : 704), "amdsmi_proc_info_t size");
+
+// amdsmi_gpu_metrics_t up to the XGMI accumulators (GPU metrics v1.0–v1.4,
+// the same in both releases), padded to the struct's size (424 bytes in
+// ROCm 6.2, 4544 in 7.1).
+typedef struct {
+	struct { uint16_t structure_size; uint8_t format_revision, content_revision; } common_header;
+	uint16_t temperature_edge, temperature_hotspot, temperature_mem, temperature_vrgfx, temperature_vrsoc,
+		temperature_vrmem;
+	uint16_t average_gfx_activity, average_umc_activity, average_mm_activity;
+	uint16_t average_socket_power;
+	uint64_t energy_accumulator;
+	uint64_t system_clock_counter;
+	uint16_t average_gfxclk_frequency, average_socclk_frequency, average_uclk_frequency, average_vclk0_frequency,
+		average_dclk0_frequency, average_vclk1_frequency, average_dclk1_frequency;
+	uint16_t current_gfxclk, current_socclk, current_uclk, current_vclk0, current_dclk0, current_vclk1, current_dclk1;
+	uint32_t throttle_status;
+	uint16_t current_fan_speed;
+	uint16_t pcie_link_width, pcie_link_speed;
+	uint32_t gfx_activity_acc, mem_activity_acc;
+	uint16_t temperature_hbm[4];
+	uint64_t firmware_timestamp;
+	uint16_t voltage_soc, voltage_gfx, voltage_mem;
+	uint64_t indep_throttle_status;
+	uint16_t current_socket_power;
+	uint16_t vcn_activity[4];
+	uint32_t gfxclk_lock_status;
+	uint16_t xgmi_link_width, xgmi_link_speed;
+	uint64_t pcie_bandwidth_acc, pcie_bandwidth_inst, pcie_l0_to_recov_count_acc, pcie_replay_count_acc,
+		pcie_replay_rover_count_acc;
+	uint64_t xgmi_read_data_acc[8], xgmi_write_data_acc[8];
+#ifdef FAKE_V7
+	uint8_t rest[4544 - 312];
+#else
+	uint8_t rest[424 - 312];
+#endif
+} metrics_t;
+
+_Static_assert(offsetof(metrics_t, average_umc_activity) == 18, "average_umc_activity");
+_Static_assert(offsetof(metrics_t, xgmi_read_data_acc) == 184, "xgmi_read_data_acc");
+_Static_assert(offsetof(metrics_t, xgmi_write_data_acc) == 248, "xgmi_write_data_acc");
 
 typedef struct { int socket; uint64_t bdf; const char *serial; int primary; } gcd_t;
 static gcd_t gcds[4] = {
@@ -100,7 +144,18 @@ uint32_t amdsmi_get_gpu_asic_info(void *h, asic_t *a) {
 uint32_t amdsmi_get_gpu_board_info(void *h, board_t *b) { strcpy(b->product_serial, ((gcd_t *)h)->serial); return 0; }
 uint32_t amdsmi_get_gpu_device_bdf(void *h, uint64_t *bdf) { *bdf = ((gcd_t *)h)->bdf; return 0; }
 uint32_t amdsmi_get_gpu_compute_partition(void *h, char *p, uint32_t len) { return 2; }
-uint32_t amdsmi_get_gpu_activity(void *h, engine_t *e) { e->gfx_activity = 90 + idx(h); e->umc_activity = 1; return 0; }
+uint32_t amdsmi_get_gpu_activity(void *h, engine_t *e) { e->gfx_activity = 90 + idx(h); e->umc_activity = 30 + idx(h); return 0; }
+static uint64_t metrics_calls[4];
+uint32_t amdsmi_get_gpu_metrics_info(void *h, metrics_t *m) {
+	memset(m, 0xFF, sizeof(*m));
+	m->average_gfx_activity = 90 + idx(h);
+	m->average_umc_activity = 30 + idx(h);
+	if (idx(h) == 0) {
+		uint64_t n = ++metrics_calls[0];
+		for (int i = 0; i < 7; i++) { m->xgmi_read_data_acc[i] = 1000 * n; m->xgmi_write_data_acc[i] = 500 * n; }
+	}
+	return 0;
+}
 uint32_t amdsmi_get_gpu_memory_total(void *h, uint32_t type, uint64_t *v) { *v = 68702699520ull; return type == 0 ? 0 : 2; }
 uint32_t amdsmi_get_gpu_memory_usage(void *h, uint32_t type, uint64_t *v) { *v = (uint64_t)(idx(h) + 1) << 30; return 0; }
 uint32_t amdsmi_get_power_info(void *h, power_t *p) {
@@ -191,11 +246,20 @@ func TestCgoBindingFakeLibrary(t *testing.T) {
 			if !slices.EqualFunc(b.check.members, [][]int{{0, 1}, {2, 3}}, slices.Equal) {
 				t.Errorf("packages by board serial: %v", b.check.members)
 			}
+			now := time.Now().Add(time.Second)
+			b.now = func() time.Time { return now }
+			readAll(t, b) // the reference: a second after open
+			now = now.Add(2 * time.Second)
 			got := readAll(t, b)
+			// GCD 0: 7 links, 1000 KB received and 500 KB sent each since the last read.
 			checkReading(t, "GCD 0", got[0], want{util: 0.90, used: 1 << 30, total: 68702699520, watts: 300,
-				joules: 1e6 * float64(float32(15.259)) * 1e-6, celsius: 40, smHz: 1700e6, memHz: 1600e6})
-			checkReading(t, "GCD 3", got[3], want{missing: gpu.FieldPower | gpu.FieldEnergy, util: 0.93, used: 4 << 30,
-				total: 68702699520, celsius: 43, smHz: 1700e6, memHz: 1600e6})
+				joules: 1e6 * float64(float32(15.259)) * 1e-6, celsius: 40, smHz: 1700e6, memHz: 1600e6, dram: 0.30,
+				rx: 7 * 1000 * 1024 / 2, tx: 7 * 500 * 1024 / 2})
+			checkReading(t, "GCD 3", got[3], want{missing: gpu.FieldPower | gpu.FieldEnergy | gpu.FieldLink, util: 0.93,
+				used: 4 << 30, total: 68702699520, celsius: 43, smHz: 1700e6, memHz: 1600e6, dram: 0.33})
+			if !slices.Equal(b.noXGMI, []bool{false, true, true, true}) {
+				t.Errorf("GCDs without XGMI counters: %v", b.noXGMI)
+			}
 			if got[2].PowerWatts != 302 {
 				t.Errorf("GCD 2 power %v", got[2].PowerWatts)
 			}

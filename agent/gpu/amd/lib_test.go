@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jobsight/jobsight/agent/gpu"
 )
@@ -17,7 +18,7 @@ type fakeGPU struct {
 	uuid, model, serial, mode string
 	deviceID, bdf             uint64
 	render                    uint32 // 0: no enumeration info
-	activity                  uint32
+	activity, umc             uint32 // gfx_activity, umc_activity (%)
 	total, used               uint64
 	cur, avg                  uint32
 	energy                    uint64
@@ -26,6 +27,9 @@ type fakeGPU struct {
 	gfxMHz, memMHz            uint32
 	pids                      []uint32
 	vram                      []uint64
+	// xgmiRead and xgmiWrite are the gpu_metrics XGMI accumulators (KB);
+	// nil: "not supported" (UINT64_MAX) on every link, as on an MI250X.
+	xgmiRead, xgmiWrite []uint64
 	// st overrides the status of a call, by binding method name ("*" for
 	// every call).
 	st map[string]status
@@ -39,12 +43,16 @@ type fakeLib struct {
 	gpus   []fakeGPU
 	calls  map[string][]int // method → device positions called with
 	closed bool
+	t      time.Time // the backend's clock
 }
 
 func newFakeLib(ver []byte, gpus ...fakeGPU) *fakeLib {
 	v, ok := parseLibVersion(ver)
-	return &fakeLib{ver: ver, l: layoutFor(v, ok), gpus: gpus, calls: map[string][]int{}}
+	return &fakeLib{ver: ver, l: layoutFor(v, ok), gpus: gpus, calls: map[string][]int{},
+		t: time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)}
 }
+
+func (f *fakeLib) now() time.Time { return f.t }
 
 func (f *fakeLib) call(name string, h handle) (*fakeGPU, status) {
 	pos := int(h) - 1
@@ -136,6 +144,7 @@ func (f *fakeLib) activity(h handle, buf []byte) status {
 	g, st := f.call("activity", h)
 	if st == statusSuccess {
 		put32(buf, 0, g.activity)
+		put32(buf, 4, g.umc)
 	}
 	return st
 }
@@ -198,6 +207,27 @@ func (f *fakeLib) clockInfo(h handle, clk uint32, buf []byte) status {
 	return st
 }
 
+// gpuMetrics fills amdsmi_gpu_metrics_t's XGMI arrays as the library does:
+// UINT64_MAX for every link it has no value for.
+func (f *fakeLib) gpuMetrics(h handle, buf []byte) status {
+	g, st := f.call("gpuMetrics", h)
+	if st != statusSuccess {
+		return st
+	}
+	if len(buf) < 4544 {
+		return statusInsufficientSize // smaller than a ROCm 7.1 amdsmi_gpu_metrics_t
+	}
+	for i := range xgmiLinks {
+		rd, wr := ^uint64(0), ^uint64(0)
+		if i < len(g.xgmiRead) {
+			rd, wr = g.xgmiRead[i], g.xgmiWrite[i]
+		}
+		put64(buf, 184+8*i, rd)
+		put64(buf, 248+8*i, wr)
+	}
+	return statusSuccess
+}
+
 func (f *fakeLib) processList(h handle, max *uint32, buf []byte) status {
 	g, st := f.call("processList", h)
 	if st != statusSuccess {
@@ -243,7 +273,7 @@ func mi250xGCD(i int) fakeGPU {
 	g := fakeGPU{
 		uuid: "uuid-" + string(rune('a'+i)), model: "AMD Instinct MI250X", deviceID: mi200DeviceID,
 		serial: []string{"PCB-1", "PCB-1", "PCB-2", "PCB-2"}[i], bdf: []uint64{0xc100, 0xc600, 0xc900, 0xce00}[i],
-		activity: []uint32{97, 95, 12, 0xFFFF}[i], total: 64 << 30, used: 12 << 30,
+		activity: []uint32{97, 95, 12, 0xFFFF}[i], umc: []uint32{41, 40, 7, 0xFFFF}[i], total: 64 << 30, used: 12 << 30,
 		cur: 0xFFFF, avg: 0xFFFF, edge: 45, hotspot: 60, gfxMHz: 1700, memMHz: 1600,
 		st: map[string]status{},
 	}
@@ -261,7 +291,7 @@ func mi250xGCD(i int) fakeGPU {
 
 func openFakeLib(t *testing.T, f *fakeLib, sysRoot string) *LibBackend {
 	t.Helper()
-	b, err := newLibBackend(f, "fake/libamd_smi.so", sysRoot)
+	b, err := newLibBackend(f, "fake/libamd_smi.so", sysRoot, f.now)
 	if err != nil {
 		t.Fatalf("newLibBackend: %v", err)
 	}
@@ -295,33 +325,68 @@ func TestLibMI250X(t *testing.T) {
 		t.Errorf("packages %v", b.check.members)
 	}
 
+	// GPU metrics v1.3 has no XGMI counters: read once at open, then not.
+	if !slices.Equal(f.calls["gpuMetrics"], []int{0, 1, 2, 3}) {
+		t.Errorf("GPU metrics read at open on %v", f.calls["gpuMetrics"])
+	}
 	f.calls = map[string][]int{}
+	f.t = f.t.Add(5 * time.Second)
 	got := readAll(t, b)
-	checkReading(t, "GCD 0", got[0], want{util: 0.97, used: 12 << 30, total: 64 << 30, watts: 383,
-		joules: 100_000_000 * float64(float32(15.259)) * 1e-6, celsius: 45, smHz: 1700e6, memHz: 1600e6})
-	checkReading(t, "GCD 1", got[1], want{missing: gpu.FieldPower | gpu.FieldEnergy, util: 0.95, used: 12 << 30,
-		total: 64 << 30, celsius: 45, smHz: 1700e6, memHz: 1600e6})
-	checkReading(t, "GCD 3", got[3], want{missing: gpu.FieldPower | gpu.FieldEnergy | gpu.FieldUtilization,
-		used: 12 << 30, total: 64 << 30, celsius: 60, smHz: 1700e6, memHz: 1600e6})
+	// Each GCD has its own memory controllers: their activity stays on
+	// both GCDs of a package. No XGMI counters: links missing.
+	const link = gpu.FieldLink
+	checkReading(t, "GCD 0", got[0], want{missing: link, util: 0.97, used: 12 << 30, total: 64 << 30, watts: 383,
+		joules: 100_000_000 * float64(float32(15.259)) * 1e-6, celsius: 45, smHz: 1700e6, memHz: 1600e6, dram: 0.41})
+	checkReading(t, "GCD 1", got[1], want{missing: link | gpu.FieldPower | gpu.FieldEnergy, util: 0.95, used: 12 << 30,
+		total: 64 << 30, celsius: 45, smHz: 1700e6, memHz: 1600e6, dram: 0.40})
+	// 0xFFFF: "not supported", for the memory controllers too.
+	checkReading(t, "GCD 3", got[3], want{missing: link | gpu.FieldPower | gpu.FieldEnergy | gpu.FieldUtilization |
+		gpu.FieldDRAMActivity, used: 12 << 30, total: 64 << 30, celsius: 60, smHz: 1700e6, memHz: 1600e6})
 	// Power and energy of the second GCDs are not even read.
 	if !slices.Equal(f.calls["powerInfo"], []int{0, 2}) || !slices.Equal(f.calls["energyCount"], []int{0, 2}) {
 		t.Errorf("power read on %v, energy on %v", f.calls["powerInfo"], f.calls["energyCount"])
 	}
+	if len(f.calls["gpuMetrics"]) != 0 {
+		t.Errorf("GPU metrics read again on %v", f.calls["gpuMetrics"])
+	}
+}
+
+// mi300xLinks are XGMI accumulators (KB) of an MI300X: seven peer links,
+// the eighth slot "not supported" (UINT64_MAX).
+func mi300xLinks(base, step uint64) []uint64 {
+	l := make([]uint64, xgmiLinks)
+	for i := range l {
+		l[i] = base + uint64(i)*1000 + step
+	}
+	l[7] = ^uint64(0)
+	return l
 }
 
 func TestLib7x(t *testing.T) {
 	g := fakeGPU{uuid: "u0", model: "AMD Instinct MI300X", deviceID: 0x74a1, bdf: 0x0c00, mode: "SPX", render: 128,
-		activity: 55, total: 192 << 30, used: 1 << 30, cur: 650, avg: 0xFFFFFFFF, energy: 5, res: 15.3,
-		edge: -1, hotspot: 50, gfxMHz: 2100, memMHz: 1300, pids: []uint32{4242}, vram: []uint64{3 << 30}}
+		activity: 55, umc: 38, total: 192 << 30, used: 1 << 30, cur: 650, avg: 0xFFFFFFFF, energy: 5, res: 15.3,
+		edge: -1, hotspot: 50, gfxMHz: 2100, memMHz: 1300, pids: []uint32{4242}, vram: []uint64{3 << 30},
+		xgmiRead: mi300xLinks(5_000_000, 0), xgmiWrite: mi300xLinks(7_000_000, 0)}
 	f := newFakeLib(words(26, 1, 0), g)
 	b := openFakeLib(t, f, "")
 	d := b.Devices()[0]
 	if d.Minor != 128 || d.Partition != "" || d.Model != "AMD Instinct MI300X" {
 		t.Errorf("device %+v", d)
 	}
+	// Right after open: the counters read at open are too recent to give
+	// a rate.
+	f.t = f.t.Add(10 * time.Millisecond)
 	got := readAll(t, b)
+	checkReading(t, "MI300X", got[0], want{missing: gpu.FieldLink, util: 0.55, used: 1 << 30, total: 192 << 30, watts: 650,
+		joules: 5 * float64(float32(15.3)) * 1e-6, celsius: 50, smHz: 2100e6, memHz: 1300e6, dram: 0.38})
+	// 2 s later each of the seven links received 48828125 KB (50 GB) and
+	// sent half that.
+	f.t = f.t.Add(2 * time.Second)
+	f.gpus[0].xgmiRead, f.gpus[0].xgmiWrite = mi300xLinks(5_000_000, 48_828_125), mi300xLinks(7_000_000, 24_414_062)
+	got = readAll(t, b)
+	rx, tx := 7*48_828_125*1024/2.01, 7*24_414_062*1024/2.01
 	checkReading(t, "MI300X", got[0], want{util: 0.55, used: 1 << 30, total: 192 << 30, watts: 650,
-		joules: 5 * float64(float32(15.3)) * 1e-6, celsius: 50, smHz: 2100e6, memHz: 1300e6})
+		joules: 5 * float64(float32(15.3)) * 1e-6, celsius: 50, smHz: 2100e6, memHz: 1300e6, dram: 0.38, rx: rx, tx: tx})
 	procs, err := b.Processes(0, nil)
 	if err != nil || !slices.Equal(procs, []gpu.Process{{PID: 4242, MemoryBytes: 3 << 30, MemoryKnown: true}}) {
 		t.Errorf("processes %+v %v", procs, err)
@@ -331,9 +396,11 @@ func TestLib7x(t *testing.T) {
 func TestLibCPXPartitions(t *testing.T) {
 	var gpus []fakeGPU
 	for k := range 8 {
+		// ROCm 6.4.0: every partition mirrors the socket's GPU metrics.
 		g := fakeGPU{uuid: "p", model: "AMD Instinct MI300X", bdf: 0x0c00 | uint64(k), mode: "CPX", activity: 10,
-			total: 24 << 30, used: 1 << 30, cur: 0xFFFF, avg: 0xFFFF, energy: 1000, res: 15.259, edge: -1,
-			hotspot: 40, gfxMHz: 2100, memMHz: 1300, st: map[string]status{}}
+			umc: 30, total: 24 << 30, used: 1 << 30, cur: 0xFFFF, avg: 0xFFFF, energy: 1000, res: 15.259, edge: -1,
+			hotspot: 40, gfxMHz: 2100, memMHz: 1300, st: map[string]status{},
+			xgmiRead: mi300xLinks(1000, 0), xgmiWrite: mi300xLinks(1000, 0)}
 		if k == 0 {
 			g.cur = 202
 		} else {
@@ -348,14 +415,35 @@ func TestLibCPXPartitions(t *testing.T) {
 			t.Errorf("partition %d: %+v", i, d)
 		}
 	}
+	f.calls = map[string][]int{}
+	f.t = f.t.Add(time.Second)
+	for k := range f.gpus {
+		f.gpus[k].xgmiRead = mi300xLinks(1000, 1024)
+	}
 	got := readAll(t, b)
 	if !got[0].Has(gpu.FieldPower|gpu.FieldEnergy) || got[0].PowerWatts != 202 {
 		t.Errorf("partition 0: %+v", got[0])
+	}
+	// The socket's memory controller activity and XGMI traffic: once, on
+	// partition 0 (7 links × 1024 KB in 1 s).
+	if !got[0].Has(gpu.FieldDRAMActivity|gpu.FieldLink) || got[0].DRAMActivity != 0.30 ||
+		got[0].LinkRxBytesPerSecond != 7*1024*1024 || got[0].LinkTxBytesPerSecond != 0 {
+		t.Errorf("partition 0: DRAM %v, links %v/%v (missing %v)", got[0].DRAMActivity,
+			got[0].LinkRxBytesPerSecond, got[0].LinkTxBytesPerSecond, got[0].Missing)
 	}
 	for i := 1; i < 8; i++ {
 		if got[i].Has(gpu.FieldPower) || got[i].Has(gpu.FieldEnergy) {
 			t.Errorf("partition %d reports the socket's power again", i)
 		}
+		if got[i].Has(gpu.FieldDRAMActivity) || got[i].Has(gpu.FieldLink) || got[i].DRAMActivity != 0 {
+			t.Errorf("partition %d reports the socket's memory or links again: %v", i, got[i].Missing)
+		}
+		if !got[i].Has(gpu.FieldUtilization) {
+			t.Errorf("partition %d: its own utilisation is missing", i)
+		}
+	}
+	if !slices.Equal(f.calls["gpuMetrics"], []int{0}) {
+		t.Errorf("GPU metrics read on %v, want the owner only", f.calls["gpuMetrics"])
 	}
 }
 
@@ -463,6 +551,9 @@ func TestLibUnknownVersion(t *testing.T) {
 	if !got[0].Has(gpu.FieldEnergy | gpu.FieldUtilization | gpu.FieldSMClock | gpu.FieldMemoryTotal) {
 		t.Errorf("layout-independent fields missing: %v", got[0].Missing)
 	}
+	if len(f.calls["gpuMetrics"]) != 0 || got[0].Has(gpu.FieldDRAMActivity) || got[0].Has(gpu.FieldLink) {
+		t.Error("amdsmi_engine_usage_t.umc_activity or amdsmi_gpu_metrics_t read without a known layout")
+	}
 	if _, err := b.Processes(0, nil); err == nil || !errors.Is(err, errNotSupported) {
 		t.Errorf("processes: %v", err)
 	}
@@ -470,12 +561,12 @@ func TestLibUnknownVersion(t *testing.T) {
 
 func TestLibNoGPUAndClose(t *testing.T) {
 	f := newFakeLib(words(24, 6, 2, 0))
-	_, err := newLibBackend(f, "fake", "")
+	_, err := newLibBackend(f, "fake", "", f.now)
 	if !errors.Is(err, gpu.ErrUnavailable) || !errors.Is(err, errNoDevices) {
 		t.Errorf("no GPU: %v", err)
 	}
 	f = newFakeLib(words(24, 6, 2, 0), mi250xGCD(0))
-	b, err := newLibBackend(f, "fake", "")
+	b, err := newLibBackend(f, "fake", "", f.now)
 	if err != nil {
 		t.Fatal(err)
 	}
