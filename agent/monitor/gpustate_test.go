@@ -84,12 +84,12 @@ func TestGPUJobFourHeldOneUsed(t *testing.T) {
 	if *idle.UtilizationPeak != 0 || *idle.ProcessSeconds != 0 || idle.JobMemoryPeakBytes != nil || *idle.ActiveSeconds != 0 {
 		t.Errorf("idle GPU = %+v", idle)
 	}
-	// PCIe is not simulated: named missing, never zero.
-	if len(busy.MissingMetrics) != 1 || busy.MissingMetrics[0] != "gpu_pcie" {
-		t.Errorf("missing = %v", busy.MissingMetrics)
+	// The simulator gives every figure, activity included.
+	if len(busy.MissingMetrics) != 0 || busy.Activity == nil || busy.Activity.SM == nil || idle.Activity == nil || *idle.Activity.SM.Peak != 0 {
+		t.Errorf("missing = %v, activity busy %+v idle %+v", busy.MissingMetrics, busy.Activity, idle.Activity)
 	}
 
-	// Series: five per GPU, labelled with gpu and simulated.
+	// Series: every GPU metric per GPU, labelled with gpu and simulated.
 	series := buf.gpuSeries(nil, []Label{{Name: "cluster", Value: "c"}, {Name: "job_id", Value: "1"}, {Name: "node", Value: "gpu01"}})
 	if len(series) != 4*len(GPUMetrics) {
 		t.Fatalf("%d series, want %d", len(series), 4*len(GPUMetrics))
