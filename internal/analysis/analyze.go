@@ -13,8 +13,11 @@ import (
 // changes when a class or cause would be computed differently. 2: memory
 // efficiency rests on the working set where the document has one. 3: the
 // pressure stall and OOM-kill causes (io_stall, memory_stall, cpu_stall,
-// oom_killed_child).
-const Version = 3
+// oom_killed_child). 4: the GPU activity causes (gpu_launch_bound,
+// gpu_input_pipeline_bound, gpu_memory_bandwidth_bound, gpu_tensor_unused),
+// parallelism_mismatch judged on SM activity where measured, and the GPU
+// score lowered to the mean SM activity where the GPUs measured it.
+const Version = 4
 
 // Memory bases (jobmodel.AnalysisFigures.MemoryBasis): which document
 // fields memory efficiency was computed from.
@@ -148,6 +151,9 @@ type gpuDev struct {
 	idle bool
 	// slice: a MIG instance or an AMD compute partition.
 	slice bool
+	// act are its activity figures (SM, tensor, memory bandwidth, PCIe…),
+	// each unknown where the device could not give it.
+	act actFacts
 }
 
 // facts are the validated inputs and figures of one job.
@@ -177,10 +183,18 @@ type facts struct {
 	effective  int64
 	hasEff     bool
 	effRatio   float64
-	cpuEff     float64
-	hasCPUEff  bool
-	memEff     float64
-	hasMemEff  bool
+	// gpuSM is the mean SM activity of the job's GPUs (Figures.GPUSMActivity);
+	// smWork the GPUs that did the work by SM activity (see working).
+	gpuSM     float64
+	hasGPUSM  bool
+	smWork    int64
+	hasSMWork bool
+	// actGPUs are the GPUs in use as the activity rules judge them.
+	actGPUs   []actGPU
+	cpuEff    float64
+	hasCPUEff bool
+	memEff    float64
+	hasMemEff bool
 	// memPeak and memReq are on memBasis: per node, or totals.
 	memPeak, memReq float64
 	memBasis        string
@@ -297,6 +311,7 @@ func (f *facts) gpuFacts() {
 		gd.idle = d.HeldIdle && !(gd.hasUtil && gd.util > thr)
 		p := strings.ToUpper(strings.TrimSpace(d.Partition))
 		gd.slice = d.ParentIndex != nil || (p != "" && p != "SPX" && p != "GCD")
+		gd.act = readActivity(d.Activity)
 		if v := strings.ToLower(strings.TrimSpace(d.Vendor)); v != "" {
 			vendors[v]++
 		}
@@ -375,6 +390,8 @@ func (f *facts) gpuFacts() {
 		f.fig.EffectiveGPUs = ptr(f.effective)
 		f.fig.EffectiveGPURatio = ptr(f.effRatio)
 	}
+	f.smWorkFacts()
+	f.activityFacts()
 	for _, d := range f.active() {
 		if !d.hasMem {
 			if d.d.MemoryTotalBytes == nil {
@@ -526,9 +543,14 @@ func (f *facts) memPerNode() bool {
 }
 
 // score is the figure the class rests on: average GPU utilisation for GPU
-// jobs; for CPU jobs CPU efficiency, blended with memory efficiency.
+// jobs, or the mean SM activity where the GPUs measured it and it is lower
+// (Classes.GPUScoreSMActivity); for CPU jobs CPU efficiency, blended with
+// memory efficiency.
 func (f *facts) score() (float64, bool) {
 	if f.kind == jobmodel.KindGPU {
+		if f.cfg.Classes.GPUScoreSMActivity && f.hasGPUSM && (!f.hasGPUUtil || f.gpuSM < f.gpuUtil) {
+			return f.gpuSM, true
+		}
 		return f.gpuUtil, f.hasGPUUtil
 	}
 	if !f.hasCPUEff {

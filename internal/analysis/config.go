@@ -37,10 +37,16 @@ type Config struct {
 // score equal to a bound is in the higher class.
 type ClassConfig struct {
 	// GPUEfficient, GPUAcceptable and GPUInefficient bound GPU jobs' score,
-	// their job-wide average GPU utilisation.
+	// their job-wide average GPU utilisation (see GPUScoreSMActivity).
 	GPUEfficient   float64 `yaml:"gpu_efficient"`
 	GPUAcceptable  float64 `yaml:"gpu_acceptable"`
 	GPUInefficient float64 `yaml:"gpu_inefficient"`
+	// GPUScoreSMActivity: where every GPU in use measured its SM activity
+	// (NVML GPM: Hopper and later), the GPU score is the lower of the
+	// average utilisation and the mean SM activity, so that a GPU kept
+	// "busy" by kernels that fill few of its SMs is not called efficient.
+	// Documents without SM activity keep the utilisation score.
+	GPUScoreSMActivity bool `yaml:"gpu_score_sm_activity"`
 	// CPUEfficient, CPUAcceptable and CPUInefficient bound CPU jobs'
 	// score: (1 − CPUMemoryWeight) × CPU efficiency + CPUMemoryWeight ×
 	// memory efficiency (CPU efficiency alone when memory efficiency is
@@ -90,25 +96,29 @@ type RuleText struct {
 
 // RulesConfig holds every rule's configuration, by cause id.
 type RulesConfig struct {
-	GPUsHeldIdle          GPUsHeldIdleRule          `yaml:"gpus_held_idle"`
-	GPUUnused             GPUUnusedRule             `yaml:"gpu_unused"`
-	ParallelismMismatch   ParallelismMismatchRule   `yaml:"parallelism_mismatch"`
-	CPUBottleneck         CPUBottleneckRule         `yaml:"cpu_bottleneck"`
-	UtilizationDrop       UtilizationDropRule       `yaml:"utilization_drop"`
-	SmallJobLargeGPU      SmallJobLargeGPURule      `yaml:"small_job_large_gpu"`
-	MemoryResidentLowUtil MemoryResidentLowUtilRule `yaml:"memory_resident_low_util"`
-	OverScaled            OverScaledRule            `yaml:"over_scaled"`
-	TooManyCoresPerGPU    TooManyCoresPerGPURule    `yaml:"too_many_cores_per_gpu"`
-	TooMuchMemoryPerGPU   TooMuchMemoryPerGPURule   `yaml:"too_much_memory_per_gpu"`
-	CPUJobOnGPUPartition  CPUJobOnGPUPartitionRule  `yaml:"cpu_job_on_gpu_partition"`
-	SerialJobManyCores    SerialJobManyCoresRule    `yaml:"serial_job_many_cores"`
-	CPUOverrequest        CPUOverrequestRule        `yaml:"cpu_overrequest"`
-	IOStall               IOStallRule               `yaml:"io_stall"`
-	MemoryStall           MemoryStallRule           `yaml:"memory_stall"`
-	CPUStall              CPUStallRule              `yaml:"cpu_stall"`
-	OOMKilledChild        OOMKilledChildRule        `yaml:"oom_killed_child"`
-	MemoryOverrequest     MemoryOverrequestRule     `yaml:"memory_overrequest"`
-	WalltimeOverrequest   WalltimeOverrequestRule   `yaml:"walltime_overrequest"`
+	GPUsHeldIdle            GPUsHeldIdleRule            `yaml:"gpus_held_idle"`
+	GPUUnused               GPUUnusedRule               `yaml:"gpu_unused"`
+	ParallelismMismatch     ParallelismMismatchRule     `yaml:"parallelism_mismatch"`
+	CPUBottleneck           CPUBottleneckRule           `yaml:"cpu_bottleneck"`
+	UtilizationDrop         UtilizationDropRule         `yaml:"utilization_drop"`
+	GPUInputPipelineBound   GPUInputPipelineBoundRule   `yaml:"gpu_input_pipeline_bound"`
+	SmallJobLargeGPU        SmallJobLargeGPURule        `yaml:"small_job_large_gpu"`
+	MemoryResidentLowUtil   MemoryResidentLowUtilRule   `yaml:"memory_resident_low_util"`
+	OverScaled              OverScaledRule              `yaml:"over_scaled"`
+	GPULaunchBound          GPULaunchBoundRule          `yaml:"gpu_launch_bound"`
+	GPUMemoryBandwidthBound GPUMemoryBandwidthBoundRule `yaml:"gpu_memory_bandwidth_bound"`
+	GPUTensorUnused         GPUTensorUnusedRule         `yaml:"gpu_tensor_unused"`
+	TooManyCoresPerGPU      TooManyCoresPerGPURule      `yaml:"too_many_cores_per_gpu"`
+	TooMuchMemoryPerGPU     TooMuchMemoryPerGPURule     `yaml:"too_much_memory_per_gpu"`
+	CPUJobOnGPUPartition    CPUJobOnGPUPartitionRule    `yaml:"cpu_job_on_gpu_partition"`
+	SerialJobManyCores      SerialJobManyCoresRule      `yaml:"serial_job_many_cores"`
+	CPUOverrequest          CPUOverrequestRule          `yaml:"cpu_overrequest"`
+	IOStall                 IOStallRule                 `yaml:"io_stall"`
+	MemoryStall             MemoryStallRule             `yaml:"memory_stall"`
+	CPUStall                CPUStallRule                `yaml:"cpu_stall"`
+	OOMKilledChild          OOMKilledChildRule          `yaml:"oom_killed_child"`
+	MemoryOverrequest       MemoryOverrequestRule       `yaml:"memory_overrequest"`
+	WalltimeOverrequest     WalltimeOverrequestRule     `yaml:"walltime_overrequest"`
 }
 
 // GPUsHeldIdleRule (gpus_held_idle): at least MinGPUs of the GPUs the job
@@ -129,11 +139,16 @@ type GPUUnusedRule struct {
 
 // ParallelismMismatchRule (parallelism_mismatch): a job with at least
 // MinGPUs GPUs of which at least one, and at most MaxEffectiveRatio of
-// them, were effective.
+// them, did the work. Where every GPU in use measured its SM activity, a
+// GPU did the work when its SMs averaged above MinSMActivity (a kernel
+// that waits, such as a collective, keeps utilisation up with idle SMs);
+// otherwise, or when no GPU reached it, when its utilisation was above
+// the effective threshold.
 type ParallelismMismatchRule struct {
 	RuleText          `yaml:",inline"`
 	MinGPUs           int64   `yaml:"min_gpus"`
 	MaxEffectiveRatio float64 `yaml:"max_effective_ratio"`
+	MinSMActivity     float64 `yaml:"min_sm_activity"`
 }
 
 // CPUBottleneckRule (cpu_bottleneck): the GPUs in use averaged more than
@@ -291,6 +306,59 @@ type WalltimeOverrequestRule struct {
 	MinUnused             time.Duration `yaml:"min_unused"`
 }
 
+// The GPU activity rules read what the GPUs did beyond utilisation
+// (gpus[].activity: NVML GPM on NVIDIA Hopper and later, AMD SMI's GPU
+// metrics), per GPU in use; a GPU without the figures a rule needs is not
+// judged by it (absent is never taken as zero), and a rule fires when at
+// least one GPU shows its pattern.
+
+// GPULaunchBoundRule (gpu_launch_bound): a GPU whose utilisation averaged
+// at least MinGPUUtilization while its SM activity averaged at most
+// MaxSMActivity: kernels ran most of the time but filled few SMs (too
+// small, or launched one by one from the host).
+type GPULaunchBoundRule struct {
+	RuleText          `yaml:",inline"`
+	MinGPUUtilization float64 `yaml:"min_gpu_utilization"`
+	MaxSMActivity     float64 `yaml:"max_sm_activity"`
+}
+
+// GPUInputPipelineBoundRule (gpu_input_pipeline_bound): a GPU that
+// received from the host over PCIe at least MinPCIeRxGBPerSecond on
+// average, or at least MinPCIeLinkShare of PCIeLinkGBPerSecond where that
+// is configured (0: not), while its utilisation stayed below
+// MaxGPUUtilization and its SM activity, where measured, at most
+// MaxSMActivity: host-to-device copies kept it waiting. Rates are GB/s
+// (10^9 bytes per second, as PCIe bandwidth is quoted).
+type GPUInputPipelineBoundRule struct {
+	RuleText             `yaml:",inline"`
+	MinPCIeRxGBPerSecond float64 `yaml:"min_pcie_rx_gb_per_second"`
+	PCIeLinkGBPerSecond  float64 `yaml:"pcie_link_gb_per_second"`
+	MinPCIeLinkShare     float64 `yaml:"min_pcie_link_share"`
+	MaxGPUUtilization    float64 `yaml:"max_gpu_utilization"`
+	MaxSMActivity        float64 `yaml:"max_sm_activity"`
+}
+
+// GPUMemoryBandwidthBoundRule (gpu_memory_bandwidth_bound): a GPU whose
+// memory bandwidth use (DRAM activity) averaged at least MinDRAMActivity
+// while its tensor cores and its FP32 pipes (and FP64 and FP16 pipes,
+// where measured) each averaged at most MaxPipeActivity.
+type GPUMemoryBandwidthBoundRule struct {
+	RuleText        `yaml:",inline"`
+	MinDRAMActivity float64 `yaml:"min_dram_activity"`
+	MaxPipeActivity float64 `yaml:"max_pipe_activity"`
+}
+
+// GPUTensorUnusedRule (gpu_tensor_unused): a GPU whose SM activity
+// averaged at least MinSMActivity and whose FP32 pipes at least
+// MinFP32Activity (more than its FP64 pipes: not a double-precision code)
+// while its tensor cores, measured, averaged at most MaxTensorActivity.
+type GPUTensorUnusedRule struct {
+	RuleText          `yaml:",inline"`
+	MinSMActivity     float64 `yaml:"min_sm_activity"`
+	MinFP32Activity   float64 `yaml:"min_fp32_activity"`
+	MaxTensorActivity float64 `yaml:"max_tensor_activity"`
+}
+
 // Default returns the configuration with every default filled in.
 func Default() Config {
 	on := RuleText{Enabled: true}
@@ -300,7 +368,8 @@ func Default() Config {
 		Classes: ClassConfig{
 			GPUEfficient: 0.70, GPUAcceptable: 0.40, GPUInefficient: 0.15,
 			CPUEfficient: 0.70, CPUAcceptable: 0.40, CPUInefficient: 0.15,
-			CPUMemoryWeight: 0.25,
+			CPUMemoryWeight:    0.25,
+			GPUScoreSMActivity: true,
 		},
 		Recommend: RecommendConfig{
 			CPUHeadroom: 1.10, CPUSlack: 0.25,
@@ -310,7 +379,7 @@ func Default() Config {
 		Rules: RulesConfig{
 			GPUsHeldIdle:          GPUsHeldIdleRule{RuleText: on, MinGPUs: 1},
 			GPUUnused:             GPUUnusedRule{RuleText: on, MaxGPUUtilization: 0.02, MaxGPUMemory: 0.25},
-			ParallelismMismatch:   ParallelismMismatchRule{RuleText: on, MinGPUs: 2, MaxEffectiveRatio: 0.5},
+			ParallelismMismatch:   ParallelismMismatchRule{RuleText: on, MinGPUs: 2, MaxEffectiveRatio: 0.5, MinSMActivity: 0.05},
 			CPUBottleneck:         CPUBottleneckRule{RuleText: on, MinGPUUtilization: 0.02, MaxGPUUtilization: 0.50, MinCPUEfficiency: 0.80},
 			UtilizationDrop:       UtilizationDropRule{RuleText: on, MinPoints: 8, HeadFraction: 0.25, TailFraction: 0.5, MinHeadUtilization: 0.5, MaxTailRatio: 0.5},
 			SmallJobLargeGPU:      SmallJobLargeGPURule{RuleText: on, MaxGPUs: 1, MinGPUMemoryGiB: 40, MaxMemoryFraction: 0.125, MaxGPUUtilization: 0.15},
@@ -327,6 +396,12 @@ func Default() Config {
 			OOMKilledChild:        OOMKilledChildRule{RuleText: on, MinKills: 1},
 			MemoryOverrequest:     MemoryOverrequestRule{RuleText: on, MaxMemoryEfficiency: 0.25, MinRequestGiB: 2},
 			WalltimeOverrequest:   WalltimeOverrequestRule{RuleText: on, MaxWalltimeEfficiency: 0.30, MinUnused: time.Hour},
+
+			GPUInputPipelineBound: GPUInputPipelineBoundRule{RuleText: on, MinPCIeRxGBPerSecond: 4, MinPCIeLinkShare: 0.4,
+				MaxGPUUtilization: 0.7, MaxSMActivity: 0.5},
+			GPULaunchBound:          GPULaunchBoundRule{RuleText: on, MinGPUUtilization: 0.7, MaxSMActivity: 0.3},
+			GPUMemoryBandwidthBound: GPUMemoryBandwidthBoundRule{RuleText: on, MinDRAMActivity: 0.6, MaxPipeActivity: 0.3},
+			GPUTensorUnused:         GPUTensorUnusedRule{RuleText: on, MinSMActivity: 0.4, MinFP32Activity: 0.2, MaxTensorActivity: 0.05},
 		},
 	}
 }
@@ -347,9 +422,13 @@ func (c *Config) ruleTexts() []struct {
 		{CauseParallelismMismatch, &r.ParallelismMismatch.RuleText},
 		{CauseCPUBottleneck, &r.CPUBottleneck.RuleText},
 		{CauseUtilizationDrop, &r.UtilizationDrop.RuleText},
+		{CauseGPUInputPipelineBound, &r.GPUInputPipelineBound.RuleText},
 		{CauseSmallJobLargeGPU, &r.SmallJobLargeGPU.RuleText},
 		{CauseMemoryResidentLowUtil, &r.MemoryResidentLowUtil.RuleText},
 		{CauseOverScaled, &r.OverScaled.RuleText},
+		{CauseGPULaunchBound, &r.GPULaunchBound.RuleText},
+		{CauseGPUMemoryBandwidthBound, &r.GPUMemoryBandwidthBound.RuleText},
+		{CauseGPUTensorUnused, &r.GPUTensorUnused.RuleText},
 		{CauseTooManyCoresPerGPU, &r.TooManyCoresPerGPU.RuleText},
 		{CauseTooMuchMemoryPerGPU, &r.TooMuchMemoryPerGPU.RuleText},
 		{CauseCPUJobOnGPUPartition, &r.CPUJobOnGPUPartition.RuleText},
@@ -467,6 +546,10 @@ func (c *Config) Validate() error {
 	if r.ParallelismMismatch.MaxEffectiveRatio >= 1 {
 		bad("rules.parallelism_mismatch.max_effective_ratio", "%v must be below 1", r.ParallelismMismatch.MaxEffectiveRatio)
 	}
+	ratio("rules.parallelism_mismatch.min_sm_activity", r.ParallelismMismatch.MinSMActivity, true)
+	if r.ParallelismMismatch.MinSMActivity >= 1 {
+		bad("rules.parallelism_mismatch.min_sm_activity", "%v must be below 1", r.ParallelismMismatch.MinSMActivity)
+	}
 	ratio("rules.cpu_bottleneck.min_gpu_utilization", r.CPUBottleneck.MinGPUUtilization, false)
 	ratio("rules.cpu_bottleneck.max_gpu_utilization", r.CPUBottleneck.MaxGPUUtilization, true)
 	if r.CPUBottleneck.MinGPUUtilization >= r.CPUBottleneck.MaxGPUUtilization {
@@ -543,6 +626,36 @@ func (c *Config) Validate() error {
 	ratio("rules.walltime_overrequest.max_walltime_efficiency", r.WalltimeOverrequest.MaxWalltimeEfficiency, true)
 	if r.WalltimeOverrequest.MinUnused < 0 {
 		bad("rules.walltime_overrequest.min_unused", "%s must not be negative", r.WalltimeOverrequest.MinUnused)
+	}
+
+	ip := r.GPUInputPipelineBound
+	// rate checks a GB/s option: up to 10 TB/s, beyond any PCIe link.
+	rate := func(option string, v float64, zeroOK bool) {
+		switch {
+		case zeroOK && v == 0:
+		case !(v > 0) || v > 10000:
+			bad(option, "%v: want GB/s (10^9 bytes per second) above 0 and at most 10000", v)
+		}
+	}
+	rate("rules.gpu_input_pipeline_bound.min_pcie_rx_gb_per_second", ip.MinPCIeRxGBPerSecond, false)
+	rate("rules.gpu_input_pipeline_bound.pcie_link_gb_per_second", ip.PCIeLinkGBPerSecond, true)
+	ratio("rules.gpu_input_pipeline_bound.min_pcie_link_share", ip.MinPCIeLinkShare, true)
+	ratio("rules.gpu_input_pipeline_bound.max_gpu_utilization", ip.MaxGPUUtilization, true)
+	ratio("rules.gpu_input_pipeline_bound.max_sm_activity", ip.MaxSMActivity, true)
+	lb := r.GPULaunchBound
+	ratio("rules.gpu_launch_bound.min_gpu_utilization", lb.MinGPUUtilization, true)
+	ratio("rules.gpu_launch_bound.max_sm_activity", lb.MaxSMActivity, true)
+	if lb.MaxSMActivity >= lb.MinGPUUtilization {
+		bad("rules.gpu_launch_bound.max_sm_activity", "%v must be below min_gpu_utilization (%v)", lb.MaxSMActivity, lb.MinGPUUtilization)
+	}
+	ratio("rules.gpu_memory_bandwidth_bound.min_dram_activity", r.GPUMemoryBandwidthBound.MinDRAMActivity, true)
+	ratio("rules.gpu_memory_bandwidth_bound.max_pipe_activity", r.GPUMemoryBandwidthBound.MaxPipeActivity, true)
+	tu := r.GPUTensorUnused
+	ratio("rules.gpu_tensor_unused.min_sm_activity", tu.MinSMActivity, true)
+	ratio("rules.gpu_tensor_unused.min_fp32_activity", tu.MinFP32Activity, true)
+	ratio("rules.gpu_tensor_unused.max_tensor_activity", tu.MaxTensorActivity, false)
+	if tu.MaxTensorActivity >= tu.MinFP32Activity {
+		bad("rules.gpu_tensor_unused.max_tensor_activity", "%v must be below min_fp32_activity (%v)", tu.MaxTensorActivity, tu.MinFP32Activity)
 	}
 
 	for _, rt := range c.ruleTexts() {

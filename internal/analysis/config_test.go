@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"bytes"
+	"math"
 	"os"
 	"reflect"
 	"strings"
@@ -91,6 +92,22 @@ func TestValidateNamesTheOption(t *testing.T) {
 		{func(c *Config) { c.Rules.MemoryOverrequest.MinRequestGiB = -2 }, "analysis.rules.memory_overrequest.min_request_gib: "},
 		{func(c *Config) { c.Rules.WalltimeOverrequest.MaxWalltimeEfficiency = 0 }, "analysis.rules.walltime_overrequest.max_walltime_efficiency: "},
 		{func(c *Config) { c.Rules.WalltimeOverrequest.MinUnused = -time.Minute }, "analysis.rules.walltime_overrequest.min_unused: "},
+		{func(c *Config) { c.Rules.ParallelismMismatch.MinSMActivity = 0 }, "analysis.rules.parallelism_mismatch.min_sm_activity: "},
+		{func(c *Config) { c.Rules.ParallelismMismatch.MinSMActivity = 1 }, "analysis.rules.parallelism_mismatch.min_sm_activity: 1 must be below 1"},
+		{func(c *Config) { c.Rules.GPUInputPipelineBound.MinPCIeRxGBPerSecond = 0 }, "analysis.rules.gpu_input_pipeline_bound.min_pcie_rx_gb_per_second: "},
+		{func(c *Config) { c.Rules.GPUInputPipelineBound.MinPCIeRxGBPerSecond = math.Inf(1) }, "analysis.rules.gpu_input_pipeline_bound.min_pcie_rx_gb_per_second: "},
+		{func(c *Config) { c.Rules.GPUInputPipelineBound.PCIeLinkGBPerSecond = -1 }, "analysis.rules.gpu_input_pipeline_bound.pcie_link_gb_per_second: "},
+		{func(c *Config) { c.Rules.GPUInputPipelineBound.MinPCIeLinkShare = 0 }, "analysis.rules.gpu_input_pipeline_bound.min_pcie_link_share: "},
+		{func(c *Config) { c.Rules.GPUInputPipelineBound.MaxGPUUtilization = 2 }, "analysis.rules.gpu_input_pipeline_bound.max_gpu_utilization: "},
+		{func(c *Config) { c.Rules.GPUInputPipelineBound.MaxSMActivity = math.NaN() }, "analysis.rules.gpu_input_pipeline_bound.max_sm_activity: "},
+		{func(c *Config) { c.Rules.GPULaunchBound.MinGPUUtilization = 0 }, "analysis.rules.gpu_launch_bound.min_gpu_utilization: "},
+		{func(c *Config) { c.Rules.GPULaunchBound.MaxSMActivity = 0.8 }, "analysis.rules.gpu_launch_bound.max_sm_activity: 0.8 must be below min_gpu_utilization"},
+		{func(c *Config) { c.Rules.GPUMemoryBandwidthBound.MinDRAMActivity = 0 }, "analysis.rules.gpu_memory_bandwidth_bound.min_dram_activity: "},
+		{func(c *Config) { c.Rules.GPUMemoryBandwidthBound.MaxPipeActivity = 1.5 }, "analysis.rules.gpu_memory_bandwidth_bound.max_pipe_activity: "},
+		{func(c *Config) { c.Rules.GPUTensorUnused.MinSMActivity = 0 }, "analysis.rules.gpu_tensor_unused.min_sm_activity: "},
+		{func(c *Config) { c.Rules.GPUTensorUnused.MinFP32Activity = -0.2 }, "analysis.rules.gpu_tensor_unused.min_fp32_activity: "},
+		{func(c *Config) { c.Rules.GPUTensorUnused.MaxTensorActivity = 0.3 }, "analysis.rules.gpu_tensor_unused.max_tensor_activity: 0.3 must be below min_fp32_activity"},
+		{func(c *Config) { c.Rules.GPUTensorUnused.DocURLAMD = "javascript:alert(1)" }, "analysis.rules.gpu_tensor_unused.doc_url_amd: "},
 		{func(c *Config) { c.Rules.OverScaled.DocURL = "ftp://x" }, "analysis.rules.over_scaled.doc_url: "},
 		{func(c *Config) { c.Rules.OverScaled.DocURLAMD = "https:///nohost" }, "analysis.rules.over_scaled.doc_url_amd: "},
 		{func(c *Config) { c.Rules.MemoryOverrequest.Lesson = strings.Repeat("x", 3000) }, "analysis.rules.memory_overrequest.lesson: "},
@@ -130,6 +147,7 @@ short_job: 15m
 effective_gpu_threshold: 0.05
 classes:
   gpu_efficient: 0.8
+  gpu_score_sm_activity: false
 recommend:
   memory_headroom: 1.5
   time_step: 1h
@@ -138,6 +156,8 @@ rules:
     enabled: false
   cpu_job_on_gpu_partition:
     partitions: [gpu, "a100*"]
+  gpu_input_pipeline_bound:
+    pcie_link_gb_per_second: 25
   walltime_overrequest:
     min_unused: 2h
     doc_url: https://hpc.example.edu/time
@@ -156,7 +176,9 @@ rules:
 		c.Classes.GPUAcceptable != 0.4 || c.Recommend.MemoryHeadroom != 1.5 || c.Recommend.TimeStep != time.Hour ||
 		c.Rules.OverScaled.Enabled || !c.Rules.UtilizationDrop.Enabled || len(c.Rules.CPUJobOnGPUPartition.Partitions) != 2 ||
 		c.Rules.WalltimeOverrequest.MinUnused != 2*time.Hour || c.Rules.WalltimeOverrequest.DocURL != "https://hpc.example.edu/time" ||
-		c.Rules.WalltimeOverrequest.LessonAMD != "Text one. Text two." || c.Rules.OverScaled.MaxGPUMemory != 0.25 {
+		c.Rules.WalltimeOverrequest.LessonAMD != "Text one. Text two." || c.Rules.OverScaled.MaxGPUMemory != 0.25 ||
+		c.Classes.GPUScoreSMActivity || c.Rules.GPUInputPipelineBound.PCIeLinkGBPerSecond != 25 ||
+		c.Rules.GPUInputPipelineBound.MinPCIeRxGBPerSecond != 4 || !c.Rules.GPULaunchBound.Enabled {
 		t.Errorf("decoded %+v", c)
 	}
 	c = Default()

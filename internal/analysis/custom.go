@@ -42,6 +42,7 @@ type Condition struct {
 // CustomFigures are the figures custom rules can test, by name.
 var CustomFigures = map[string]func(f *facts) (float64, bool){
 	"gpu_utilization":     func(f *facts) (float64, bool) { return figF(f.fig.GPUUtilization) },
+	"gpu_sm_activity":     func(f *facts) (float64, bool) { return figF(f.fig.GPUSMActivity) },
 	"effective_gpu_ratio": func(f *facts) (float64, bool) { return figF(f.fig.EffectiveGPURatio) },
 	"gpus":                func(f *facts) (float64, bool) { return figI(f.fig.GPUs) },
 	"effective_gpus":      func(f *facts) (float64, bool) { return figI(f.fig.EffectiveGPUs) },

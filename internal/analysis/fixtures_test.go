@@ -114,6 +114,95 @@ func TestFixtures(t *testing.T) {
 			},
 		},
 		{
+			// Recorded figures of an H100 kept "busy" by small kernels:
+			// utilisation 95 %, SM activity 12 %. The score rests on the
+			// SM activity, so the job is not called efficient.
+			file: "gpu_h100_launch_bound.json", class: jobmodel.ClassWasted, kind: jobmodel.KindGPU, vendor: VendorNVIDIA,
+			causes: []string{CauseGPULaunchBound},
+			absent: []string{CauseGPUTensorUnused, CauseSmallJobLargeGPU, CauseOverScaled, CauseGPUMemoryBandwidthBound, CauseGPUInputPipelineBound},
+			check: func(t *testing.T, a jobmodel.Analysis) {
+				c := causeOf(a, CauseGPULaunchBound)
+				if c.Confidence != 0.78 || !strings.Contains(c.Evidence, "(gpu031 GPU 3) averaged 95% utilisation but 12% SM activity") ||
+					!strings.Contains(c.Evidence, "SM occupancy 5.0%") {
+					t.Errorf("gpu_launch_bound %+v", c)
+				}
+				if *a.Score != 0.12 || *a.Figures.GPUSMActivity != 0.12 || *a.Figures.GPUUtilization != 0.95 {
+					t.Errorf("score %v, figures %+v", *a.Score, a.Figures)
+				}
+			},
+		},
+		{
+			// bf16 pretraining on 4 H100s: SMs 86–90 % active, tensor
+			// cores 58–62 %: efficient, nothing to say.
+			file: "gpu_h100_matmul_efficient.json", class: jobmodel.ClassEfficient, kind: jobmodel.KindGPU, vendor: VendorNVIDIA,
+			absent: activityCauses,
+			check: func(t *testing.T, a jobmodel.Analysis) {
+				if math.Abs(*a.Score-0.8825) > 1e-9 || math.Abs(*a.Figures.GPUSMActivity-0.8825) > 1e-9 {
+					t.Errorf("score %v, SM activity %v", *a.Score, *a.Figures.GPUSMActivity)
+				}
+			},
+		},
+		{
+			// Two H100 PCIe cards receiving 10.6–11.4 GB/s from the host at
+			// 36–40 % utilisation, CPUs not saturated: the copies, not a
+			// too-large GPU (over_scaled defers) nor the CPUs.
+			file: "gpu_h100_copy_bound.json", class: jobmodel.ClassInefficient, kind: jobmodel.KindGPU, vendor: VendorNVIDIA,
+			causes: []string{CauseGPUInputPipelineBound},
+			absent: []string{CauseOverScaled, CauseCPUBottleneck, CauseSmallJobLargeGPU, CauseGPULaunchBound},
+			check: func(t *testing.T, a jobmodel.Analysis) {
+				c := causeOf(a, CauseGPUInputPipelineBound)
+				for _, e := range []string{"Both GPUs in use received 10.6–11.4 GB/s from the host over PCIe", "36–40% utilisation and 18–22% SM activity",
+					"gpu207 GPU 0: PCIe in 11.4 GB/s", "the job's CPUs were 55% busy"} {
+					if !strings.Contains(c.Evidence, e) {
+						t.Errorf("evidence %q lacks %q", c.Evidence, e)
+					}
+				}
+				if c.Confidence != 0.83 || *a.Score != 0.2 {
+					t.Errorf("confidence %v, score %v", c.Confidence, *a.Score)
+				}
+			},
+		},
+		{
+			// FP32 training without mixed precision or TF32: SMs busy,
+			// FP32 pipes 56–58 %, tensor cores measured at 0.
+			file: "gpu_h100_fp32_no_tensor.json", class: jobmodel.ClassEfficient, kind: jobmodel.KindGPU, vendor: VendorNVIDIA,
+			causes: []string{CauseGPUTensorUnused},
+			absent: []string{CauseGPUMemoryBandwidthBound, CauseGPULaunchBound},
+			check: func(t *testing.T, a jobmodel.Analysis) {
+				c := causeOf(a, CauseGPUTensorUnused)
+				if c.Confidence != 0.72 || !strings.Contains(c.Evidence, "78–80% SM activity with their FP32 pipes 56–58% busy, while their tensor cores (measured) averaged 0%") ||
+					!strings.Contains(c.Lesson, "allow_tf32") {
+					t.Errorf("gpu_tensor_unused %+v", c)
+				}
+			},
+		},
+		{
+			// A stencil code at 84 % of the H100's memory bandwidth with
+			// idle tensor cores: memory-bound; the tensor rule, whose
+			// pattern it also shows (FP32 24 %), defers.
+			file: "gpu_h100_bandwidth_bound.json", class: jobmodel.ClassEfficient, kind: jobmodel.KindGPU, vendor: VendorNVIDIA,
+			causes: []string{CauseGPUMemoryBandwidthBound},
+			absent: []string{CauseGPUTensorUnused, CauseGPULaunchBound},
+			check: func(t *testing.T, a jobmodel.Analysis) {
+				c := causeOf(a, CauseGPUMemoryBandwidthBound)
+				if c.Confidence != 0.78 || !strings.Contains(c.Evidence, "used 84% of its memory bandwidth on average while its tensor cores averaged 3.0% and its FP32 pipes 24%") {
+					t.Errorf("gpu_memory_bandwidth_bound %+v", c)
+				}
+			},
+		},
+		{
+			// Two A100s without GPM: PCIe traffic only, the rest named in
+			// missing_metrics. No activity rule fires; the class rests on
+			// utilisation (92 %), as before.
+			file: "gpu_a100_no_activity.json", class: jobmodel.ClassEfficient, kind: jobmodel.KindGPU, vendor: VendorNVIDIA,
+			absent: activityCauses,
+			check: func(t *testing.T, a jobmodel.Analysis) {
+				if a.Figures.GPUSMActivity != nil || math.Abs(*a.Score-0.92) > 1e-9 {
+					t.Errorf("score %v, SM activity %v", *a.Score, a.Figures.GPUSMActivity)
+				}
+			},
+		},
+		{
 			file: "amd_mi250x_two_of_eight.json", class: jobmodel.ClassInefficient, kind: jobmodel.KindGPU, vendor: VendorAMD,
 			causes:  []string{CauseGPUsHeldIdle, CauseWalltimeOverrequest, CauseParallelismMismatch},
 			changes: []chg{{"--gpus=8", "--gpus=2"}, {"--time=12:00:00", "--time=03:45:00"}},

@@ -199,11 +199,35 @@ func randomJob(r *rand.Rand) jobmodel.Job {
 			if r.IntN(5) == 0 {
 				d.ParentIndex = p[int64](0)
 			}
+			if r.IntN(2) == 0 {
+				d.Activity = randomActivity(r)
+			}
 			j.GPUs = append(j.GPUs, d)
+		}
+		if r.IntN(3) == 0 {
+			j.GPU.Activity = randomActivity(r)
 		}
 	}
 	if r.IntN(10) == 0 {
 		j.MissingMetrics = []string{"gpu"}
 	}
 	return j
+}
+
+// randomActivity is a GPU's activity with any figure absent, zero, out of
+// range or not finite.
+func randomActivity(r *rand.Rand) *jobmodel.GPUActivity {
+	stat := func() *jobmodel.Stat {
+		if r.IntN(3) == 0 {
+			return nil
+		}
+		return &jobmodel.Stat{Avg: maybeF(r), P95: maybeF(r), Peak: maybeF(r)}
+	}
+	a := &jobmodel.GPUActivity{}
+	for _, s := range []**jobmodel.Stat{&a.SM, &a.SMOccupancy, &a.Tensor, &a.TensorFP64, &a.TensorFP16, &a.TensorINT8,
+		&a.FP64, &a.FP32, &a.FP16, &a.DRAM, &a.PCIeRxBytesPerSecond, &a.PCIeTxBytesPerSecond,
+		&a.LinkRxBytesPerSecond, &a.LinkTxBytesPerSecond} {
+		*s = stat()
+	}
+	return a
 }

@@ -196,6 +196,7 @@ func checkInvariants(t testing.TB, a jobmodel.Analysis) {
 	f := a.Figures
 	ratio("score", a.Score)
 	ratio("gpu_utilization", f.GPUUtilization)
+	ratio("gpu_sm_activity", f.GPUSMActivity)
 	ratio("effective_gpu_ratio", f.EffectiveGPURatio)
 	ratio("cpu_efficiency", f.CPUEfficiency)
 	ratio("memory_efficiency", f.MemoryEfficiency)

@@ -3,25 +3,31 @@ package analysis
 // Cause ids (jobmodel.Cause.ID); each names a rule and its configuration
 // section (analysis.rules.<id>).
 const (
-	CauseGPUsHeldIdle          = "gpus_held_idle"
-	CauseGPUUnused             = "gpu_unused"
-	CauseParallelismMismatch   = "parallelism_mismatch"
-	CauseCPUBottleneck         = "cpu_bottleneck"
-	CauseUtilizationDrop       = "utilization_drop"
-	CauseSmallJobLargeGPU      = "small_job_large_gpu"
-	CauseMemoryResidentLowUtil = "memory_resident_low_util"
-	CauseOverScaled            = "over_scaled"
-	CauseTooManyCoresPerGPU    = "too_many_cores_per_gpu"
-	CauseTooMuchMemoryPerGPU   = "too_much_memory_per_gpu"
-	CauseCPUJobOnGPUPartition  = "cpu_job_on_gpu_partition"
-	CauseSerialJobManyCores    = "serial_job_many_cores"
-	CauseCPUOverrequest        = "cpu_overrequest"
-	CauseIOStall               = "io_stall"
-	CauseMemoryStall           = "memory_stall"
-	CauseCPUStall              = "cpu_stall"
-	CauseOOMKilledChild        = "oom_killed_child"
-	CauseMemoryOverrequest     = "memory_overrequest"
-	CauseWalltimeOverrequest   = "walltime_overrequest"
+	CauseGPUsHeldIdle        = "gpus_held_idle"
+	CauseGPUUnused           = "gpu_unused"
+	CauseParallelismMismatch = "parallelism_mismatch"
+	CauseCPUBottleneck       = "cpu_bottleneck"
+	CauseUtilizationDrop     = "utilization_drop"
+	// CauseGPUInputPipelineBound and the GPU activity causes below read
+	// gpus[].activity (what the GPU did beyond utilisation).
+	CauseGPUInputPipelineBound   = "gpu_input_pipeline_bound"
+	CauseSmallJobLargeGPU        = "small_job_large_gpu"
+	CauseMemoryResidentLowUtil   = "memory_resident_low_util"
+	CauseOverScaled              = "over_scaled"
+	CauseGPULaunchBound          = "gpu_launch_bound"
+	CauseGPUMemoryBandwidthBound = "gpu_memory_bandwidth_bound"
+	CauseGPUTensorUnused         = "gpu_tensor_unused"
+	CauseTooManyCoresPerGPU      = "too_many_cores_per_gpu"
+	CauseTooMuchMemoryPerGPU     = "too_much_memory_per_gpu"
+	CauseCPUJobOnGPUPartition    = "cpu_job_on_gpu_partition"
+	CauseSerialJobManyCores      = "serial_job_many_cores"
+	CauseCPUOverrequest          = "cpu_overrequest"
+	CauseIOStall                 = "io_stall"
+	CauseMemoryStall             = "memory_stall"
+	CauseCPUStall                = "cpu_stall"
+	CauseOOMKilledChild          = "oom_killed_child"
+	CauseMemoryOverrequest       = "memory_overrequest"
+	CauseWalltimeOverrequest     = "walltime_overrequest"
 )
 
 // GPU vendors (jobmodel.Analysis.Vendor).
@@ -49,17 +55,20 @@ type text struct {
 }
 
 const (
-	docSbatch   = "https://slurm.schedmd.com/sbatch.html"
-	docGres     = "https://slurm.schedmd.com/gres.html"
-	docDDP      = "https://pytorch.org/tutorials/intermediate/ddp_tutorial.html"
-	docDataLoad = "https://pytorch.org/docs/stable/data.html"
-	docTuning   = "https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html"
-	docCUDA     = "https://docs.nvidia.com/cuda/cuda-c-best-practices-guide/index.html"
-	docHIP      = "https://rocm.docs.amd.com/projects/HIP/en/latest/"
-	docMIG      = "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/"
-	docROCm     = "https://rocm.docs.amd.com/"
-	docSbcast   = "https://slurm.schedmd.com/sbcast.html"
-	docPSI      = "https://docs.kernel.org/accounting/psi.html"
+	docSbatch     = "https://slurm.schedmd.com/sbatch.html"
+	docGres       = "https://slurm.schedmd.com/gres.html"
+	docDDP        = "https://pytorch.org/tutorials/intermediate/ddp_tutorial.html"
+	docDataLoad   = "https://pytorch.org/docs/stable/data.html"
+	docTuning     = "https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html"
+	docCUDA       = "https://docs.nvidia.com/cuda/cuda-c-best-practices-guide/index.html"
+	docHIP        = "https://rocm.docs.amd.com/projects/HIP/en/latest/"
+	docMIG        = "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/"
+	docROCm       = "https://rocm.docs.amd.com/"
+	docSbcast     = "https://slurm.schedmd.com/sbcast.html"
+	docPSI        = "https://docs.kernel.org/accounting/psi.html"
+	docPerfBG     = "https://docs.nvidia.com/deeplearning/performance/dl-performance-gpu-background/index.html"
+	docAMP        = "https://pytorch.org/docs/stable/amp.html"
+	docCUDAGraphs = "https://pytorch.org/docs/stable/notes/cuda.html#cuda-graphs"
 )
 
 // texts are the built-in lessons: neutral, 2–3 sentences, saying what
@@ -105,6 +114,14 @@ var texts = map[string]text{
 			"Staging input on faster or node-local storage, writing checkpoints less often or asynchronously, and looking for slow ranks in RCCL collectives usually help.",
 		docURL: docTuning,
 	},
+	CauseGPUInputPipelineBound: {
+		title: "Host-to-device copies kept the GPU waiting (input pipeline)",
+		lesson: "The GPU received a lot of data from the host while its SMs were often idle, which usually means that copies over PCIe, not computation, set the pace. " +
+			"Pinned host memory (pin_memory=True in a PyTorch DataLoader) with non_blocking=True copies that overlap computation, more DataLoader workers with prefetching, and keeping data that is reused on the GPU instead of copying it at every step usually help; Nsight Systems shows the copies on its timeline.",
+		lessonAMD: "The GPU received a lot of data from the host while its compute units were often idle, which usually means that copies over PCIe, not computation, set the pace. " +
+			"Pinned host memory (pin_memory=True in a PyTorch DataLoader) with non_blocking=True copies that overlap computation, more DataLoader workers with prefetching, and keeping data that is reused on the GPU instead of copying it at every step usually help; rocprof's copy and kernel traces show where the time goes.",
+		docURL: docDataLoad,
+	},
 	CauseSmallJobLargeGPU: {
 		title: "A smaller GPU or GPU slice would do",
 		lesson: "The job used a small part of a large GPU's memory and compute. " +
@@ -124,6 +141,32 @@ var texts = map[string]text{
 		lesson: "The job's GPUs were lightly used and little of their memory was filled, so the work was small for the GPUs it held. " +
 			"Fewer GPUs, a smaller GPU model or more work per GPU call (a larger batch size, fewer host-device copies) usually give the same result with a shorter wait.",
 		docURL: docTuning,
+	},
+	CauseGPULaunchBound: {
+		title: "GPU busy with kernels too small to fill it (launch-bound)",
+		lesson: "A kernel ran on the GPU most of the time, but the kernels kept few of its SMs busy: they were too small for the GPU, or were launched one at a time while the host did other work. " +
+			"Larger batches, CUDA graphs or torch.compile(mode=\"reduce-overhead\"), fused kernels and fewer host synchronisations (.item(), .cpu() or printing GPU tensors inside the loop) give each launch more work; Nsight Systems shows the gaps between kernels. " +
+			"Where the work cannot grow, a smaller GPU or a MIG slice would likely run it at a similar speed.",
+		lessonAMD: "A kernel ran on the GPU most of the time, but the kernels kept few of its compute units busy: they were too small for the GPU, or were launched one at a time while the host did other work. " +
+			"Larger batches, HIP graphs or torch.compile(mode=\"reduce-overhead\"), fused kernels and fewer host synchronisations (.item(), .cpu() or printing GPU tensors inside the loop) give each launch more work; rocprof's kernel trace shows the gaps between kernels. " +
+			"Where the work cannot grow, a smaller GPU or a compute partition of an Instinct GPU (CPX mode) would likely run it at a similar speed.",
+		docURL: docCUDAGraphs, docURLAMD: docHIP,
+	},
+	CauseGPUMemoryBandwidthBound: {
+		title: "GPU memory bandwidth set the pace (memory-bound kernels)",
+		lesson: "The GPU's memory bandwidth, not its arithmetic units, limited the job: its kernels move much data for each operation, as elementwise operations, normalisations and unfused attention do. " +
+			"Fusing elementwise operations (torch.compile), fused attention (FlashAttention, PyTorch's scaled_dot_product_attention), larger matrix operations with more arithmetic per byte, and lower precision (bf16 or fp16 move half the bytes of fp32) usually help; Nsight Compute's memory workload analysis shows which kernels are bound.",
+		lessonAMD: "The GPU's memory bandwidth, not its arithmetic units, limited the job: its kernels move much data for each operation, as elementwise operations, normalisations and unfused attention do. " +
+			"Fusing elementwise operations (torch.compile), fused attention (FlashAttention, PyTorch's scaled_dot_product_attention), larger matrix operations with more arithmetic per byte, and lower precision (bf16 or fp16 move half the bytes of fp32) usually help; rocprof's counters show which kernels are bound.",
+		docURL: docPerfBG, docURLAMD: docROCm,
+	},
+	CauseGPUTensorUnused: {
+		title: "Floating-point work without the tensor cores",
+		lesson: "The GPU's SMs were busy with floating-point work on their FP32 units while its tensor cores, which do matrix arithmetic many times faster, stayed idle. " +
+			"Mixed precision (torch.autocast with bf16 or fp16), TF32 for FP32 matrix products (torch.backends.cuda.matmul.allow_tf32 = True, or torch.set_float32_matmul_precision(\"high\")) and checking that the framework takes its cuBLAS and cuDNN paths (supported data types, matrix sizes that are multiples of 8) usually put them to work; Nsight Compute shows which kernels use them.",
+		lessonAMD: "The GPU's compute units were busy with floating-point work on their FP32 units while its matrix cores, which do matrix arithmetic many times faster, stayed idle. " +
+			"Mixed precision (torch.autocast with bf16 or fp16), reduced-precision FP32 matrix products where the GPU offers them (torch.set_float32_matmul_precision(\"high\")) and checking that the framework takes its rocBLAS, hipBLASLt and MIOpen paths (supported data types and matrix shapes) usually put them to work; rocprof shows which kernels use them.",
+		docURL: docAMP,
 	},
 	CauseTooManyCoresPerGPU: {
 		title: "Many CPU cores per GPU, few of them used",

@@ -10,7 +10,8 @@ import (
 
 // gpuVendorCauses have vendor-specific wording.
 var gpuVendorCauses = []string{CauseGPUsHeldIdle, CauseGPUUnused, CauseParallelismMismatch, CauseCPUBottleneck,
-	CauseUtilizationDrop, CauseSmallJobLargeGPU}
+	CauseUtilizationDrop, CauseSmallJobLargeGPU, CauseGPUInputPipelineBound, CauseGPULaunchBound,
+	CauseGPUMemoryBandwidthBound, CauseGPUTensorUnused}
 
 var (
 	nvidiaTerms = regexp.MustCompile(`CUDA_VISIBLE_DEVICES|NCCL|Nsight|MIG|CUDA support|A100|H100`)

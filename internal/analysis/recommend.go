@@ -120,8 +120,9 @@ func recommend(f *facts, causes []jobmodel.Cause) (jobmodel.Recommendation, jobm
 		freed := int64(0)
 		if fired[CauseGPUsHeldIdle] || fired[CauseParallelismMismatch] {
 			target := int64(0)
-			if f.hasEff {
-				target = f.effective
+			n, _, bySM, ok := f.working()
+			if ok {
+				target = n
 			} else if n := int64(len(f.idle())); len(f.devs) > 0 {
 				target = f.gpus - n
 			} else if f.hasSummaryIdle {
@@ -136,7 +137,11 @@ func recommend(f *facts, causes []jobmodel.Cause) (jobmodel.Recommendation, jobm
 				freed = from - target
 				reason := fmt.Sprintf("%d of %s did work (over %s average utilisation)",
 					target, textfmt.Plural(from, "GPU"), pct(f.cfg.EffectiveGPUThreshold))
-				if !f.hasEff {
+				if bySM {
+					reason = fmt.Sprintf("%d of %s did work (over %s average SM activity)",
+						target, textfmt.Plural(from, "GPU"), pct(f.cfg.Rules.ParallelismMismatch.MinSMActivity))
+				}
+				if !ok {
 					reason = fmt.Sprintf("%d of %s had a process of the job", target, textfmt.Plural(from, "GPU"))
 				}
 				idle := int64(len(f.idle()))

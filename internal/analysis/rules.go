@@ -19,25 +19,29 @@ type evaluator func(f *facts, fired map[string]bool) *jobmodel.Cause
 // evaluators are the rules by cause id; runRules calls them in CauseIDs
 // order, so a rule may look at the rules before it.
 var evaluators = map[string]evaluator{
-	CauseGPUsHeldIdle:          ruleGPUsHeldIdle,
-	CauseGPUUnused:             ruleGPUUnused,
-	CauseParallelismMismatch:   ruleParallelismMismatch,
-	CauseCPUBottleneck:         ruleCPUBottleneck,
-	CauseUtilizationDrop:       ruleUtilizationDrop,
-	CauseSmallJobLargeGPU:      ruleSmallJobLargeGPU,
-	CauseMemoryResidentLowUtil: ruleMemoryResidentLowUtil,
-	CauseOverScaled:            ruleOverScaled,
-	CauseTooManyCoresPerGPU:    ruleTooManyCoresPerGPU,
-	CauseTooMuchMemoryPerGPU:   ruleTooMuchMemoryPerGPU,
-	CauseCPUJobOnGPUPartition:  ruleCPUJobOnGPUPartition,
-	CauseSerialJobManyCores:    ruleSerialJobManyCores,
-	CauseCPUOverrequest:        ruleCPUOverrequest,
-	CauseIOStall:               ruleIOStall,
-	CauseMemoryStall:           ruleMemoryStall,
-	CauseCPUStall:              ruleCPUStall,
-	CauseOOMKilledChild:        ruleOOMKilledChild,
-	CauseMemoryOverrequest:     ruleMemoryOverrequest,
-	CauseWalltimeOverrequest:   ruleWalltimeOverrequest,
+	CauseGPUsHeldIdle:            ruleGPUsHeldIdle,
+	CauseGPUUnused:               ruleGPUUnused,
+	CauseParallelismMismatch:     ruleParallelismMismatch,
+	CauseCPUBottleneck:           ruleCPUBottleneck,
+	CauseUtilizationDrop:         ruleUtilizationDrop,
+	CauseGPUInputPipelineBound:   ruleGPUInputPipelineBound,
+	CauseSmallJobLargeGPU:        ruleSmallJobLargeGPU,
+	CauseMemoryResidentLowUtil:   ruleMemoryResidentLowUtil,
+	CauseOverScaled:              ruleOverScaled,
+	CauseGPULaunchBound:          ruleGPULaunchBound,
+	CauseGPUMemoryBandwidthBound: ruleGPUMemoryBandwidthBound,
+	CauseGPUTensorUnused:         ruleGPUTensorUnused,
+	CauseTooManyCoresPerGPU:      ruleTooManyCoresPerGPU,
+	CauseTooMuchMemoryPerGPU:     ruleTooMuchMemoryPerGPU,
+	CauseCPUJobOnGPUPartition:    ruleCPUJobOnGPUPartition,
+	CauseSerialJobManyCores:      ruleSerialJobManyCores,
+	CauseCPUOverrequest:          ruleCPUOverrequest,
+	CauseIOStall:                 ruleIOStall,
+	CauseMemoryStall:             ruleMemoryStall,
+	CauseCPUStall:                ruleCPUStall,
+	CauseOOMKilledChild:          ruleOOMKilledChild,
+	CauseMemoryOverrequest:       ruleMemoryOverrequest,
+	CauseWalltimeOverrequest:     ruleWalltimeOverrequest,
 }
 
 // runRules evaluates every enabled rule in order.
@@ -126,23 +130,57 @@ func ruleGPUUnused(f *facts, _ map[string]bool) *jobmodel.Cause {
 
 func ruleParallelismMismatch(f *facts, _ map[string]bool) *jobmodel.Cause {
 	r := f.cfg.Rules.ParallelismMismatch
-	if f.kind != jobmodel.KindGPU || !f.hasEff || !f.hasGPUs || f.gpus < r.MinGPUs {
+	if f.kind != jobmodel.KindGPU || !f.hasGPUs || f.gpus < r.MinGPUs {
 		return nil
 	}
-	if f.effective < 1 || f.effRatio > r.MaxEffectiveRatio {
+	n, ratio, bySM, ok := f.working()
+	if !ok || n < 1 || ratio > r.MaxEffectiveRatio {
 		return nil
 	}
 	conf := 0.7
-	if f.effective == 1 {
+	if n == 1 {
 		conf = 0.9
 	}
-	ev := fmt.Sprintf("%d of %s averaged more than %s utilisation", f.effective, textfmt.Plural(max(f.gpus, int64(len(f.devs))), "GPU"), pct(f.cfg.EffectiveGPUThreshold))
-	if len(f.devs) > 0 {
-		var per []string
-		for i := range f.devs {
-			per = append(per, pct(f.devs[i].util))
+	total := textfmt.Plural(max(f.gpus, int64(len(f.devs))), "GPU")
+	if !bySM {
+		ev := fmt.Sprintf("%d of %s averaged more than %s utilisation", n, total, pct(f.cfg.EffectiveGPUThreshold))
+		if len(f.devs) > 0 {
+			var per []string
+			for i := range f.devs {
+				per = append(per, pct(f.devs[i].util))
+			}
+			ev += " (per GPU: " + labelList(per, 16) + ")"
 		}
-		ev += " (per GPU: " + labelList(per, 16) + ")"
+		return cause(conf, "%s", ev)
+	}
+	// SM activity says which GPUs computed: a GPU kept "busy" by a kernel
+	// that waits (a collective, a polling loop) has high utilisation and
+	// idle SMs. Utilisation agreeing makes it clearer still.
+	agree := f.hasEff && f.effective <= n
+	if agree {
+		conf += 0.05
+	} else {
+		conf -= 0.05
+	}
+	ev := fmt.Sprintf("%d of %s averaged more than %s SM activity", n, total, pct(r.MinSMActivity))
+	var sm, util []string
+	for i := range f.devs {
+		d := &f.devs[i]
+		switch {
+		case d.act.sm.ok:
+			sm = append(sm, pct(d.act.sm.avg))
+		case d.idle:
+			sm = append(sm, "idle")
+		}
+		if d.hasUtil {
+			util = append(util, pct(d.util))
+		} else {
+			util = append(util, "not measured")
+		}
+	}
+	ev += " (per GPU: SM activity " + labelList(sm, 16) + "; utilisation " + labelList(util, 16) + ")"
+	if !agree && f.hasEff {
+		ev += fmt.Sprintf("; by utilisation %d were above %s, but the kernels on the others kept few of their SMs busy", f.effective, pct(f.cfg.EffectiveGPUThreshold))
 	}
 	return cause(conf, "%s", ev)
 }
@@ -199,7 +237,7 @@ func ruleUtilizationDrop(f *facts, _ map[string]bool) *jobmodel.Cause {
 
 func ruleSmallJobLargeGPU(f *facts, fired map[string]bool) *jobmodel.Cause {
 	r := f.cfg.Rules.SmallJobLargeGPU
-	if f.kind != jobmodel.KindGPU || fired[CauseGPUUnused] || fired[CauseCPUBottleneck] || fired[CauseUtilizationDrop] {
+	if f.kind != jobmodel.KindGPU || fired[CauseGPUUnused] || fired[CauseCPUBottleneck] || fired[CauseUtilizationDrop] || fired[CauseGPUInputPipelineBound] {
 		return nil
 	}
 	act := f.active()
@@ -239,7 +277,7 @@ func ruleSmallJobLargeGPU(f *facts, fired map[string]bool) *jobmodel.Cause {
 
 func ruleMemoryResidentLowUtil(f *facts, fired map[string]bool) *jobmodel.Cause {
 	r := f.cfg.Rules.MemoryResidentLowUtil
-	if f.kind != jobmodel.KindGPU || fired[CauseGPUUnused] || fired[CauseCPUBottleneck] || fired[CauseUtilizationDrop] {
+	if f.kind != jobmodel.KindGPU || fired[CauseGPUUnused] || fired[CauseCPUBottleneck] || fired[CauseUtilizationDrop] || fired[CauseGPUInputPipelineBound] {
 		return nil
 	}
 	u, n, ok := f.activeUtil()
@@ -259,7 +297,7 @@ func ruleOverScaled(f *facts, fired map[string]bool) *jobmodel.Cause {
 	if f.kind != jobmodel.KindGPU {
 		return nil
 	}
-	for _, id := range []string{CauseGPUUnused, CauseParallelismMismatch, CauseCPUBottleneck, CauseUtilizationDrop, CauseSmallJobLargeGPU} {
+	for _, id := range []string{CauseGPUUnused, CauseParallelismMismatch, CauseCPUBottleneck, CauseUtilizationDrop, CauseGPUInputPipelineBound, CauseSmallJobLargeGPU} {
 		if fired[id] {
 			return nil
 		}

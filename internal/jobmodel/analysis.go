@@ -32,7 +32,8 @@ type Analysis struct {
 	// Class is efficient, acceptable, inefficient, wasted, short or unknown.
 	Class string `json:"class"`
 	// Score is the 0–1 figure the class rests on: average GPU utilisation
-	// for GPU jobs, the CPU scheme's combined score for CPU jobs.
+	// for GPU jobs (the lower of it and the mean SM activity where the
+	// GPUs measured that), the CPU scheme's combined score for CPU jobs.
 	Score *float64 `json:"score,omitempty"`
 	// Vendor is the GPUs' maker (nvidia, amd) for the lessons' wording.
 	Vendor string `json:"vendor,omitempty"`
@@ -48,7 +49,13 @@ type Analysis struct {
 
 // AnalysisFigures are the efficiency figures of a job. Ratios are 0–1.
 type AnalysisFigures struct {
-	GPUUtilization     *float64 `json:"gpu_utilization,omitempty"`
+	GPUUtilization *float64 `json:"gpu_utilization,omitempty"`
+	// GPUSMActivity is the mean SM activity of the job's GPUs (held-idle
+	// ones included), where every GPU in use measured it (NVML GPM, or
+	// the summary's figure without per-GPU entries); absent otherwise.
+	// Where present the GPU score is the lower of it and GPUUtilization
+	// (unless the site turned that off).
+	GPUSMActivity      *float64 `json:"gpu_sm_activity,omitempty"`
 	GPUs               *int64   `json:"gpus,omitempty"`
 	EffectiveGPUs      *int64   `json:"effective_gpus,omitempty"`
 	EffectiveGPURatio  *float64 `json:"effective_gpu_ratio,omitempty"`

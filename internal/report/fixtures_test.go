@@ -38,7 +38,101 @@ func testCases() []testCase {
 		{"partial", partialJob()},
 		{"amd", amdJob()},
 		{"simulated", simulatedJob()},
+		{"gpu-activity", gpuActivityJob()},
+		{"gpu-older", gpuOlderJob()},
 	}
+}
+
+func st(avg, p95, peak float64) *jobmodel.Stat {
+	return &jobmodel.Stat{Avg: p(avg), P95: p(p95), Peak: p(peak)}
+}
+
+// gpuActivityJob: two H100 PCIe cards kept "busy" by small kernels, with
+// their activity figures (NVML GPM); no NVLink on these cards, so the link
+// figures are missing, and GPU 1's occupancy has an average only.
+func gpuActivityJob() Input {
+	var devs []jobmodel.GPUDevice
+	for i := 0; i < 2; i++ {
+		a := &jobmodel.GPUActivity{
+			SM: st([]float64{0.12, 0.14}[i], 0.19, 0.41), SMOccupancy: st(0.05, 0.08, 0.2),
+			Tensor: st(0.004, 0.01, 0.05), TensorFP64: st(0, 0, 0), TensorFP16: st(0.004, 0.01, 0.05), TensorINT8: st(0, 0, 0),
+			FP64: st(0, 0, 0.01), FP32: st(0.03, 0.05, 0.12), FP16: st(0.002, 0.004, 0.02), DRAM: st(0.04, 0.07, 0.2),
+			PCIeRxBytesPerSecond: st(0.35e9, 0.8e9, 3.1e9), PCIeTxBytesPerSecond: st(0.12e9, 0.3e9, 1.2e9)}
+		if i == 1 {
+			a.SMOccupancy = &jobmodel.Stat{Avg: p(0.06)}
+		}
+		devs = append(devs, jobmodel.GPUDevice{Node: "gpu207", Index: int64(i), Model: "NVIDIA H100 PCIe", Vendor: "nvidia", Held: true,
+			ProcessSeconds: p(21560), UtilizationAvg: p(0.95), UtilizationP95: p(1), UtilizationPeak: p(1),
+			MemoryPeakBytes: pi(7 * gib), MemoryTotalBytes: pi(80 * gib), JobMemoryPeakBytes: pi(6 * gib),
+			PowerAvgWatts: p(188), EnergyJoules: p(4.0608e6), Activity: a, MissingMetrics: []string{"gpu_link"}})
+	}
+	j := jobmodel.Job{
+		DocID: "hpc1:91310", SchemaVersion: 1, Source: jobmodel.SourceSlurm, Cluster: "hpc1",
+		JobID: "91310", SlurmJobID: 91310, Name: "md-small-box", User: "gina", Account: "chem", Partition: "gpu-h100-pcie",
+		Nodes: []string{"gpu207"}, NodeCount: 1, State: jobmodel.StateCompleted, ExitCode: jobmodel.Ptr(0),
+		SubmitTime: at("2026-11-23T07:05:31Z"), StartTime: at("2026-11-23T07:12:00Z"), EndTime: at("2026-11-23T13:12:00Z"),
+		TimeLimitSeconds: pi(8 * 3600), ElapsedSeconds: p(21600),
+		Requested: jobmodel.Request{CPUs: pi(16), MemoryBytes: pi(64 * gib), GPUs: pi(2), Nodes: pi(1), Tasks: pi(2)},
+		Usage: jobmodel.Usage{
+			CPU:    &jobmodel.CPUUsage{AvgCores: p(9.8), P95Cores: p(11.7), PeakCores: p(14.6), Efficiency: p(0.61)},
+			Memory: &jobmodel.MemoryUsage{PeakBytes: pi(30 * gib), RSSPeakBytes: pi(24 * gib), LimitBytes: pi(64 * gib), Efficiency: p(0.469)},
+			GPU: &jobmodel.GPUUsage{Count: 2, Held: pi(2), Source: jobmodel.GPUSourceNVML, Attribution: "slurm", UtilizationAvg: p(0.95),
+				EffectiveGPUs: pi(2), EffectiveRatio: p(1), HeldIdle: pi(0), MemoryPeakBytes: pi(7 * gib), EnergyJoules: p(8.1216e6),
+				Activity: &jobmodel.GPUActivity{SM: st(0.13, 0.19, 0.41)}},
+			GPUs: devs,
+		},
+		MissingMetrics: []string{"gpu_link"},
+		Final:          true, AgentVersion: "0.5.0",
+	}
+	a := &jobmodel.Analysis{
+		Version: 4, AnalyzedAt: at("2026-11-23T13:12:04Z"), Kind: jobmodel.KindGPU, Vendor: "nvidia", Class: jobmodel.ClassWasted, Score: p(0.13),
+		Figures: jobmodel.AnalysisFigures{GPUUtilization: p(0.95), GPUSMActivity: p(0.13), GPUs: pi(2), EffectiveGPUs: pi(2), EffectiveGPURatio: p(1),
+			GPUHours: p(12), GPUHoursWasted: p(0.6), CPUEfficiency: p(0.61), WalltimeEfficiency: p(0.75)},
+		Causes: []jobmodel.Cause{{ID: "gpu_launch_bound", Title: "GPU busy with kernels too small to fill it (launch-bound)", Confidence: 0.77,
+			Evidence: "Both GPUs in use averaged 95% utilisation but 12–14% SM activity: a kernel ran most of the time, yet the kernels kept few of the SMs busy (gpu207 GPU 0: utilisation 95%, SM activity 12%, SM occupancy 5.0%; gpu207 GPU 1: utilisation 95%, SM activity 14%, SM occupancy 6.0%)",
+			Lesson:   "A kernel ran on the GPU most of the time, but the kernels kept few of its SMs busy: they were too small for the GPU, or were launched one at a time while the host did other work. Larger batches, CUDA graphs or torch.compile(mode=\"reduce-overhead\"), fused kernels and fewer host synchronisations give each launch more work. Where the work cannot grow, a smaller GPU or a MIG slice would likely run it at a similar speed.",
+			DocURL:   "https://pytorch.org/docs/stable/notes/cuda.html#cuda-graphs"}},
+	}
+	return Input{Job: j, Analysis: a}
+}
+
+// gpuOlderJob: two A100s without GPM: no activity figure at all, each
+// named in the GPUs' missing_metrics; the report says so and shows no 0.
+func gpuOlderJob() Input {
+	missing := []string{"gpu_pcie", "gpu_sm_activity", "gpu_sm_occupancy", "gpu_tensor_activity", "gpu_tensor_precision",
+		"gpu_pipe_activity", "gpu_dram_activity", "gpu_link"}
+	var devs []jobmodel.GPUDevice
+	for i := 0; i < 2; i++ {
+		g := a100(int64(i))
+		g.ProcessSeconds = p(25150)
+		g.UtilizationAvg, g.UtilizationP95, g.UtilizationPeak = p([]float64{0.93, 0.91}[i]), p(0.99), p(1)
+		g.MemoryPeakBytes, g.JobMemoryPeakBytes = pi(66*gib), pi(65*gib)
+		g.MissingMetrics = missing
+		devs = append(devs, g)
+	}
+	j := jobmodel.Job{
+		DocID: "hpc1:91700", SchemaVersion: 1, Source: jobmodel.SourceSlurm, Cluster: "hpc1",
+		JobID: "91700", SlurmJobID: 91700, Name: "protein-fold", User: "hal", Account: "bio", Partition: "gpu-a100",
+		Nodes: []string{"gpu017"}, NodeCount: 1, State: jobmodel.StateCompleted, ExitCode: jobmodel.Ptr(0),
+		SubmitTime: at("2026-11-19T15:50:02Z"), StartTime: at("2026-11-19T16:00:00Z"), EndTime: at("2026-11-19T23:00:00Z"),
+		TimeLimitSeconds: pi(10 * 3600), ElapsedSeconds: p(25200),
+		Requested: jobmodel.Request{CPUs: pi(16), MemoryBytes: pi(128 * gib), GPUs: pi(2), Nodes: pi(1), Tasks: pi(2)},
+		Usage: jobmodel.Usage{
+			CPU:    &jobmodel.CPUUsage{AvgCores: p(9.9), P95Cores: p(11.9), PeakCores: p(14.9), Efficiency: p(0.62)},
+			Memory: &jobmodel.MemoryUsage{PeakBytes: pi(70 * gib), RSSPeakBytes: pi(56 * gib), LimitBytes: pi(128 * gib), Efficiency: p(0.547)},
+			GPU: &jobmodel.GPUUsage{Count: 2, Held: pi(2), Source: jobmodel.GPUSourceNVML, Attribution: "slurm", UtilizationAvg: p(0.92),
+				EffectiveGPUs: pi(2), EffectiveRatio: p(1), HeldIdle: pi(0), MemoryPeakBytes: pi(66 * gib)},
+			GPUs: devs,
+		},
+		MissingMetrics: missing,
+		Final:          true, AgentVersion: "0.5.0",
+	}
+	a := &jobmodel.Analysis{
+		Version: 4, AnalyzedAt: at("2026-11-19T23:00:05Z"), Kind: jobmodel.KindGPU, Vendor: "nvidia", Class: jobmodel.ClassEfficient, Score: p(0.92),
+		Figures: jobmodel.AnalysisFigures{GPUUtilization: p(0.92), GPUs: pi(2), EffectiveGPUs: pi(2), EffectiveGPURatio: p(1),
+			GPUHours: p(14), GPUHoursWasted: p(1.12), CPUEfficiency: p(0.62), MemoryEfficiency: p(0.547), MemoryBasis: "total", WalltimeEfficiency: p(0.7)},
+	}
+	return Input{Job: j, Analysis: a}
 }
 
 func cpuOverRequest() Input {

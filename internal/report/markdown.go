@@ -98,6 +98,12 @@ func markdownSections(v *view) []section {
 			b.WriteString("| " + mdEscape(g.label) + " | " + mdEscape(orDash(g.model)) + " | " + pctOrDash(g.avg) + " | " + pctOrDash(g.p95) + " | " + pctOrDash(g.peak) + " | " + mdEscape(memPair(g.memPeak, g.memTotal)) + " | " + mdEscape(strings.Join(g.notes, "; ")) + " |\n")
 		}
 	}
+	if len(v.activity) > 0 {
+		b.WriteString("\n**" + mdEscape(activityHeading) + "**\n\n")
+		for _, r := range v.activity {
+			b.WriteString("- **" + mdEscape(r.label) + "**: " + mdEscape(r.value()) + "\n")
+		}
+	}
 	if len(v.missing) > 0 {
 		b.WriteString("\n**What could not be measured:** " + mdEscape(strings.Join(v.missing, ", ")) + ". " + partialNotice + "\n")
 	}

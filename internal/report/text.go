@@ -85,6 +85,15 @@ func Text(in Input, colour bool) string {
 		}
 		t.table(rows)
 	}
+	if len(v.activity) > 0 {
+		t.nl()
+		t.wrapped("  ", activityHeading)
+		var f []field
+		for _, r := range v.activity {
+			f = append(f, field{r.label, r.value()})
+		}
+		t.fields(f)
+	}
 	if lines := overTime(in); len(lines) > 0 {
 		t.nl()
 		for _, l := range lines {

@@ -26,7 +26,10 @@ type view struct {
 	gpuSummary string
 	gpuLabel   string // what a GPU row is named by: "GPU" or "node/GPU"
 	gpus       []gpuRow
-	missing    []string
+	// activity says per GPU what it did beyond utilisation, and what its
+	// device could not give.
+	activity []activityRow
+	missing  []string
 
 	analysed    bool
 	class       string
@@ -58,6 +61,15 @@ type gpuRow struct {
 	notes               []string
 	utilisationMeasured bool
 	heldIdle, simulated bool
+}
+
+// activityRow is one GPU's activity figures ("SM activity 12% / 18% /
+// 35%", average / 95th percentile / peak) and the figures its device could
+// not give, described; label may name several GPUs alike.
+type activityRow struct {
+	label    string
+	figures  []string
+	notGiven []string
 }
 
 type causeView struct {
@@ -99,6 +111,7 @@ func buildView(in Input) *view {
 	v.summary, v.run = summaryFields(j)
 	v.usage = usageRows(j)
 	v.gpuSummary, v.gpuLabel, v.gpus = gpuRows(j)
+	v.activity = activityRows(j)
 	v.missing = missingMetrics(j, a)
 
 	if a == nil {
@@ -118,12 +131,22 @@ func buildView(in Input) *view {
 	}
 	if a.Score != nil && !v.short {
 		v.score = "score " + formatNum(*a.Score, 2)
-		switch a.Kind {
-		case jobmodel.KindGPU:
+		switch {
+		case a.Kind == jobmodel.KindGPU && scoreIsSMActivity(a):
+			v.score += " (mean SM activity " + formatPct(*a.Score)
+			if u := a.Figures.GPUUtilization; u != nil {
+				v.score += "; average GPU utilisation " + formatPct(*u)
+			}
+			v.score += ")"
+		case a.Kind == jobmodel.KindGPU:
 			v.score += " (average GPU utilisation " + formatPct(*a.Score) + ")"
-		case jobmodel.KindCPU:
+		case a.Kind == jobmodel.KindCPU:
 			v.score += " (combined CPU score)"
 		}
+	}
+	if a.Kind == jobmodel.KindGPU && !v.short && scoreIsSMActivity(a) && a.Figures.GPUUtilization != nil {
+		v.explanation += " The GPU score is the mean SM activity (" + formatPct(*a.Score) + "), the share of the GPUs' SMs at work, which is lower than their utilisation (" +
+			formatPct(*a.Figures.GPUUtilization) + ", the share of time any kernel ran)."
 	}
 	if v.simulated && a.Kind == jobmodel.KindGPU && !v.short {
 		v.explanation += " The GPU figures this rests on are SIMULATED."
@@ -325,6 +348,9 @@ func usageRows(j *jobmodel.Job) []usageRow {
 		}
 		if s := j.GPU; s != nil && s.UtilizationAvg != nil {
 			g.used = "avg utilisation " + formatPct(*s.UtilizationAvg)
+			if s.Activity != nil && s.Activity.SM != nil && s.Activity.SM.Avg != nil {
+				g.used += ", SM activity " + formatPct(*s.Activity.SM.Avg)
+			}
 			if s.EffectiveGPUs != nil {
 				g.used += ", " + strconv.FormatInt(*s.EffectiveGPUs, 10) + " of " + strconv.FormatInt(s.Count, 10) + " in use"
 			}
@@ -505,8 +531,15 @@ func gpuRows(j *jobmodel.Job) (string, string, []gpuRow) {
 		if g.Simulated {
 			r.notes = append(r.notes, "SIMULATED")
 		}
-		if len(g.MissingMetrics) > 0 {
-			r.notes = append(r.notes, "not measured: "+strings.Join(g.MissingMetrics, ", "))
+		// The activity figures' absence is said with the activity.
+		var missing []string
+		for _, m := range g.MissingMetrics {
+			if _, ok := activityMetrics[m]; !ok {
+				missing = append(missing, m)
+			}
+		}
+		if len(missing) > 0 {
+			r.notes = append(r.notes, "not measured: "+strings.Join(missing, ", "))
 		}
 		rows = append(rows, r)
 	}
@@ -550,38 +583,46 @@ func describeAttribution(a string) string {
 
 // metricNames describes the metric names of missing_metrics.
 var metricNames = map[string]string{
-	"cpu":                "CPU time",
-	"memory":             "memory in use",
-	"memory_rss":         "resident memory",
-	"memory_peak":        "peak memory",
-	"memory_limit":       "memory limit",
-	"cpus_allocated":     "allocated CPUs",
-	"processes":          "process count",
-	"threads":            "thread count",
-	"io":                 "storage I/O",
-	"memory_shmem":       "shared memory",
-	"memory_mapped_file": "mapped file memory",
-	"memory_working_set": "memory working set",
-	"cpu_pressure":       "CPU pressure stalls",
-	"memory_pressure":    "memory pressure stalls",
-	"io_pressure":        "I/O pressure stalls",
-	"oom_kills":          "processes killed for memory",
-	"threads_peak":       "kernel's thread peak",
-	"gpu":                "GPU data",
-	"gpu_utilization":    "GPU utilisation",
-	"gpu_memory_used":    "GPU memory in use",
-	"gpu_memory_total":   "GPU memory capacity",
-	"gpu_power":          "GPU power",
-	"gpu_energy":         "GPU energy",
-	"gpu_temperature":    "GPU temperature",
-	"gpu_sm_clock":       "GPU clock",
-	"gpu_memory_clock":   "GPU memory clock",
-	"gpu_pcie":           "GPU PCIe traffic",
-	"slurm_metadata":     "Slurm job metadata",
-	"elapsed":            "elapsed time",
-	"cpu_efficiency":     "CPU efficiency",
-	"memory_efficiency":  "memory efficiency",
-	"time_limit":         "time limit",
+	"cpu":                  "CPU time",
+	"memory":               "memory in use",
+	"memory_rss":           "resident memory",
+	"memory_peak":          "peak memory",
+	"memory_limit":         "memory limit",
+	"cpus_allocated":       "allocated CPUs",
+	"processes":            "process count",
+	"threads":              "thread count",
+	"io":                   "storage I/O",
+	"memory_shmem":         "shared memory",
+	"memory_mapped_file":   "mapped file memory",
+	"memory_working_set":   "memory working set",
+	"cpu_pressure":         "CPU pressure stalls",
+	"memory_pressure":      "memory pressure stalls",
+	"io_pressure":          "I/O pressure stalls",
+	"oom_kills":            "processes killed for memory",
+	"threads_peak":         "kernel's thread peak",
+	"gpu":                  "GPU data",
+	"gpu_utilization":      "GPU utilisation",
+	"gpu_memory_used":      "GPU memory in use",
+	"gpu_memory_total":     "GPU memory capacity",
+	"gpu_power":            "GPU power",
+	"gpu_energy":           "GPU energy",
+	"gpu_temperature":      "GPU temperature",
+	"gpu_sm_clock":         "GPU clock",
+	"gpu_memory_clock":     "GPU memory clock",
+	"gpu_pcie":             "GPU PCIe traffic",
+	"gpu_sm_activity":      "GPU SM activity",
+	"gpu_sm_occupancy":     "GPU SM occupancy",
+	"gpu_tensor_activity":  "GPU tensor-core activity",
+	"gpu_tensor_precision": "GPU tensor activity by precision",
+	"gpu_pipe_activity":    "GPU FP64/FP32/FP16 pipe activity",
+	"gpu_dram_activity":    "GPU memory bandwidth",
+	"gpu_link":             "GPU-to-GPU link traffic",
+	"gpu_processes":        "GPU processes",
+	"slurm_metadata":       "Slurm job metadata",
+	"elapsed":              "elapsed time",
+	"cpu_efficiency":       "CPU efficiency",
+	"memory_efficiency":    "memory efficiency",
+	"time_limit":           "time limit",
 }
 
 // missingMetrics lists, in the order first named and without repeats,
@@ -626,6 +667,9 @@ func analysisFigures(a *jobmodel.Analysis) []field {
 			s += ", " + formatNum(*fig.GPUHoursWasted, 1) + " not used"
 		}
 		f = append(f, field{"GPU-hours", s})
+	}
+	if fig.GPUSMActivity != nil {
+		f = append(f, field{"GPU SM activity", formatPct(*fig.GPUSMActivity) + " (mean over the GPUs)"})
 	}
 	if fig.EffectiveGPUs != nil && fig.GPUs != nil {
 		s := strconv.FormatInt(*fig.EffectiveGPUs, 10) + " of " + strconv.FormatInt(*fig.GPUs, 10)
