@@ -249,3 +249,47 @@ func TestGPMSamplesFreedAtClose(t *testing.T) {
 		t.Errorf("%d samples allocated, %d freed; want 16 and 16", g.allocs, g.frees)
 	}
 }
+
+func TestGPMPerMIGInstance(t *testing.T) {
+	t.Parallel()
+	s, devs, g := newH200(t)
+	parent := devs[3]
+	if ret, _ := parent.SetMigMode(nvml.DEVICE_MIG_ENABLE); ret != nvml.SUCCESS {
+		t.Fatalf("SetMigMode: %v", ret)
+	}
+	mig := migDevice(t, parent, nvml.GPU_INSTANCE_PROFILE_3_SLICE, "3g.71gb", "MIG-cccccccc-0000-0000-0000-000000000003", nil)
+	// The MIG handle takes its own GPM samples (nvml.h: GpmSampleGet
+	// "supports the device handle and MIG device handle"); whether GPM
+	// exists at all is the GPU's to say.
+	var migSamples int
+	mig.GpmSampleGetFunc = func(smp nvml.GpmSample) nvml.Return {
+		migSamples++
+		g.gets++
+		g.samples[smp.(*mock.GpmSample)] = g.gets
+		return nvml.SUCCESS
+	}
+	parent.GetMaxMigDeviceCountFunc = func() (int, nvml.Return) { return 7, nvml.SUCCESS }
+	parent.GetMigDeviceHandleByIndexFunc = func(n int) (nvml.Device, nvml.Return) {
+		if n == 0 {
+			return mig, nvml.SUCCESS
+		}
+		return nil, nvml.ERROR_NOT_FOUND
+	}
+	b := open(t, s)
+	c := &clock{t: time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)}
+	b.SetClock(c.now)
+	idx := len(b.Devices()) - 1
+	if d := b.Devices()[idx]; d.Parent != 3 || d.UUID != "MIG-cccccccc-0000-0000-0000-000000000003" {
+		t.Fatalf("last device %+v, want the MIG instance", d)
+	}
+	read(t, b, idx)
+	c.t = c.t.Add(time.Second)
+	r := read(t, b, idx)
+	if !r.Has(gpu.FieldSMActivity|gpu.FieldTensorActivity|gpu.FieldDRAMActivity) || r.SMActivity != 0.125 {
+		t.Errorf("MIG instance: missing %s, SM activity %v", r.Missing, r.SMActivity)
+	}
+	if migSamples != 2 || len(mig.GpmQueryDeviceSupportCalls()) != 0 || len(parent.GpmQueryDeviceSupportCalls()) != 1 {
+		t.Errorf("%d samples on the MIG handle (want 2); support asked %d times of the instance (want 0), %d of its GPU (want 1)",
+			migSamples, len(mig.GpmQueryDeviceSupportCalls()), len(parent.GpmQueryDeviceSupportCalls()))
+	}
+}

@@ -3,7 +3,6 @@
 package nvidia_test
 
 import (
-	"syscall"
 	"testing"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -97,15 +96,4 @@ func BenchmarkRealNVMLCalls(b *testing.B) {
 			b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
 		})
 	}
-}
-
-// processCPU is the process's user and system CPU time in nanoseconds, all
-// threads (NVML's own included): a call that waits costs wall time, one
-// that spins costs CPU, and only CPU is the agent's overhead.
-func processCPU() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
 }

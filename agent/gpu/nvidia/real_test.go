@@ -2,6 +2,7 @@ package nvidia_test
 
 import (
 	"errors"
+	"syscall"
 	"testing"
 	"time"
 
@@ -186,4 +187,15 @@ func TestRealNVMLGPM(t *testing.T) {
 		}
 		time.Sleep(1100 * time.Millisecond)
 	}
+}
+
+// processCPU is the process's user and system CPU time in nanoseconds, all
+// threads (NVML's own included): a call that waits costs wall time, one
+// that spins costs CPU, and only CPU is the agent's overhead.
+func processCPU() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
 }
