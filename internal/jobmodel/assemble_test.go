@@ -108,19 +108,19 @@ func TestJoinTimelinesAlignsSteps(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	a := Node{Node: "a", Usage: Usage{GPU: &GPUUsage{Count: 1, UtilizationTimeline: []*float64{Ptr(1.0), Ptr(1.0), Ptr(0.0), nil}, TimelineStepSeconds: Ptr(5.0), TimelineStart: At(t0)}}}
 	b := Node{Node: "b", Usage: Usage{GPU: &GPUUsage{Count: 3, UtilizationTimeline: []*float64{Ptr(0.2), Ptr(0.2)}, TimelineStepSeconds: Ptr(10.0), TimelineStart: At(t0.Add(time.Second))}}}
-	tl, step, start := joinTimelines([]Node{a, b})
+	tl, step, start := joinTimelines([]Node{a, b}, utilTimeline)
 	// a at 10 s steps: [1, 0] (its gap left out); weighted with b (3
 	// GPUs): [(1+0.6)/4, (0+0.6)/4].
 	if *step != 10 || !start.Equal(t0) || len(tl) != 2 || math.Abs(*tl[0]-0.4) > 1e-9 || math.Abs(*tl[1]-0.15) > 1e-9 {
 		t.Errorf("timeline %v step %v start %v", tl, deref(step), start)
 	}
-	if tl, _, _ := joinTimelines([]Node{{Node: "c"}}); tl != nil {
+	if tl, _, _ := joinTimelines([]Node{{Node: "c"}}, utilTimeline); tl != nil {
 		t.Errorf("no GPU node gave timeline %v", tl)
 	}
 	// A gap on every node stays a gap.
 	gap := Node{Node: "g", Usage: Usage{GPU: &GPUUsage{Count: 1, UtilizationTimeline: []*float64{Ptr(0.5), nil, Ptr(0.5)},
 		TimelineStepSeconds: Ptr(5.0), TimelineStart: At(t0)}}}
-	if tl, _, _ := joinTimelines([]Node{gap}); len(tl) != 3 || tl[1] != nil {
+	if tl, _, _ := joinTimelines([]Node{gap}, utilTimeline); len(tl) != 3 || tl[1] != nil {
 		t.Errorf("gap filled: %v", tl)
 	}
 }
@@ -277,5 +277,37 @@ func TestAssemblePressureAndOOMKillsOverNodes(t *testing.T) {
 	Assemble(&job, []Node{n3})
 	if job.Pressure != nil || job.Memory.OOMKills != nil {
 		t.Errorf("pressure %+v, oom_kills %v from a node without them", job.Pressure, job.Memory.OOMKills)
+	}
+}
+
+func TestAssembleGPUActivityAcrossNodes(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	stat := func(avg, p95, peak float64) *Stat { return &Stat{Avg: Ptr(avg), P95: Ptr(p95), Peak: Ptr(peak)} }
+	// Node a: an H100 launch-bound (SM 0.1). Node b: an H100 busy (SM
+	// 0.9) and an A100 with no activity figures at all.
+	a := Node{Node: "a", Usage: Usage{GPU: &GPUUsage{Count: 1, UtilizationTimeline: []*float64{Ptr(0.9), Ptr(0.9)},
+		SMActivityTimeline: []*float64{Ptr(0.1), Ptr(0.1)}, TimelineStepSeconds: Ptr(5.0), TimelineStart: At(t0)},
+		GPUs: []GPUDevice{{Index: 0, Activity: &GPUActivity{SM: stat(0.1, 0.12, 0.2)}}}}}
+	b := Node{Node: "b", Usage: Usage{GPU: &GPUUsage{Count: 2, UtilizationTimeline: []*float64{Ptr(0.9), Ptr(0.9)},
+		SMActivityTimeline: []*float64{Ptr(0.9), nil}, TimelineStepSeconds: Ptr(5.0), TimelineStart: At(t0)},
+		GPUs: []GPUDevice{{Index: 0, Activity: &GPUActivity{SM: stat(0.9, 0.95, 1), DRAM: stat(0.3, 0.4, 0.5)}}, {Index: 1}}}}
+	sum, devs := assembleGPUs([]Node{a, b})
+	if len(devs) != 3 || devs[2].Activity != nil {
+		t.Fatalf("devices %+v", devs)
+	}
+	act := sum.Activity
+	// The mean over the GPUs that give the figure: (0.1+0.9)/2, not /3.
+	if act == nil || act.SM == nil || *act.SM.Avg != 0.5 || *act.SM.P95 != 0.95 || *act.SM.Peak != 1 {
+		t.Fatalf("SM summary %+v", act)
+	}
+	if act.DRAM == nil || *act.DRAM.Avg != 0.3 || act.Tensor != nil {
+		t.Errorf("DRAM %+v, tensor %+v (want 0.3 and absent)", act.DRAM, act.Tensor)
+	}
+	// The SM timelines join like the utilisation's: weighted by GPU count
+	// where a node has a point, a node's gap left out.
+	tl := sum.SMActivityTimeline
+	if len(tl) != 2 || math.Abs(*tl[0]-(0.1+2*0.9)/3) > 1e-9 || math.Abs(*tl[1]-0.1) > 1e-9 {
+		t.Errorf("SM timeline %v", tl)
 	}
 }
