@@ -28,12 +28,15 @@ $G/nvidia.test -test.run '^$' -test.bench "${CHECK_BENCH:-RealNVML}" -test.bench
 # otherwise.
 DMON="nvidia-smi dmon -i 0 -d 1 -s u --gpm-metrics 2,3,5,10,21"
 $DMON -c 1 >/dev/null 2>&1 || DMON="nvidia-smi dmon -i 0 -d 1 -s u"
+# The jobs are short: the analysis judges them from 10 s on (its default
+# is 10 min), so that each comes out with its diagnosis.
+printf 'analysis:\n  short_job: 10s\n' > /tmp/gpm-check.yaml
 for mode in ${CHECK_MODES:-matmul tiny launch copy}; do
   $DMON > "$OUT/dmon-$mode.txt" 2>&1 &
   D=$!
   nvidia-smi -i 0 --query-gpu=timestamp,utilization.gpu,memory.used,power.draw,pcie.link.gen.current --format=csv,noheader -lms 1000 > "$OUT/smi-$mode.csv" &
   S=$!
-  CUDA_VISIBLE_DEVICES=0 timeout 90 $G/jobsight-agent run --output-dir /tmp/gpm-docs-$mode -- python3 $G/gpuwork.py $mode ${CHECK_SECONDS:-25} 2>&1 | tee "$OUT/run-$mode.txt"
+  CUDA_VISIBLE_DEVICES=0 timeout 90 $G/jobsight-agent run -config /tmp/gpm-check.yaml -interval 1s --output-dir /tmp/gpm-docs-$mode -- python3 $G/gpuwork.py $mode ${CHECK_SECONDS:-25} 2>&1 | tee "$OUT/run-$mode.txt"
   kill $D $S
 done
 for s in 10 40; do
@@ -46,3 +49,5 @@ if [ "${CHECK_PACKAGE:-0}" = 1 ] && ls $G/jobsight-agent_*.deb >/dev/null 2>&1; 
   CUDA_VISIBLE_DEVICES=0 timeout 90 /usr/sbin/jobsight-agent run --output-dir /tmp/gpu-docs-pkg -- python3 $G/gpuload.py 10 5 10 2>&1 | tee -a "$OUT/package.txt"
 fi
 tar czf "$OUT/docs.tgz" /tmp/gpm-docs-* /tmp/gpu-docs* 2>/dev/null
+# The device tool brings back a limited number of files: one archive.
+(cd "$OUT" && tar czf results.tgz *.txt *.csv && rm -f *.txt *.csv)

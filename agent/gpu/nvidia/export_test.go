@@ -12,3 +12,6 @@ func GPMSupported(b *Backend, index int) bool {
 	h, err := b.handle(index)
 	return err == nil && h.gpm.checked && !h.gpm.off
 }
+
+// EnergyEvery is how often the energy counter is read.
+const EnergyEvery = energyEvery

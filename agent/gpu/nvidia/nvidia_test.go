@@ -733,28 +733,32 @@ func TestEnergyBetweenCounterReads(t *testing.T) {
 	d.GetPowerUsageFunc = func() (uint32, nvml.Return) { return 100_000, nvml.SUCCESS } // 100 W
 	clock := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	b.SetClock(func() time.Time { return clock })
-	want := []float64{1000, 1100, 1200, 1300, 1400, 1500, 1600, 1700, 1800, 1900}
-	for i, w := range want {
-		if r := read(t, b, 0); !near(r.EnergyJoules, w) {
-			t.Errorf("pass %d: energy %v J, want %v", i, r.EnergyJoules, w)
+	// One pass a second until the counter is due again: the counter's
+	// first value plus 100 W × the seconds since.
+	n := int(nvidia.EnergyEvery / time.Second)
+	for i := range n {
+		if r := read(t, b, 0); !near(r.EnergyJoules, 1000+100*float64(i)) {
+			t.Errorf("pass %d: energy %v J, want %v", i, r.EnergyJoules, 1000+100*float64(i))
 		}
 		clock = clock.Add(time.Second)
 	}
 	if n := len(d.GetTotalEnergyConsumptionCalls()); n != 1 {
-		t.Errorf("%d counter reads in 9 s, want 1", n)
+		t.Errorf("%d counter reads in %s, want 1", n, nvidia.EnergyEvery-time.Second)
 	}
-	// 10 s on: the counter is read again. It says less than the estimate
-	// (the GPU drew less than its power samples said): the value holds.
-	counterMJ = 1_850_000
-	if r := read(t, b, 0); !near(r.EnergyJoules, 1900) {
-		t.Errorf("counter below the estimate: energy %v J, want 1900 held", r.EnergyJoules)
+	// EnergyEvery on: the counter is read again. It says less than the
+	// estimate (the GPU drew less than its power samples said): the value
+	// holds.
+	last := 1000 + 100*float64(n-1)
+	counterMJ = uint64(last-50) * 1000
+	if r := read(t, b, 0); !near(r.EnergyJoules, last) {
+		t.Errorf("counter below the estimate: energy %v J, want %v held", r.EnergyJoules, last)
 	}
 	clock = clock.Add(time.Second)
-	if r := read(t, b, 0); !near(r.EnergyJoules, 1950) { // 1850 + 100
-		t.Errorf("after the second counter read: energy %v J, want 1950", r.EnergyJoules)
+	if r := read(t, b, 0); !near(r.EnergyJoules, last+50) { // the counter + 100
+		t.Errorf("after the second counter read: energy %v J, want %v", r.EnergyJoules, last+50)
 	}
 	// The counter went back (driver reload): taken as it is at the next read.
-	clock = clock.Add(10 * time.Second)
+	clock = clock.Add(nvidia.EnergyEvery)
 	counterMJ = 5_000
 	if r := read(t, b, 0); !near(r.EnergyJoules, 5) {
 		t.Errorf("after a reset: energy %v J, want 5", r.EnergyJoules)
