@@ -23,15 +23,21 @@ const (
 
 // charts returns the report's charts as SVG elements, at most three:
 // utilisation (GPU timeline or per-GPU bars; CPU cores for a CPU job),
-// memory against its limit or capacity, and a per-GPU heatmap.
-func charts(in Input) []string {
+// memory against its limit or capacity, and a per-GPU heatmap; and a
+// fourth, utilisation against SM activity, for a job whose GPUs report
+// SM activity (its document's timelines).
+func charts(in Input) (out []string) {
 	j := &in.Job
-	var out []string
 	add := func(s string) {
 		if s != "" && len(out) < 3 {
 			out = append(out, s)
 		}
 	}
+	defer func() {
+		if s := gpuActivityTimeline(j, simulatedGPUs(j)); s != "" && len(out) > 0 {
+			out = append(out, s)
+		}
+	}()
 	gpuSeries := usableGPUSeries(in.Series)
 	simulated := simulatedGPUs(j)
 	if isGPUJob(j) {
@@ -239,6 +245,73 @@ func gpuTimeline(gs []GPUSeries, simulated bool) string {
 	if len(gs) > 1 {
 		c.text(p.right, 30, "end", "line: mean of "+strconv.Itoa(len(gs))+" GPUs; band: lowest to highest", `font-size="10"`)
 	}
+	return c.String()
+}
+
+// gpuActivityTimeline draws, from the job document's timelines, the GPUs'
+// mean utilisation (the share of time any kernel ran) against their mean
+// SM activity (the share of the SMs busy): the gap between the lines is a
+// GPU "busy" with kernels too small to fill it. "" when the document has
+// no SM activity timeline.
+func gpuActivityTimeline(j *jobmodel.Job, simulated bool) string {
+	g := j.GPU
+	if g == nil || len(g.SMActivityTimeline) == 0 || len(g.UtilizationTimeline) == 0 ||
+		g.TimelineStepSeconds == nil || *g.TimelineStepSeconds <= 0 || g.TimelineStart == nil {
+		return ""
+	}
+	n := max(len(g.UtilizationTimeline), len(g.SMActivityTimeline))
+	if n < 2 {
+		return ""
+	}
+	step := *g.TimelineStepSeconds
+	t0 := g.TimelineStart.Time
+	t1 := t0.Add(time.Duration(float64(n) * step * float64(time.Second)))
+	vals := func(tl []*float64) ([]float64, float64, int) {
+		out := make([]float64, n)
+		sum, cnt := 0.0, 0
+		for i := range out {
+			out[i] = math.NaN()
+			if i < len(tl) && tl[i] != nil && !math.IsNaN(*tl[i]) && !math.IsInf(*tl[i], 0) {
+				out[i] = jobmodel.Clamp01(*tl[i])
+				sum += out[i]
+				cnt++
+			}
+		}
+		return out, sum, cnt
+	}
+	util, us, uc := vals(g.UtilizationTimeline)
+	sm, ss, sc := vals(g.SMActivityTimeline)
+	if sc == 0 {
+		return ""
+	}
+	desc := "Line chart over " + formatDuration(t1.Sub(t0).Seconds()) + " of the GPUs' mean utilisation (the share of time any kernel ran, dashed) and their mean SM activity (the share of the SMs busy, solid)."
+	if uc > 0 {
+		desc += " Means over the run: utilisation " + formatPct(us/float64(uc)) + ", SM activity " + formatPct(ss/float64(sc)) + "."
+	}
+	c := newChart(chartWidth, 240, simTitle("GPU utilisation against SM activity", simulated), desc)
+	p := plot{left: 48, right: chartWidth - 16, top: 36, bottom: 240 - 44}
+	percentGrid(c, p)
+	xs := make([]float64, n)
+	for k := range xs {
+		xs[k] = p.x((float64(k) + 0.5) / float64(n))
+	}
+	ys := func(v []float64) []float64 {
+		out := make([]float64, len(v))
+		for i, x := range v {
+			out[i] = math.NaN()
+			if !math.IsNaN(x) {
+				out[i] = p.y(x)
+			}
+		}
+		return out
+	}
+	c.raw(`<path d="` + polyline(xs, ys(util)) + `" fill="none" stroke="` + colourText + `" stroke-width="1.5" stroke-dasharray="5 3"/>`)
+	c.raw(`<path d="` + polyline(xs, ys(sm)) + `" fill="none" stroke="` + colourLine + `" stroke-width="2"/>`)
+	c.line(p.left, p.bottom, p.right, p.bottom, colourText, "")
+	ax := newTimeAxis(t0, t1)
+	ax.draw(c, p)
+	c.axisLabels(ax.label(), "Share (%)", p.left, p.right, p.top, p.bottom)
+	c.text(p.right, 30, "end", "dashed: utilisation; solid: SM activity", `font-size="10"`)
 	return c.String()
 }
 

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jobsight/jobsight/internal/jobmodel"
 )
@@ -87,8 +88,12 @@ var axisUnit = regexp.MustCompile(`>[A-Z][a-z A-Z]+ \((%|GiB|MiB|min|h|d)\)</tex
 func TestCharts(t *testing.T) {
 	for _, tc := range testCases() {
 		cs := charts(tc.in)
-		if len(cs) == 0 || len(cs) > 3 {
-			t.Errorf("%s: %d charts, want 1 to 3", tc.name, len(cs))
+		most := 3
+		if g := tc.in.Job.GPU; g != nil && len(g.SMActivityTimeline) > 0 {
+			most = 4 // and utilisation against SM activity
+		}
+		if len(cs) == 0 || len(cs) > most {
+			t.Errorf("%s: %d charts, want 1 to %d", tc.name, len(cs), most)
 		}
 		for i, c := range cs {
 			for _, want := range []string{`role="img"`, `aria-label="`, "<title>", "<desc>"} {
@@ -117,6 +122,48 @@ func TestCharts(t *testing.T) {
 	cs := charts(noSeries)
 	if len(cs) != 3 || !strings.Contains(cs[0], "GPU utilisation per GPU") || !strings.Contains(cs[2], "Average utilisation per GPU") {
 		t.Error("the 8-GPU job without series does not fall back to the document's per-GPU figures")
+	}
+}
+
+// TestGPUActivityChart: a job whose GPUs gave SM activity gets the chart
+// of utilisation against it, from its document; one without, none.
+func TestGPUActivityChart(t *testing.T) {
+	in := gpu8Efficient()
+	in.Series = nil
+	for _, c := range charts(in) {
+		if strings.Contains(c, "SM activity") {
+			t.Fatal("a job without SM activity got the activity chart")
+		}
+	}
+	g := in.Job.GPU
+	step := 30.0
+	g.TimelineStepSeconds = &step
+	g.TimelineStart = jobmodel.At(time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC))
+	g.UtilizationTimeline, g.SMActivityTimeline = nil, nil
+	for i := range 20 {
+		g.UtilizationTimeline = append(g.UtilizationTimeline, jobmodel.Ptr(0.95))
+		sm := jobmodel.Ptr(0.1)
+		if i == 7 {
+			sm = nil // a gap stays a gap
+		}
+		g.SMActivityTimeline = append(g.SMActivityTimeline, sm)
+	}
+	cs := charts(in)
+	last := cs[len(cs)-1]
+	if len(cs) != 4 || !strings.Contains(last, "GPU utilisation against SM activity") {
+		t.Fatalf("%d charts; last %.200s", len(cs), last)
+	}
+	for _, want := range []string{"utilisation 95%", "SM activity 10%", `stroke-dasharray`, "Share (%)"} {
+		if !strings.Contains(last, want) {
+			t.Errorf("activity chart lacks %q", want)
+		}
+	}
+	// Two runs of the SM line (M…M) around the gap.
+	if paths := strings.Count(last, `stroke="`+colourLine+`" stroke-width="2"`); paths != 1 {
+		t.Errorf("%d SM activity paths", paths)
+	}
+	if i := strings.Index(last, `stroke="`+colourLine+`" stroke-width="2"`); i < 0 || strings.Count(last[strings.LastIndex(last[:i], "<path"):i], "M") != 2 {
+		t.Errorf("the SM line does not break at the gap")
 	}
 }
 
