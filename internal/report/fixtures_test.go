@@ -78,7 +78,7 @@ func gpuActivityJob() Input {
 			Memory: &jobmodel.MemoryUsage{PeakBytes: pi(30 * gib), RSSPeakBytes: pi(24 * gib), LimitBytes: pi(64 * gib), Efficiency: p(0.469)},
 			GPU: &jobmodel.GPUUsage{Count: 2, Held: pi(2), Source: jobmodel.GPUSourceNVML, Attribution: "slurm", UtilizationAvg: p(0.95),
 				EffectiveGPUs: pi(2), EffectiveRatio: p(1), HeldIdle: pi(0), MemoryPeakBytes: pi(7 * gib), EnergyJoules: p(8.1216e6),
-				Activity: &jobmodel.GPUActivity{SM: st(0.13, 0.19, 0.41)},
+				Activity:      &jobmodel.GPUActivity{SM: st(0.13, 0.19, 0.41)},
 				TimelineStart: at("2026-11-23T07:12:00Z"), TimelineStepSeconds: p(600),
 				UtilizationTimeline: activityTimeline(36, 0.95, 0.02), SMActivityTimeline: activityTimeline(36, 0.13, 0.04)},
 			GPUs: devs,
