@@ -192,6 +192,66 @@ func (r *Reading) Has(f Field) bool { return r.Missing&f == 0 }
 // Set clears f's bit in Missing: call it after storing the field's value.
 func (r *Reading) Set(f Field) { r.Missing &^= f }
 
+// CopyFields copies the values of the fields in f from src into r and marks
+// them read.
+func (r *Reading) CopyFields(src *Reading, f Field) {
+	if f&FieldUtilization != 0 {
+		r.UtilizationRatio = src.UtilizationRatio
+	}
+	if f&FieldMemoryUsed != 0 {
+		r.MemoryUsedBytes = src.MemoryUsedBytes
+	}
+	if f&FieldMemoryTotal != 0 {
+		r.MemoryTotalBytes = src.MemoryTotalBytes
+	}
+	if f&FieldPower != 0 {
+		r.PowerWatts = src.PowerWatts
+	}
+	if f&FieldEnergy != 0 {
+		r.EnergyJoules = src.EnergyJoules
+	}
+	if f&FieldTemperature != 0 {
+		r.TemperatureCelsius = src.TemperatureCelsius
+	}
+	if f&FieldSMClock != 0 {
+		r.SMClockHz = src.SMClockHz
+	}
+	if f&FieldMemClock != 0 {
+		r.MemClockHz = src.MemClockHz
+	}
+	if f&FieldPCIe != 0 {
+		r.PCIeRxBytesPerSecond, r.PCIeTxBytesPerSecond = src.PCIeRxBytesPerSecond, src.PCIeTxBytesPerSecond
+	}
+	if f&FieldSMActivity != 0 {
+		r.SMActivity = src.SMActivity
+	}
+	if f&FieldSMOccupancy != 0 {
+		r.SMOccupancy = src.SMOccupancy
+	}
+	if f&FieldTensorActivity != 0 {
+		r.TensorActivity = src.TensorActivity
+	}
+	if f&FieldTensorPrecision != 0 {
+		r.TensorFP64Activity, r.TensorFP16Activity, r.TensorINT8Activity = src.TensorFP64Activity, src.TensorFP16Activity, src.TensorINT8Activity
+	}
+	if f&FieldPipeActivity != 0 {
+		r.FP64Activity, r.FP32Activity, r.FP16Activity = src.FP64Activity, src.FP32Activity, src.FP16Activity
+	}
+	if f&FieldDRAMActivity != 0 {
+		r.DRAMActivity = src.DRAMActivity
+	}
+	if f&FieldLink != 0 {
+		r.LinkRxBytesPerSecond, r.LinkTxBytesPerSecond = src.LinkRxBytesPerSecond, src.LinkTxBytesPerSecond
+	}
+	r.Set(f)
+}
+
+// Drop marks the fields in f missing and zeroes their values.
+func (r *Reading) Drop(f Field) {
+	r.CopyFields(&Reading{}, f)
+	r.Missing |= f
+}
+
 // Process is a process using a device.
 type Process struct {
 	PID uint32

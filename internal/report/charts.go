@@ -201,16 +201,7 @@ func gpuTimeline(gs []GPUSeries, simulated bool) string {
 	for k := range xs {
 		xs[k] = p.x((float64(k) + 0.5) / float64(n))
 	}
-	y := func(vals []float64) []float64 {
-		out := make([]float64, len(vals))
-		for i, v := range vals {
-			out[i] = math.NaN()
-			if !math.IsNaN(v) {
-				out[i] = p.y(jobmodel.Clamp01(v))
-			}
-		}
-		return out
-	}
+	y := p.ys
 	if len(gs) > 1 {
 		// The band is drawn run by run, so that a gap in the data stays a gap.
 		ylo, yhi := y(lo), y(hi)
@@ -295,18 +286,8 @@ func gpuActivityTimeline(j *jobmodel.Job, simulated bool) string {
 	for k := range xs {
 		xs[k] = p.x((float64(k) + 0.5) / float64(n))
 	}
-	ys := func(v []float64) []float64 {
-		out := make([]float64, len(v))
-		for i, x := range v {
-			out[i] = math.NaN()
-			if !math.IsNaN(x) {
-				out[i] = p.y(x)
-			}
-		}
-		return out
-	}
-	c.raw(`<path d="` + polyline(xs, ys(util)) + `" fill="none" stroke="` + colourText + `" stroke-width="1.5" stroke-dasharray="5 3"/>`)
-	c.raw(`<path d="` + polyline(xs, ys(sm)) + `" fill="none" stroke="` + colourLine + `" stroke-width="2"/>`)
+	c.raw(`<path d="` + polyline(xs, p.ys(util)) + `" fill="none" stroke="` + colourText + `" stroke-width="1.5" stroke-dasharray="5 3"/>`)
+	c.raw(`<path d="` + polyline(xs, p.ys(sm)) + `" fill="none" stroke="` + colourLine + `" stroke-width="2"/>`)
 	c.line(p.left, p.bottom, p.right, p.bottom, colourText, "")
 	ax := newTimeAxis(t0, t1)
 	ax.draw(c, p)

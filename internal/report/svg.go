@@ -98,6 +98,19 @@ type plot struct {
 func (p plot) x(frac float64) float64 { return p.left + frac*(p.right-p.left) }
 func (p plot) y(frac float64) float64 { return p.bottom - frac*(p.bottom-p.top) }
 
+// ys maps fractions (clamped to 0–1) to y coordinates; NaN, a gap, stays
+// NaN.
+func (p plot) ys(fracs []float64) []float64 {
+	out := make([]float64, len(fracs))
+	for i, v := range fracs {
+		out[i] = math.NaN()
+		if !math.IsNaN(v) {
+			out[i] = p.y(jobmodel.Clamp01(v))
+		}
+	}
+	return out
+}
+
 // timeAxis maps times onto a plot's x axis in a unit that suits the span.
 type timeAxis struct {
 	t0    time.Time

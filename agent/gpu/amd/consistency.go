@@ -179,59 +179,6 @@ const (
 	maxPlausibleHz      = 100e9
 )
 
-// markMissing marks the fields missing and zeroes their values.
-func markMissing(r *gpu.Reading, f gpu.Field) {
-	r.Missing |= f
-	if f&gpu.FieldUtilization != 0 {
-		r.UtilizationRatio = 0
-	}
-	if f&gpu.FieldMemoryUsed != 0 {
-		r.MemoryUsedBytes = 0
-	}
-	if f&gpu.FieldMemoryTotal != 0 {
-		r.MemoryTotalBytes = 0
-	}
-	if f&gpu.FieldPower != 0 {
-		r.PowerWatts = 0
-	}
-	if f&gpu.FieldEnergy != 0 {
-		r.EnergyJoules = 0
-	}
-	if f&gpu.FieldTemperature != 0 {
-		r.TemperatureCelsius = 0
-	}
-	if f&gpu.FieldSMClock != 0 {
-		r.SMClockHz = 0
-	}
-	if f&gpu.FieldMemClock != 0 {
-		r.MemClockHz = 0
-	}
-	if f&gpu.FieldPCIe != 0 {
-		r.PCIeRxBytesPerSecond, r.PCIeTxBytesPerSecond = 0, 0
-	}
-	if f&gpu.FieldSMActivity != 0 {
-		r.SMActivity = 0
-	}
-	if f&gpu.FieldSMOccupancy != 0 {
-		r.SMOccupancy = 0
-	}
-	if f&gpu.FieldTensorActivity != 0 {
-		r.TensorActivity = 0
-	}
-	if f&gpu.FieldTensorPrecision != 0 {
-		r.TensorFP64Activity, r.TensorFP16Activity, r.TensorINT8Activity = 0, 0, 0
-	}
-	if f&gpu.FieldPipeActivity != 0 {
-		r.FP64Activity, r.FP32Activity, r.FP16Activity = 0, 0, 0
-	}
-	if f&gpu.FieldDRAMActivity != 0 {
-		r.DRAMActivity = 0
-	}
-	if f&gpu.FieldLink != 0 {
-		r.LinkRxBytesPerSecond, r.LinkTxBytesPerSecond = 0, 0
-	}
-}
-
 func bad(v, lowExclusive, highExclusive float64) bool {
 	return math.IsNaN(v) || math.IsInf(v, 0) || v <= lowExclusive || v >= highExclusive
 }
@@ -244,37 +191,37 @@ func bad(v, lowExclusive, highExclusive float64) bool {
 func sanitize(r *gpu.Reading) {
 	if r.Has(gpu.FieldUtilization) {
 		if u := r.UtilizationRatio; math.IsNaN(u) || u < 0 || u > 1 {
-			markMissing(r, gpu.FieldUtilization)
+			r.Drop(gpu.FieldUtilization)
 		}
 	}
 	if r.Has(gpu.FieldDRAMActivity) {
 		if u := r.DRAMActivity; math.IsNaN(u) || u < 0 || u > 1 {
-			markMissing(r, gpu.FieldDRAMActivity)
+			r.Drop(gpu.FieldDRAMActivity)
 		}
 	}
 	if r.Has(gpu.FieldLink) && !(plausibleLinkRate(r.LinkRxBytesPerSecond) && plausibleLinkRate(r.LinkTxBytesPerSecond)) {
-		markMissing(r, gpu.FieldLink)
+		r.Drop(gpu.FieldLink)
 	}
 	if r.Has(gpu.FieldMemoryTotal) && r.MemoryTotalBytes == 0 {
-		markMissing(r, gpu.FieldMemoryTotal)
+		r.Drop(gpu.FieldMemoryTotal)
 	}
 	if r.Has(gpu.FieldMemoryUsed|gpu.FieldMemoryTotal) && r.MemoryUsedBytes > r.MemoryTotalBytes {
-		markMissing(r, gpu.FieldMemoryUsed|gpu.FieldMemoryTotal)
+		r.Drop(gpu.FieldMemoryUsed|gpu.FieldMemoryTotal)
 	}
 	if r.Has(gpu.FieldPower) && bad(r.PowerWatts, 0, maxPlausibleWatts) {
-		markMissing(r, gpu.FieldPower)
+		r.Drop(gpu.FieldPower)
 	}
 	if r.Has(gpu.FieldEnergy) && bad(r.EnergyJoules, 0, math.MaxFloat64) {
-		markMissing(r, gpu.FieldEnergy)
+		r.Drop(gpu.FieldEnergy)
 	}
 	if r.Has(gpu.FieldTemperature) && bad(r.TemperatureCelsius, 0, maxPlausibleCelsius) {
-		markMissing(r, gpu.FieldTemperature)
+		r.Drop(gpu.FieldTemperature)
 	}
 	if r.Has(gpu.FieldSMClock) && bad(r.SMClockHz, 0, maxPlausibleHz) {
-		markMissing(r, gpu.FieldSMClock)
+		r.Drop(gpu.FieldSMClock)
 	}
 	if r.Has(gpu.FieldMemClock) && bad(r.MemClockHz, 0, maxPlausibleHz) {
-		markMissing(r, gpu.FieldMemClock)
+		r.Drop(gpu.FieldMemClock)
 	}
 }
 
@@ -378,7 +325,7 @@ func (c *checker) apply(pos int, r *gpu.Reading) {
 			c.owner[g] = pos
 		}
 		if c.owner[g] != pos {
-			markMissing(r, gpu.FieldPower|gpu.FieldEnergy)
+			r.Drop(gpu.FieldPower|gpu.FieldEnergy)
 		}
 		if c.partitioned[g] {
 			owner := c.owner[g]
@@ -386,14 +333,14 @@ func (c *checker) apply(pos int, r *gpu.Reading) {
 				owner = c.members[g][0]
 			}
 			if owner != pos {
-				markMissing(r, socketFigures)
+				r.Drop(socketFigures)
 			}
 		}
 	}
 	if r.Has(gpu.FieldEnergy) {
 		e := r.EnergyJoules
 		if c.haveLast[pos] && e < c.lastEnergy[pos] {
-			markMissing(r, gpu.FieldEnergy)
+			r.Drop(gpu.FieldEnergy)
 		}
 		c.lastEnergy[pos], c.haveLast[pos] = e, true
 	}

@@ -98,7 +98,7 @@ func (b *Backend) gpm(h *handle, now time.Time, r *gpu.Reading) {
 	if g.lastFields == 0 {
 		return
 	}
-	copyGPM(r, &g.last, g.lastFields)
+	r.CopyFields(&g.last, g.lastFields)
 }
 
 // gpmOpen asks NVML whether the device supports GPM and allocates its two
@@ -220,35 +220,6 @@ func gpmApply(m []nvml.GpmMetric) (r gpu.Reading, fields gpu.Field) {
 		fields |= gpu.FieldLink
 	}
 	return r, fields
-}
-
-// copyGPM copies the GPM fields in f from src to r and marks them read.
-func copyGPM(r, src *gpu.Reading, f gpu.Field) {
-	if f&gpu.FieldSMActivity != 0 {
-		r.SMActivity = src.SMActivity
-	}
-	if f&gpu.FieldSMOccupancy != 0 {
-		r.SMOccupancy = src.SMOccupancy
-	}
-	if f&gpu.FieldTensorActivity != 0 {
-		r.TensorActivity = src.TensorActivity
-	}
-	if f&gpu.FieldTensorPrecision != 0 {
-		r.TensorFP64Activity, r.TensorFP16Activity, r.TensorINT8Activity = src.TensorFP64Activity, src.TensorFP16Activity, src.TensorINT8Activity
-	}
-	if f&gpu.FieldPipeActivity != 0 {
-		r.FP64Activity, r.FP32Activity, r.FP16Activity = src.FP64Activity, src.FP32Activity, src.FP16Activity
-	}
-	if f&gpu.FieldDRAMActivity != 0 {
-		r.DRAMActivity = src.DRAMActivity
-	}
-	if f&gpu.FieldPCIe != 0 {
-		r.PCIeRxBytesPerSecond, r.PCIeTxBytesPerSecond = src.PCIeRxBytesPerSecond, src.PCIeTxBytesPerSecond
-	}
-	if f&gpu.FieldLink != 0 {
-		r.LinkRxBytesPerSecond, r.LinkTxBytesPerSecond = src.LinkRxBytesPerSecond, src.LinkTxBytesPerSecond
-	}
-	r.Set(f)
 }
 
 // gpmFree releases the device's GPM samples.

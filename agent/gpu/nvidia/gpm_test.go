@@ -116,12 +116,20 @@ type clock struct{ t time.Time }
 
 func (c *clock) now() time.Time { return c.t }
 
+// openClocked opens lib (closed when the test ends) with a clock the test
+// moves.
+func openClocked(t *testing.T, lib nvml.Interface) (*nvidia.Backend, *clock) {
+	t.Helper()
+	b := open(t, lib)
+	c := &clock{t: time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)}
+	b.SetClock(c.now)
+	return b, c
+}
+
 func TestGPMActivityOnHopper(t *testing.T) {
 	t.Parallel()
 	s, devs, g := newH200(t)
-	b := open(t, s)
-	c := &clock{t: time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)}
-	b.SetClock(c.now)
+	b, c := openClocked(t, s)
 
 	// The first pass takes the first sample: no window yet, so the
 	// activity figures are missing (never zero), and PCIe comes from the
@@ -178,9 +186,7 @@ func TestGPMMetricNotSupportedIsMissing(t *testing.T) {
 	// precision split.
 	g.unsupported[nvml.GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC] = true
 	g.unsupported[nvml.GPM_METRIC_IMMA_TENSOR_UTIL] = true
-	b := open(t, s)
-	c := &clock{t: time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)}
-	b.SetClock(c.now)
+	b, c := openClocked(t, s)
 	read(t, b, 1)
 	c.t = c.t.Add(time.Second)
 	r := read(t, b, 1)
@@ -195,9 +201,7 @@ func TestGPMMetricNotSupportedIsMissing(t *testing.T) {
 func TestGPMSampleFailureLosesOneWindow(t *testing.T) {
 	t.Parallel()
 	s, _, g := newH200(t)
-	b := open(t, s)
-	c := &clock{t: time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)}
-	b.SetClock(c.now)
+	b, c := openClocked(t, s)
 	read(t, b, 2)
 	c.t = c.t.Add(time.Second)
 	read(t, b, 2)
@@ -275,9 +279,7 @@ func TestGPMPerMIGInstance(t *testing.T) {
 		}
 		return nil, nvml.ERROR_NOT_FOUND
 	}
-	b := open(t, s)
-	c := &clock{t: time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)}
-	b.SetClock(c.now)
+	b, c := openClocked(t, s)
 	idx := len(b.Devices()) - 1
 	if d := b.Devices()[idx]; d.Parent != 3 || d.UUID != "MIG-cccccccc-0000-0000-0000-000000000003" {
 		t.Fatalf("last device %+v, want the MIG instance", d)
