@@ -79,6 +79,10 @@ type GPUConfig struct {
 	// PCIe reads PCIe throughput (NVML measures it over 20 ms per call,
 	// two calls per GPU per sample, so it is off unless asked for).
 	PCIe bool `yaml:"pcie"`
+	// ActivityInterval is the shortest window of NVIDIA's GPU Performance
+	// Monitoring (SM activity, tensor, DRAM, PCIe, NVLink; Hopper and
+	// later): one window per GPU at most this often. 0 turns it off.
+	ActivityInterval time.Duration `yaml:"activity_interval"`
 	// AMDLibrary is the path of libamd_smi.so ("" searches the usual places).
 	AMDLibrary string       `yaml:"amd_library"`
 	Simulated  SimGPUConfig `yaml:"simulated"`
@@ -186,7 +190,7 @@ func Default() Config {
 		Energy: EnergyConfig{Enabled: true, SysfsRoot: "/sys", IPMITool: "ipmitool",
 			IPMIInterval: time.Minute, IPMITimeout: 10 * time.Second},
 		Emissions: EmissionsConfig{Live: LiveEmissionsConfig{URL: "https://api.electricitymap.org/v3", Timeout: 5 * time.Second}},
-		GPU: GPUConfig{Backend: "auto", ActiveThreshold: 0.10,
+		GPU: GPUConfig{Backend: "auto", ActiveThreshold: 0.10, ActivityInterval: 2 * time.Second,
 			Simulated: SimGPUConfig{Devices: 4, MemoryBytes: 80 << 30, Profile: "one-of-n", DropAfter: time.Minute}},
 	}
 }
@@ -290,6 +294,9 @@ func (c *Config) Validate() error {
 	}
 	if !(c.GPU.ActiveThreshold > 0 && c.GPU.ActiveThreshold < 1) {
 		bad("gpu.active_threshold", "%v: want a utilisation ratio between 0 and 1 (e.g. 0.1)", c.GPU.ActiveThreshold)
+	}
+	if d := c.GPU.ActivityInterval; d != 0 && (d < 100*time.Millisecond || d > time.Hour) {
+		bad("gpu.activity_interval", "%s: want 0 (off) or between 100ms (NVML's own refresh) and 1h", d)
 	}
 	if n := c.GPU.Simulated.Devices; n < 1 || n > 64 {
 		bad("gpu.simulated.devices", "%d is outside 1..64", n)

@@ -62,6 +62,8 @@ func TestBadConfigNamesTheOption(t *testing.T) {
 		"energy: {ipmi_interval: 1s}":                "energy.ipmi_interval: 1s is outside 5s..1h",
 		"energy: {ipmi_timeout: 2m}":                 "energy.ipmi_timeout",
 		"energy: {rapl: true}":                       `unknown option "rapl" in section energy`,
+		"gpu: {activity_interval: 50ms}":             "gpu.activity_interval: 50ms: want 0 (off) or between 100ms",
+		"gpu: {activity_interval: 2h}":               "gpu.activity_interval: 2h0m0s",
 		"emissions: {zone: Atlantis}":                `emissions.zone: "Atlantis" is not in the built-in table`,
 		"emissions: {factor_g_per_kwh: 120}":         "emissions.factor_source: must cite",
 		"emissions: {zone: ZZ, factor_g_per_kwh: -1, factor_source: x}":    "emissions.factor_g_per_kwh",
@@ -77,6 +79,16 @@ func TestBadConfigNamesTheOption(t *testing.T) {
 		}
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: error %q does not name %s", in, err, want)
+		}
+	}
+}
+
+func TestGPUActivityInterval(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]time.Duration{"": 2 * time.Second, "gpu: {activity_interval: 0s}": 0, "gpu: {activity_interval: 500ms}": 500 * time.Millisecond} {
+		c, err := Parse(strings.NewReader(in))
+		if err != nil || c.GPU.ActivityInterval != want {
+			t.Errorf("%q: activity interval %v (%v), want %v", in, c.GPU.ActivityInterval, err, want)
 		}
 	}
 }

@@ -43,6 +43,7 @@ func openGPU(ctx context.Context, cfg config.GPUConfig, log *slog.Logger) (gpu.B
 			if !cfg.PCIe {
 				b.Skip(gpu.FieldPCIe)
 			}
+			b.SetActivityInterval(cfg.ActivityInterval)
 			return b, ""
 		}
 		errs = append(errs, err)

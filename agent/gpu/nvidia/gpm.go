@@ -13,20 +13,22 @@ import (
 // GPM (GPU Performance Monitoring, NVML on Hopper and later) gives what the
 // device did between two of its samples: SM activity and occupancy, tensor
 // and pipe use, DRAM bandwidth, PCIe and NVLink throughput. The agent takes
-// one GPM sample per device at most every gpmEvery and computes the
+// one GPM sample per device at most every activity interval (Backend.gpmEvery)
+// and computes the
 // metrics of the window since the one before; every pass reports the last
-// complete window's figures (at most gpmEvery old), the way the energy
+// complete window's figures (at most one interval old), the way the energy
 // counter is read every energyEvery.
 
-// gpmEvery is the shortest window between two GPM samples of a device.
-// NVML refreshes its counters every 100 ms (nvml.h: "the interval between
-// two samples should be greater than 100ms"); see docs/performance.md for
-// the cost per sample on an H200 that chose it.
-const gpmEvery = time.Second
+// DefaultActivityInterval is the default shortest window between two GPM
+// samples of a device (config gpu.activity_interval). A window costs
+// ~70 µs of CPU per GPU on an H200 (docs/performance.md): every 2 s keeps an
+// 8-GPU node at a 1 s sampling interval near 1.5 ms of CPU per sample, GPUs
+// and the job's own pass together, against 2 ms with a window every second.
+const DefaultActivityInterval = 2 * time.Second
 
-// gpmMinWindow is NVML's own refresh interval: a window shorter than it
-// has no new counters.
-const gpmMinWindow = 100 * time.Millisecond
+// MinActivityInterval is NVML's own refresh: "the interval between two
+// samples should be greater than 100ms" (nvml.h).
+const MinActivityInterval = 100 * time.Millisecond
 
 // mibPerSecond converts GPM's MiB/s throughputs.
 const mibPerSecond = 1 << 20
@@ -73,7 +75,7 @@ type gpmState struct {
 }
 
 // gpm fills r's GPM fields from the device's last complete window, taking a
-// new sample when the window is gpmEvery old. It never fails the read: a
+// new sample when the window is b.gpmEvery old. It never fails the read: a
 // device or driver without GPM leaves the fields missing (for good when
 // NVML says it is not supported), and a failed sample leaves them missing
 // for this pass.
@@ -92,7 +94,7 @@ func (b *Backend) gpm(h *handle, now time.Time, r *gpu.Reading) {
 	}
 	// A pass a little early (the agent's timer jitters) still starts the
 	// next window: otherwise every other pass would repeat the last one.
-	if !g.prevOK || now.Sub(g.prevAt) >= gpmEvery-gpmEvery/10 {
+	if !g.prevOK || now.Sub(g.prevAt) >= b.gpmEvery-b.gpmEvery/10 {
 		b.gpmSample(h, now)
 	}
 	if g.lastFields == 0 {
@@ -128,7 +130,7 @@ func (b *Backend) gpmOpen(h *handle) bool {
 // metrics.
 func (b *Backend) gpmSample(h *handle, now time.Time) {
 	g := &h.gpm
-	if g.prevOK && now.Sub(g.prevAt) < gpmMinWindow {
+	if g.prevOK && now.Sub(g.prevAt) < MinActivityInterval {
 		return
 	}
 	next := 1 - g.prev

@@ -117,10 +117,11 @@ type clock struct{ t time.Time }
 func (c *clock) now() time.Time { return c.t }
 
 // openClocked opens lib (closed when the test ends) with a clock the test
-// moves.
+// moves and a GPM window every second.
 func openClocked(t *testing.T, lib nvml.Interface) (*nvidia.Backend, *clock) {
 	t.Helper()
 	b := open(t, lib)
+	b.SetActivityInterval(time.Second)
 	c := &clock{t: time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)}
 	b.SetClock(c.now)
 	return b, c
@@ -293,5 +294,55 @@ func TestGPMPerMIGInstance(t *testing.T) {
 	if migSamples != 2 || len(mig.GpmQueryDeviceSupportCalls()) != 0 || len(parent.GpmQueryDeviceSupportCalls()) != 1 {
 		t.Errorf("%d samples on the MIG handle (want 2); support asked %d times of the instance (want 0), %d of its GPU (want 1)",
 			migSamples, len(mig.GpmQueryDeviceSupportCalls()), len(parent.GpmQueryDeviceSupportCalls()))
+	}
+}
+
+func TestGPMActivityInterval(t *testing.T) {
+	t.Parallel()
+	// The default window (2 s) at a 1 s agent: a new window every other
+	// pass, the last one's figures in between; a pass 10 % early counts.
+	s, _, g := newH200(t)
+	b := open(t, s)
+	c := &clock{t: time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)}
+	b.SetClock(c.now)
+	for i := range 7 {
+		r := read(t, b, 0)
+		if i >= 2 && r.Missing != 0 {
+			t.Errorf("pass %d: missing %s", i, r.Missing)
+		}
+		c.t = c.t.Add(time.Second - 50*time.Millisecond)
+	}
+	if g.gets != 4 || g.metrics != 3 {
+		t.Errorf("7 passes 0.95 s apart with a 2 s window: %d samples, %d windows; want 4 and 3", g.gets, g.metrics)
+	}
+
+	// 0 turns GPM off: no GPM call at all, the activity figures missing,
+	// PCIe from the per-call counter.
+	s2, devs2, g2 := newH200(t)
+	b2 := open(t, s2)
+	b2.SetActivityInterval(0)
+	for range 3 {
+		r := read(t, b2, 1)
+		if r.Missing != gpu.ActivityFields || !r.Has(gpu.FieldPCIe) {
+			t.Errorf("GPM off: missing %s", r.Missing)
+		}
+	}
+	if g2.allocs+g2.gets+len(devs2[1].GpmQueryDeviceSupportCalls()) != 0 || len(devs2[1].GetPcieThroughputCalls()) != 6 {
+		t.Errorf("GPM off: %d allocs, %d samples, %d support queries, %d PCIe calls (want 0, 0, 0, 6)",
+			g2.allocs, g2.gets, len(devs2[1].GpmQueryDeviceSupportCalls()), len(devs2[1].GetPcieThroughputCalls()))
+	}
+
+	// Below NVML's 100 ms refresh the window is raised to it.
+	s3, _, g3 := newH200(t)
+	b3 := open(t, s3)
+	b3.SetActivityInterval(time.Millisecond)
+	c3 := &clock{t: time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)}
+	b3.SetClock(c3.now)
+	for range 10 {
+		read(t, b3, 2)
+		c3.t = c3.t.Add(20 * time.Millisecond)
+	}
+	if g3.gets != 2 {
+		t.Errorf("10 passes 20 ms apart: %d samples, want 2 (one per 100 ms)", g3.gets)
 	}
 }

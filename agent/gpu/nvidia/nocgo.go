@@ -4,6 +4,7 @@ package nvidia
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/jobsight/jobsight/agent/gpu"
 )
@@ -42,3 +43,12 @@ func (*Backend) Close() error { return nil }
 
 // Skip does nothing.
 func (*Backend) Skip(gpu.Field) {}
+
+// DefaultActivityInterval is the default GPM window (unused without cgo).
+const DefaultActivityInterval = 2 * time.Second
+
+// MinActivityInterval is NVML's refresh interval.
+const MinActivityInterval = 100 * time.Millisecond
+
+// SetActivityInterval does nothing.
+func (*Backend) SetActivityInterval(time.Duration) {}

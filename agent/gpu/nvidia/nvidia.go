@@ -37,6 +37,8 @@ type Backend struct {
 	problems []error
 	closed   bool
 	now      func() time.Time // the clock of the energy estimate; a test seam
+	// gpmEvery is the shortest GPM window (SetActivityInterval).
+	gpmEvery time.Duration
 }
 
 // energyEvery is how often the energy counter is read per device. The call
@@ -98,7 +100,7 @@ func Open(lib nvml.Interface) (*Backend, error) {
 		}
 		return nil, fmt.Errorf("nvidia: nvml init: %w", ret)
 	}
-	b := &Backend{lib: lib, now: time.Now}
+	b := &Backend{lib: lib, now: time.Now, gpmEvery: DefaultActivityInterval}
 	if err := b.enumerate(); err != nil {
 		if ret := lib.Shutdown(); ret != nvml.SUCCESS {
 			err = errors.Join(err, fmt.Errorf("nvidia: nvml shutdown: %w", ret))
@@ -127,6 +129,19 @@ func (b *Backend) Skip(fields gpu.Field) {
 	for i := range b.handles {
 		b.handles[i].unsupported |= fields
 	}
+}
+
+// SetActivityInterval sets the shortest window between two GPM samples of
+// a device (DefaultActivityInterval unless set); below
+// MinActivityInterval it is raised to it. 0 turns GPM off: the activity
+// figures stay missing and PCIe comes from the per-call counter (unless
+// skipped).
+func (b *Backend) SetActivityInterval(d time.Duration) {
+	if d <= 0 {
+		b.Skip(gpmFields)
+		return
+	}
+	b.gpmEvery = max(d, MinActivityInterval)
 }
 
 // Close shuts NVML down (nvml.Interface.Shutdown). Only the first call
@@ -222,6 +237,8 @@ func (b *Backend) Read(index int, r *gpu.Reading) error {
 		b.gpm(h, b.now(), r)
 	}
 	if h.wants(gpu.FieldPCIe) && !r.Has(gpu.FieldPCIe) && (h.gpm.off || !h.gpm.checked) {
+		// No GPM (none on the device, or turned off): NVML's per-call
+		// counter, 20 ms a direction.
 		rx, ret := d.GetPcieThroughput(nvml.PCIE_UTIL_RX_BYTES)
 		ok, err := h.check(gpu.FieldPCIe, "GetPcieThroughput(RX)", ret)
 		if err != nil {
