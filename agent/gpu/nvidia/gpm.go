@@ -3,6 +3,7 @@
 package nvidia
 
 import (
+	"math"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -72,7 +73,20 @@ type gpmState struct {
 	last       gpu.Reading
 	lastFields gpu.Field
 	get        nvml.GpmMetricsGetType
+	// readAt is when the device was last read, gap the time between the
+	// two reads before: a read much later than usual (no job followed
+	// the device meanwhile, or the agent was stopped) starts a new window
+	// rather than report one reaching back into that time.
+	readAt time.Time
+	gap    time.Duration
+	// everPCIe: GPM has given PCIe throughput on this device.
+	everPCIe bool
 }
+
+// staleAfter is how many usual read gaps (or activity intervals, if
+// longer) a window may span: beyond it the window reaches back into time
+// the device was not followed, perhaps another job's.
+const staleAfter = 3
 
 // gpm fills r's GPM fields from the device's last complete window, taking a
 // new sample when the window is b.gpmEvery old. It never fails the read: a
@@ -82,16 +96,29 @@ type gpmState struct {
 func (b *Backend) gpm(h *handle, now time.Time, r *gpu.Reading) {
 	g := &h.gpm
 	if !g.checked {
-		g.checked = true
-		if !b.gpmOpen(h) {
-			g.off = true
+		switch ok, permanent := b.gpmOpen(h); {
+		case ok:
+			g.checked = true
+		case permanent:
+			g.checked, g.off = true, true
 			h.unsupported |= gpmFields
 			return
+		default:
+			return // asked again next pass
 		}
 	}
 	if g.off {
 		return
 	}
+	gap := now.Sub(g.readAt)
+	if g.prevOK && g.gap > 0 && gap > staleAfter*max(g.gap, b.gpmEvery) {
+		// The last sample is from before a long pause: a new window.
+		g.prevOK, g.lastFields = false, 0
+	}
+	if !g.readAt.IsZero() && gap > 0 {
+		g.gap = gap
+	}
+	g.readAt = now
 	// A pass a little early (the agent's timer jitters) still starts the
 	// next window: otherwise every other pass would repeat the last one.
 	if !g.prevOK || now.Sub(g.prevAt) >= b.gpmEvery-b.gpmEvery/10 {
@@ -104,25 +131,32 @@ func (b *Backend) gpm(h *handle, now time.Time, r *gpu.Reading) {
 }
 
 // gpmOpen asks NVML whether the device supports GPM and allocates its two
-// samples; false when it does not.
-func (b *Backend) gpmOpen(h *handle) bool {
+// samples. Not ok and permanent when the device has no GPM (the driver
+// says so, or lacks the call); not ok and not permanent when the answer
+// was an error that may pass (asked again next pass).
+func (b *Backend) gpmOpen(h *handle) (ok, permanent bool) {
 	dev := h.dev
 	if h.gpmParent != nil {
 		dev = h.gpmParent // a MIG device: its GPU says whether GPM exists
 	}
 	s, ret := dev.GpmQueryDeviceSupport()
-	if ret != nvml.SUCCESS || s.IsSupportedDevice == 0 {
-		return false
+	if ret != nvml.SUCCESS {
+		_, permanent := fieldMissing(ret)
+		return false, permanent
+	}
+	if s.IsSupportedDevice == 0 {
+		return false, true
 	}
 	for i := range h.gpm.samples {
 		smp, ret := b.lib.GpmSampleAlloc()
 		if ret != nvml.SUCCESS {
 			b.gpmFree(h)
-			return false
+			_, permanent := fieldMissing(ret)
+			return false, permanent
 		}
 		h.gpm.samples[i] = smp
 	}
-	return true
+	return true, false
 }
 
 // gpmSample takes a sample into the buffer not holding the previous one
@@ -164,6 +198,7 @@ func (b *Backend) gpmMetrics(h *handle, s1, s2 nvml.GpmSample) {
 		return
 	}
 	g.last, g.lastFields = gpmApply(g.get.Metrics[:len(gpmMetricIDs)])
+	g.everPCIe = g.everPCIe || g.lastFields&gpu.FieldPCIe != 0
 }
 
 // gpmApply turns the metrics of one window (in gpmMetricIDs order) into
@@ -171,7 +206,7 @@ func (b *Backend) gpmMetrics(h *handle, s1, s2 nvml.GpmSample) {
 // every metric it needs was given.
 func gpmApply(m []nvml.GpmMetric) (r gpu.Reading, fields gpu.Field) {
 	val := func(i int) (float64, bool) {
-		if m[i].NvmlReturn != uint32(nvml.SUCCESS) || m[i].Value != m[i].Value || m[i].Value < 0 {
+		if v := m[i].Value; m[i].NvmlReturn != uint32(nvml.SUCCESS) || math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
 			return 0, false
 		}
 		return m[i].Value, true

@@ -133,8 +133,8 @@ func TestGPMActivityOnHopper(t *testing.T) {
 	b, c := openClocked(t, s)
 
 	// The first pass takes the first sample: no window yet, so the
-	// activity figures are missing (never zero), and PCIe comes from the
-	// per-call fallback only while GPM has no window.
+	// activity figures are missing (never zero); PCIe comes from the
+	// per-call counter there (the site reads PCIe), never once GPM gives it.
 	r := read(t, b, 0)
 	if r.Missing&gpu.ActivityFields != gpu.ActivityFields {
 		t.Errorf("first pass: missing %s, want every activity field", r.Missing)
@@ -344,5 +344,123 @@ func TestGPMActivityInterval(t *testing.T) {
 	}
 	if g3.gets != 2 {
 		t.Errorf("10 passes 20 ms apart: %d samples, want 2 (one per 100 ms)", g3.gets)
+	}
+}
+
+func TestGPMWindowNotAcrossAPause(t *testing.T) {
+	t.Parallel()
+	// A device followed by one job, then by nobody for ten minutes, then
+	// by the next job: the next job's first figures must not come from a
+	// window that reaches back over the pause (the first job's work).
+	s, _, g := newH200(t)
+	b, c := openClocked(t, s)
+	for range 3 {
+		read(t, b, 0)
+		c.t = c.t.Add(time.Second)
+	}
+	metrics := g.metrics
+	c.t = c.t.Add(10 * time.Minute)
+	if r := read(t, b, 0); r.Missing&gpu.ActivityFields != gpu.ActivityFields {
+		t.Errorf("first read after a pause reports a window over it: missing %s", r.Missing)
+	}
+	if g.metrics != metrics {
+		t.Errorf("a window was computed across the pause")
+	}
+	c.t = c.t.Add(time.Second)
+	if r := read(t, b, 0); r.Missing != 0 {
+		t.Errorf("the next window: missing %s", r.Missing)
+	}
+	// A steady slow agent (one read a minute) is no pause.
+	s2, _, g2 := newH200(t)
+	b2, c2 := openClocked(t, s2)
+	for i := range 5 {
+		r := read(t, b2, 0)
+		if i >= 1 && r.Missing != 0 {
+			t.Errorf("read %d a minute apart: missing %s", i, r.Missing)
+		}
+		c2.t = c2.t.Add(time.Minute)
+	}
+	if g2.metrics != 4 {
+		t.Errorf("5 reads a minute apart: %d windows, want 4", g2.metrics)
+	}
+}
+
+func TestGPMSupportQueryErrorIsAskedAgain(t *testing.T) {
+	t.Parallel()
+	s, devs, _ := newH200(t)
+	fail := true
+	devs[4].GpmQueryDeviceSupportFunc = func() (nvml.GpmSupport, nvml.Return) {
+		if fail {
+			return nvml.GpmSupport{}, nvml.ERROR_UNKNOWN
+		}
+		return nvml.GpmSupport{Version: nvml.GPM_SUPPORT_VERSION, IsSupportedDevice: 1}, nvml.SUCCESS
+	}
+	b, c := openClocked(t, s)
+	read(t, b, 4)
+	fail = false
+	for range 3 {
+		c.t = c.t.Add(time.Second)
+		read(t, b, 4)
+	}
+	if r := read(t, b, 4); r.Missing != 0 {
+		t.Errorf("after a transient support-query error: missing %s (GPM off for good?)", r.Missing)
+	}
+	if n := len(devs[4].GpmQueryDeviceSupportCalls()); n != 2 {
+		t.Errorf("support asked %d times, want 2 (the error, then the answer)", n)
+	}
+}
+
+func TestGPMWithoutPCIeFallsBackToTheCounter(t *testing.T) {
+	t.Parallel()
+	// A driver whose GPM lacks the PCIe metrics: PCIe comes from the
+	// per-call counter (when the site reads PCIe), the rest from GPM.
+	s, devs, g := newH200(t)
+	g.unsupported[nvml.GPM_METRIC_PCIE_RX_PER_SEC] = true
+	b, c := openClocked(t, s)
+	read(t, b, 5)
+	c.t = c.t.Add(time.Second)
+	read(t, b, 5)
+	calls := len(devs[5].GetPcieThroughputCalls())
+	c.t = c.t.Add(time.Second)
+	r := read(t, b, 5)
+	if !r.Has(gpu.FieldPCIe|gpu.FieldSMActivity) || r.PCIeRxBytesPerSecond != float64(valuesFor(5).rxKBs)*1024 {
+		t.Errorf("missing %s, PCIe rx %v: want the counter's", r.Missing, r.PCIeRxBytesPerSecond)
+	}
+	if n := len(devs[5].GetPcieThroughputCalls()) - calls; n != 2 {
+		t.Errorf("%d PCIe counter calls, want 2", n)
+	}
+}
+
+func TestGPMRejectsImpossibleValues(t *testing.T) {
+	t.Parallel()
+	s, _, _ := newH200(t)
+	s.GpmMetricsGetFunc = func(m *nvml.GpmMetricsGetType) nvml.Return {
+		for i := range m.NumMetrics {
+			m.Metrics[i].NvmlReturn = uint32(nvml.SUCCESS)
+			m.Metrics[i].Value = math.Inf(1)
+			switch nvml.GpmMetricId(m.Metrics[i].MetricId) {
+			case nvml.GPM_METRIC_SM_UTIL:
+				m.Metrics[i].Value = math.NaN()
+			case nvml.GPM_METRIC_DRAM_BW_UTIL:
+				m.Metrics[i].Value = -3
+			case nvml.GPM_METRIC_SM_OCCUPANCY:
+				m.Metrics[i].Value = 250 // over 100 %: clamped to 1
+			}
+		}
+		return nvml.SUCCESS
+	}
+	b, c := openClocked(t, s)
+	read(t, b, 0)
+	c.t = c.t.Add(time.Second)
+	r := read(t, b, 0)
+	if r.Has(gpu.FieldSMActivity) || r.Has(gpu.FieldDRAMActivity) || r.Has(gpu.FieldLink) || r.Has(gpu.FieldTensorActivity) {
+		t.Errorf("NaN, negative or infinite values read: missing only %s", r.Missing)
+	}
+	// GPM's infinite PCIe is refused; the per-call counter stands in.
+	if math.IsInf(r.PCIeRxBytesPerSecond, 0) || r.PCIeRxBytesPerSecond != float64(valuesFor(0).rxKBs)*1024 {
+		t.Errorf("PCIe rx %v", r.PCIeRxBytesPerSecond)
+	}
+	if !r.Has(gpu.FieldSMOccupancy) || r.SMOccupancy != 1 {
+		t.Errorf("occupancy %v (missing %s), want 1", r.SMOccupancy, r.Missing)
 	}
 }
