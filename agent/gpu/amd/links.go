@@ -74,14 +74,23 @@ type linkRate struct {
 	last xgmiCounters
 	at   time.Time
 	have bool
+	// gap is the time between the two reference reads before: a read
+	// staleLinkAfter times later than that (nobody followed the device
+	// meanwhile, or the agent was stopped) starts over rather than give a
+	// rate over time that may be another job's.
+	gap time.Duration
 }
+
+// staleLinkAfter is how many usual read gaps (at least a second each) a
+// rate may span.
+const staleLinkAfter = 3
 
 // update takes the counters read at now and returns the receive and send
 // throughput in bytes/s since the reference read (KB = 1024 bytes, as
 // amd-smi converts them). ok is false, and the field stays missing, when
 // there is no reference yet, the set of links changed, a counter went
-// backwards (a driver reload) or the interval is outside (minLinkWindow,
-// ∞); the new counters then become the reference, except when the interval
+// backwards (a driver reload), the interval is below minLinkWindow, or it
+// spans a pause (staleLinkAfter usual gaps); the new counters then become the reference, except when the interval
 // is merely too short. Counters that are not ok leave the reference alone,
 // so a pass that could not read them costs one missing value, not two.
 func (l *linkRate) update(c xgmiCounters, now time.Time) (rx, tx float64, ok bool) {
@@ -94,8 +103,12 @@ func (l *linkRate) update(c xgmiCounters, now time.Time) (rx, tx float64, ok boo
 		c.rxKB >= prev.rxKB && c.txKB >= prev.txKB {
 		return 0, 0, false // too soon: keep the older reference
 	}
+	stale := had && l.gap > 0 && dt > staleLinkAfter*max(l.gap, time.Second)
+	if had && dt > 0 {
+		l.gap = dt
+	}
 	l.last, l.at, l.have = c, now, true
-	if !had || prev.links != c.links || dt <= 0 || c.rxKB < prev.rxKB || c.txKB < prev.txKB {
+	if !had || stale || prev.links != c.links || dt <= 0 || c.rxKB < prev.rxKB || c.txKB < prev.txKB {
 		return 0, 0, false
 	}
 	s := dt.Seconds()

@@ -34,6 +34,11 @@ func TestLinkRate(t *testing.T) {
 		{"recovers from the new reference", c(1034, 10, 0x3f), 8, 1024 * 1024, 0, true},
 		{"clock went backwards", c(2000, 20, 0x3f), 7.5, 0, 0, false},
 		{"implausible (> 10 TB/s)", c(2000+20e9, 20, 0x3f), 8.5, 0, 0, false},
+		// Nobody read the device for ten minutes (no job on it, or the
+		// agent stopped): no rate over that time, which may be another
+		// job's traffic.
+		{"after a pause: new reference", c(2000+21e9, 20, 0x3f), 608.5, 0, 0, false},
+		{"rate after the pause", c(2000+21e9+1024, 20, 0x3f), 609.5, 1024 * 1024, 0, true},
 	}
 	for _, s := range steps {
 		rx, tx, ok := l.update(s.c, at(s.t))
