@@ -23,14 +23,23 @@
 // before): most stall little, some wait on storage, stall at their memory
 // limit, run more threads than CPUs or lose a process to the OOM killer,
 // so the analysis' io_stall, memory_stall, cpu_stall and oom_killed_child
-// causes occur. Finished jobs are handed out in submission order, a
-// batch at a time, so a million never sit in memory.
+// causes occur. The H100 jobs' GPUs have activity figures as the agent
+// reads them through GPM (gpus[].activity, the summary's by
+// jobmodel.SummarizeActivity, gpu.sm_activity_timeline; activity.go,
+// drawn from the job's id too): most train in mixed precision, some are
+// launch-bound, input-bound, FP32 without tensor cores or memory-bound,
+// so that the analysis' GPU activity causes occur; a held-idle GPU's are
+// zeros. The A100 jobs' GPUs (no GPM) name them missing, as the agent
+// does: gpu_pcie, gpu_sm_activity, …, gpu_link. Finished jobs are handed
+// out in submission order, a batch at a time, so a million never sit in
+// memory.
 //
 // Series (SeriesOf, PartitionSeries) are what agents and the cluster-state
 // collector write, derived from the documents: a finished job's series
 // average to its document's figures (the CPU, memory and I/O stall
 // counters rise at its pressure.*_some_ratio) and follow its stored GPU
-// timeline.
+// timeline; an H100 GPU's activity series average its document's figures,
+// SM activity under utilisation at every point.
 // WriteHistory writes a history's series by remote write oldest first in
 // 30-minute slices: Prometheus 2.42 refuses samples more than an hour
 // older than the newest it holds unless an out-of-order window is

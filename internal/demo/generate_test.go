@@ -205,7 +205,9 @@ func TestDistributions(t *testing.T) {
 			accts[j.User] = map[string]bool{}
 		}
 		accts[j.User][j.Account] = true
-		if len(j.MissingMetrics) > 0 {
+		// What an A100 cannot give (its activity figures) is missing on
+		// every A100 job, as the agent names it: not a figure lost.
+		if slices.ContainsFunc(j.MissingMetrics, func(m string) bool { return !slices.Contains(activityMissing, m) }) {
 			missing++
 		}
 		if j.ArrayJobID != nil {
@@ -364,10 +366,13 @@ func TestHistoryJobs(t *testing.T) {
 
 // TestSeries: a finished GPU job's series follow its document: per GPU
 // the utilisation averages the stored one, counters never fall, and a
-// GPU whose utilisation was unreadable has no utilisation series.
+// GPU whose utilisation was unreadable has no utilisation series. An
+// H100 job's GPUs have the activity series too: SM activity under the
+// utilisation at every point, averaging the document's, and PCIe traffic
+// at its rate; an A100 job's have none. Running H100 jobs have them too.
 func TestSeries(t *testing.T) {
 	_, jobs := generate(t, monthCfg(14))
-	var checked, unreadable int
+	var checked, unreadable, withActivity int
 	for i := range jobs {
 		j := &jobs[i]
 		if j.GPU == nil || *j.ElapsedSeconds < 3600 {
@@ -375,9 +380,15 @@ func TestSeries(t *testing.T) {
 		}
 		gens := SeriesOf(j, testEnd)
 		var util []Gen
+		act := map[string][]Gen{}
 		for _, g := range gens {
 			if g.Name == "jobsight_job_gpu_utilization_ratio" {
 				util = append(util, g)
+			}
+			for _, s := range activitySeries {
+				if g.Name == s.name {
+					act[g.Name] = append(act[g.Name], g)
+				}
 			}
 			if g.Name == "jobsight_job_cpu_usage_seconds_total" {
 				prev := -1.0
@@ -387,6 +398,17 @@ func TestSeries(t *testing.T) {
 					} else {
 						prev = v
 					}
+				}
+			}
+		}
+		if j.GPU.UtilizationAvg == nil || j.GPU.Activity == nil {
+			if len(act) != 0 {
+				t.Fatalf("%s (%s): no activity figures but %d activity series", j.DocID, j.Partition, len(act))
+			}
+		} else {
+			for _, s := range activitySeries {
+				if int64(len(act[s.name])) != *j.Requested.GPUs {
+					t.Fatalf("%s: %d %s series for %d GPUs", j.DocID, len(act[s.name]), s.name, *j.Requested.GPUs)
 				}
 			}
 		}
@@ -412,9 +434,178 @@ func TestSeries(t *testing.T) {
 			t.Errorf("%s: series mean %.3f, document %.3f", j.DocID, mean, *j.GPU.UtilizationAvg)
 		}
 		checked++
+		if j.GPU.Activity == nil {
+			continue
+		}
+		withActivity++
+		var smSum, rxSum float64
+		for gi, sm := range act["jobsight_job_gpu_sm_activity_ratio"] {
+			if !reflect.DeepEqual(sm.Labels, util[gi].Labels) {
+				t.Fatalf("%s: SM activity series %v beside utilisation %v", j.DocID, sm.Labels, util[gi].Labels)
+			}
+			rx := act["jobsight_job_gpu_pcie_receive_bytes_per_second"][gi]
+			for t0 := j.StartTime.Time; t0.Before(j.EndTime.Time); t0 = t0.Add(time.Duration(*j.ElapsedSeconds/100) * time.Second) {
+				v, u := sm.Value(t0), util[gi].Value(t0)
+				if v < 0 || v > u+1e-9 {
+					t.Fatalf("%s GPU %d: SM activity %.3f at %s, utilisation %.3f", j.DocID, gi, v, t0, u)
+				}
+				smSum += v
+				rxSum += rx.Value(t0)
+			}
+		}
+		if mean := smSum / float64(k); math.Abs(mean-*j.GPU.Activity.SM.Avg) > 0.08 {
+			t.Errorf("%s: SM activity series mean %.3f, document %.3f", j.DocID, mean, *j.GPU.Activity.SM.Avg)
+		}
+		if mean, doc := rxSum/float64(k), *j.GPU.Activity.PCIeRxBytesPerSecond.Avg; math.Abs(mean-doc) > 0.15*doc+1e3 {
+			t.Errorf("%s: PCIe receive series mean %.0f B/s, document %.0f B/s", j.DocID, mean, doc)
+		}
 	}
-	if checked < 50 || unreadable == 0 {
-		t.Errorf("checked %d GPU jobs, %d unreadable", checked, unreadable)
+	if checked < 50 || unreadable == 0 || withActivity < 20 {
+		t.Errorf("checked %d GPU jobs, %d unreadable, %d with activity figures", checked, unreadable, withActivity)
+	}
+	// Running jobs: the activity series on H100s, none on A100s (more
+	// running jobs than the month's, so that some run on H100s).
+	rg, err := New(Config{Seed: 14, End: testEnd, Running: 200, Clusters: []string{"alpha", "beta"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runningH100 int
+	for _, j := range rg.Running() {
+		if *j.Requested.GPUs == 0 {
+			continue
+		}
+		n := 0
+		for _, g := range SeriesOf(&j, testEnd) {
+			if g.Name == "jobsight_job_gpu_sm_activity_ratio" {
+				n++
+				if v := g.Value(testEnd.Add(-time.Minute)); v < 0 || v > 1 {
+					t.Errorf("running %s: SM activity %v", j.DocID, v)
+				}
+			}
+		}
+		want := int64(0)
+		if j.Partition == "gpu-h100" {
+			want = *j.Requested.GPUs
+			runningH100++
+		}
+		if int64(n) != want {
+			t.Errorf("running %s (%s): %d SM activity series for %d GPUs", j.DocID, j.Partition, n, *j.Requested.GPUs)
+		}
+	}
+	t.Logf("%d GPU jobs checked, %d with activity figures; %d running H100 jobs", checked, withActivity, runningH100)
+	if runningH100 == 0 {
+		t.Error("no running H100 job")
+	}
+}
+
+// TestGPUActivity: an H100 job's GPUs have every activity figure,
+// consistent with their utilisation (SM activity at most it, zeros on a
+// held-idle GPU), its summary is SummarizeActivity of theirs and its SM
+// activity timeline runs on the utilisation timeline's steps, under it;
+// an A100 job's GPUs (and a job's whose GPUs were unreadable) have none
+// and name them missing, as the agent does. The kinds of work show in
+// the stored analysis (checkJob holds it to AnalyzeJob's): some jobs are
+// launch-bound, input-bound, FP32 without tensor cores and memory-bound.
+func TestGPUActivity(t *testing.T) {
+	_, jobs := generate(t, monthCfg(15))
+	causes := map[string]int{}
+	var h100, a100 int
+	activityCause := []string{analysis.CauseGPULaunchBound, analysis.CauseGPUInputPipelineBound,
+		analysis.CauseGPUTensorUnused, analysis.CauseGPUMemoryBandwidthBound}
+	containsAll := func(list []string) bool {
+		for _, m := range activityMissing {
+			if !slices.Contains(list, m) {
+				return false
+			}
+		}
+		return true
+	}
+	for i := range jobs {
+		j := &jobs[i]
+		if j.GPU == nil {
+			continue
+		}
+		fail := func(format string, args ...any) {
+			t.Helper()
+			t.Fatalf("%s (%s): "+format, append([]any{j.DocID, j.Partition}, args...)...)
+		}
+		if j.Partition != "gpu-h100" || j.GPU.UtilizationAvg == nil {
+			if j.Partition != "gpu-h100" {
+				a100++
+			}
+			if j.GPU.Activity != nil || j.GPU.SMActivityTimeline != nil {
+				fail("activity summary or SM timeline without GPM")
+			}
+			if !containsAll(j.MissingMetrics) {
+				fail("missing_metrics %v do not name the activity figures", j.MissingMetrics)
+			}
+			for _, d := range j.GPUs {
+				if d.Activity != nil || !containsAll(d.MissingMetrics) {
+					fail("GPU %d: activity %v, missing_metrics %v", d.Index, d.Activity != nil, d.MissingMetrics)
+				}
+			}
+			for _, c := range j.Analysis.Causes {
+				if slices.Contains(activityCause, c.ID) {
+					fail("cause %s without activity figures", c.ID)
+				}
+			}
+			continue
+		}
+		h100++
+		if slices.ContainsFunc(j.MissingMetrics, func(m string) bool { return slices.Contains(activityMissing, m) }) {
+			fail("missing_metrics %v name an activity figure", j.MissingMetrics)
+		}
+		acts := make([]*jobmodel.GPUActivity, 0, len(j.GPUs))
+		for _, d := range j.GPUs {
+			a := d.Activity
+			if a == nil || len(d.MissingMetrics) > 0 {
+				fail("GPU %d: activity %v, missing_metrics %v", d.Index, a != nil, d.MissingMetrics)
+			}
+			for k, st := range jobmodel.ActivityStats(a) {
+				s := *st
+				switch {
+				case s == nil || s.Avg == nil || s.P95 == nil || s.Peak == nil:
+					fail("GPU %d: figure %d incomplete", d.Index, k)
+				case *s.Avg < 0 || *s.Avg > *s.P95 || *s.P95 > *s.Peak || (k < ratioFigures && *s.Peak > 1):
+					fail("GPU %d: figure %d avg %v p95 %v peak %v", d.Index, k, *s.Avg, *s.P95, *s.Peak)
+				case d.HeldIdle && *s.Peak != 0:
+					fail("GPU %d held idle: figure %d peak %v", d.Index, k, *s.Peak)
+				}
+			}
+			if *a.SM.Avg > *d.UtilizationAvg+0.001 || *a.Tensor.Avg > *a.SM.Avg+0.001 {
+				fail("GPU %d: utilisation %v, SM activity %v, tensor %v", d.Index, *d.UtilizationAvg, *a.SM.Avg, *a.Tensor.Avg)
+			}
+			acts = append(acts, a)
+		}
+		if want := jobmodel.SummarizeActivity(acts); !reflect.DeepEqual(want, j.GPU.Activity) {
+			fail("activity summary is not SummarizeActivity of the GPUs'")
+		}
+		ut, st := j.GPU.UtilizationTimeline, j.GPU.SMActivityTimeline
+		if len(st) != len(ut) {
+			fail("SM activity timeline of %d steps, utilisation %d", len(st), len(ut))
+		}
+		var sum float64
+		for k := range st {
+			if st[k] == nil || *st[k] > *ut[k]+0.001 {
+				fail("SM activity timeline step %d: %v, utilisation %v", k, st[k], *ut[k])
+			}
+			sum += *st[k]
+		}
+		if len(st) >= 60 && math.Abs(sum/float64(len(st))-*j.GPU.Activity.SM.Avg) > 0.03 {
+			fail("SM activity timeline mean %.3f, summary %.3f", sum/float64(len(st)), *j.GPU.Activity.SM.Avg)
+		}
+		for _, c := range j.Analysis.Causes {
+			causes[c.ID]++
+		}
+	}
+	t.Logf("%d H100 jobs, %d A100 jobs; causes of the H100 jobs %v", h100, a100, causes)
+	if h100 < 100 || a100 < 100 {
+		t.Errorf("%d H100 jobs, %d A100 jobs", h100, a100)
+	}
+	for _, c := range activityCause {
+		if causes[c] == 0 {
+			t.Errorf("no generated H100 job has cause %s", c)
+		}
 	}
 }
 

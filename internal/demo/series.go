@@ -42,6 +42,9 @@ type profile struct {
 	gpuReadable                               bool
 	timeline                                  []*float64
 	timelineMean                              float64
+	// gpuAct is each GPU's activity (job order; nil where it has none:
+	// an A100, or the figures unreadable).
+	gpuAct []*jobmodel.GPUActivity
 	// stalls are the shares of the time the job's tasks waited for a CPU,
 	// memory and I/O (pressure.*_some_ratio); nil where the job has no
 	// pressure figures.
@@ -81,6 +84,7 @@ func profileOf(j *jobmodel.Job) profile {
 			p.stalls = []float64{0.03 * unit(j.DocID+"cpu"), 0.01 * unit(j.DocID+"mem"), 0.1 * unit(j.DocID+"io")}
 		}
 		p.gpuReadable = true
+		work := gpuWorkOf(j.DocID, gu)
 		for g := int64(0); g < gpus; g++ {
 			u := gu
 			if !idle && g == gpus-1 && unit(j.DocID+"held") < 0.25 {
@@ -88,6 +92,15 @@ func profileOf(j *jobmodel.Job) profile {
 			}
 			p.gpuBase = append(p.gpuBase, u)
 			p.gpuMem = append(p.gpuMem, 80e9*(0.05+0.8*u))
+			var act *jobmodel.GPUActivity
+			if j.Partition == "gpu-h100" {
+				l := actLevels{}
+				if u > 0 {
+					l = activityLevels(j.DocID, work, u, gpus > 1)
+				}
+				act = gpuActivity(l, 1)
+			}
+			p.gpuAct = append(p.gpuAct, act)
 		}
 		return p
 	}
@@ -130,6 +143,7 @@ func profileOf(j *jobmodel.Job) profile {
 			m = float64(*d.MemoryAvgBytes)
 		}
 		p.gpuMem = append(p.gpuMem, m)
+		p.gpuAct = append(p.gpuAct, d.Activity)
 	}
 	return p
 }
@@ -219,13 +233,17 @@ func SeriesOf(j *jobmodel.Job, end time.Time) []Gen {
 			gl := lab(promremote.Label{Name: "gpu", Value: strconv.Itoa(idx)})
 			gk := key + "g" + strconv.Itoa(idx)
 			u, gm := p.gpuBase[gi], p.gpuMem[gi]
+			util := func(t time.Time) float64 {
+				if u == 0 {
+					return 0
+				}
+				return clamp(u*p.shapeAt(j, t, end)+0.12*noise(gk, t.Unix()), 0, 1)
+			}
 			if p.gpuReadable {
-				gens = append(gens, Gen{"jobsight_job_gpu_utilization_ratio", gl, func(t time.Time) float64 {
-					if u == 0 {
-						return 0
-					}
-					return clamp(u*p.shapeAt(j, t, end)+0.12*noise(gk, t.Unix()), 0, 1)
-				}})
+				gens = append(gens, Gen{"jobsight_job_gpu_utilization_ratio", gl, util})
+			}
+			if a := p.gpuAct[gi]; p.gpuReadable && a != nil {
+				gens = append(gens, activityGens(a, gl, gk, u, util, func(t time.Time) float64 { return p.shapeAt(j, t, end) })...)
 			}
 			gens = append(gens,
 				Gen{"jobsight_job_gpu_memory_used_bytes", gl, func(t time.Time) float64 {
@@ -243,6 +261,35 @@ func SeriesOf(j *jobmodel.Job, end time.Time) []Gen {
 				}},
 			)
 		}
+	}
+	return gens
+}
+
+// activityGens are a GPU's activity series (activitySeries) whose
+// averages are a's: the fractions follow its utilisation series (util, of
+// average u) in proportion, so that SM activity stays under utilisation
+// at every point; the rates follow the job's shape, with jitter.
+func activityGens(a *jobmodel.GPUActivity, gl []promremote.Label, gk string, u float64, util, shape func(time.Time) float64) []Gen {
+	stats := jobmodel.ActivityStats(a)
+	gens := make([]Gen, 0, len(activitySeries))
+	for _, s := range activitySeries {
+		st := *stats[s.fig]
+		if st == nil || st.Avg == nil {
+			continue
+		}
+		avg := *st.Avg
+		if s.fig < ratioFigures {
+			k := 0.0
+			if u > 0 {
+				k = avg / u
+			}
+			gens = append(gens, Gen{s.name, gl, func(t time.Time) float64 { return clamp(k*util(t), 0, 1) }})
+			continue
+		}
+		nk := gk + s.name
+		gens = append(gens, Gen{s.name, gl, func(t time.Time) float64 {
+			return math.Round(math.Max(0, avg*shape(t)*(1+0.2*noise(nk, t.Unix()))))
+		}})
 	}
 	return gens
 }

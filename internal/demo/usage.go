@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/jobsight/jobsight/internal/jobmodel"
 )
@@ -215,6 +216,9 @@ func fillGPUs(r *rand.Rand, j *jobmodel.Job, skill, sec float64) []string {
 	drops := r.Float64() < 0.06
 	unreadable := r.Float64() < missingGPUShare
 	ms := meanShape(drops)
+	// What the kernels do (H100: GPM), from the job's id.
+	work := gpuWorkOf(j.DocID, base)
+	var acts []*jobmodel.GPUActivity
 
 	var sumU, activeS, energy float64
 	var effective, heldIdle, memPeak int64
@@ -245,9 +249,18 @@ func fillGPUs(r *rand.Rand, j *jobmodel.Job, skill, sec float64) []string {
 			d.MemoryAvgBytes, d.MemoryPeakBytes = jobmodel.Ptr(int64(0)), jobmodel.Ptr(int64(0))
 			heldIdle++
 		}
-		if unreadable {
-			d.MissingMetrics = []string{"gpu_utilization"}
-		} else {
+		switch {
+		case unreadable:
+			d.MissingMetrics = append([]string{"gpu_utilization"}, activityMissing...)
+		case !h100:
+			d.MissingMetrics = slices.Clone(activityMissing)
+		case idle:
+			d.Activity = gpuActivity(actLevels{}, ms)
+		default:
+			d.Activity = gpuActivity(activityLevels(j.DocID, work, b, gpus > 1), ms)
+		}
+		acts = append(acts, d.Activity)
+		if !unreadable {
 			act := sec * clamp(u*1.15, 0, 1)
 			if b > 0.3 {
 				act = sec * math.Min(1, 0.97*ms)
@@ -273,7 +286,11 @@ func fillGPUs(r *rand.Rand, j *jobmodel.Job, skill, sec float64) []string {
 	var missing []string
 	if unreadable {
 		missing = append(missing, "gpu_utilization")
-	} else {
+	}
+	if unreadable || !h100 {
+		missing = append(missing, activityMissing...)
+	}
+	if !unreadable {
 		mean := sumU / float64(gpus)
 		s.UtilizationAvg = jobmodel.Ptr(round3(mean))
 		s.EffectiveGPUs = jobmodel.Ptr(effective)
@@ -287,6 +304,16 @@ func fillGPUs(r *rand.Rand, j *jobmodel.Job, skill, sec float64) []string {
 		for k := range steps {
 			v := round3(mean / ms * Shape((float64(k)+0.5)/float64(steps), drops))
 			s.UtilizationTimeline = append(s.UtilizationTimeline, &v)
+		}
+		// The GPUs' activity, and their mean SM activity on the same
+		// steps (H100).
+		s.Activity = jobmodel.SummarizeActivity(acts)
+		if s.Activity != nil {
+			sm := *s.Activity.SM.Avg
+			for k := range steps {
+				v := round3(sm / ms * Shape((float64(k)+0.5)/float64(steps), drops))
+				s.SMActivityTimeline = append(s.SMActivityTimeline, &v)
+			}
 		}
 	}
 	j.GPU = s
