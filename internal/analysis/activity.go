@@ -128,14 +128,15 @@ func (f *facts) working() (n int64, ratio float64, bySM, ok bool) {
 
 // smWorkFacts counts the GPUs whose SM activity averaged above the
 // threshold, when every GPU in use has the figure and the entries cover
-// every GPU held; held-idle GPUs did no work.
+// every GPU held; held-idle GPUs did no work. The threshold is
+// min_sm_activity, or half the busiest GPU's SM activity when that is
+// lower: GPUs that all did little, alike (a launch-bound data-parallel
+// job, rank 0 a little busier), all did the work.
 func (f *facts) smWorkFacts() {
 	if len(f.devs) == 0 || !f.hasGPUs || int64(len(f.devs)) < f.gpus {
 		return
 	}
-	thr := f.cfg.Rules.ParallelismMismatch.MinSMActivity
-	var n int64
-	any := false
+	busiest := 0.0
 	for _, d := range f.devs {
 		if d.idle {
 			continue
@@ -143,13 +144,22 @@ func (f *facts) smWorkFacts() {
 		if !d.act.sm.ok {
 			return
 		}
+		busiest = max(busiest, d.act.sm.avg)
+	}
+	thr := min(f.cfg.Rules.ParallelismMismatch.MinSMActivity, busiest/2)
+	var n int64
+	any := false
+	for _, d := range f.devs {
+		if d.idle {
+			continue
+		}
 		any = true
 		if d.act.sm.avg > thr {
 			n++
 		}
 	}
 	if any && n >= 1 {
-		f.smWork, f.hasSMWork = n, true
+		f.smWork, f.hasSMWork, f.smWorkThr = n, true, thr
 	}
 }
 

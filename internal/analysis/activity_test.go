@@ -226,6 +226,18 @@ var parallelismSMCases = []ruleCase{
 	})},
 	{name: "no GPU above the SM bound: utilisation decides", job: actWith(4, with(func(a *gpuAct) { a.sm = 0.03 }), func(j *jobmodel.Job) {}),
 		present: []string{CauseGPULaunchBound}},
+	// A launch-bound data-parallel job: every GPU did a little, rank 0 a
+	// little more; none is idle next to the others.
+	{name: "four GPUs alike at a few % SM activity: all did the work", job: actWith(4, with(func(a *gpuAct) { a.sm = 0.06 }), func(j *jobmodel.Job) {
+		for i := 1; i < 4; i++ {
+			setAct(j, i, with(func(a *gpuAct) { a.sm = 0.04 }))
+		}
+	}), present: []string{CauseGPULaunchBound}},
+	{name: "one GPU at 8 %, three at 1 %: one did the work", job: actWith(4, with(func(a *gpuAct) { a.sm = 0.08 }), func(j *jobmodel.Job) {
+		for i := 1; i < 4; i++ {
+			setAct(j, i, with(func(a *gpuAct) { a.sm = 0.01 }))
+		}
+	}), fire: true, evidence: []string{"1 of 4 GPUs averaged more than 4.0% SM activity"}},
 	{name: "held-idle GPUs count as idle whatever their figures", job: actWith(4, busyAct(), func(j *jobmodel.Job) {
 		for i := 1; i < 4; i++ {
 			holdIdle(j, i)
@@ -239,6 +251,23 @@ func init() {
 		ruleCases[id] = cs
 	}
 	ruleCases[CauseParallelismMismatch] = append(ruleCases[CauseParallelismMismatch], parallelismSMCases...)
+}
+
+// A job whose GPUs all did the same little work keeps its GPU count: the
+// cure is bigger kernels (launch-bound), not fewer GPUs.
+func TestAlikeLaunchBoundGPUsKeepTheirCount(t *testing.T) {
+	t.Parallel()
+	j := actWith(4, with(func(a *gpuAct) { a.sm = 0.06 }), func(j *jobmodel.Job) {
+		for i := 1; i < 4; i++ {
+			setAct(j, i, with(func(a *gpuAct) { a.sm = 0.04 }))
+		}
+	})()
+	a := analyze(j, Default())
+	for _, ch := range a.Recommendation.Changes {
+		if strings.Contains(ch.From, "--gpus") {
+			t.Errorf("GPU count changed: %+v", ch)
+		}
+	}
 }
 
 // Healthy GPUs with every activity figure fire nothing and stay efficient.

@@ -189,6 +189,8 @@ type facts struct {
 	hasGPUSM  bool
 	smWork    int64
 	hasSMWork bool
+	// smWorkThr is the SM activity above which a GPU did the work.
+	smWorkThr float64
 	// actGPUs are the GPUs in use as the activity rules judge them.
 	actGPUs   []actGPU
 	cpuEff    float64

@@ -139,7 +139,7 @@ func recommend(f *facts, causes []jobmodel.Cause) (jobmodel.Recommendation, jobm
 					target, textfmt.Plural(from, "GPU"), pct(f.cfg.EffectiveGPUThreshold))
 				if bySM {
 					reason = fmt.Sprintf("%d of %s did work (over %s average SM activity)",
-						target, textfmt.Plural(from, "GPU"), pct(f.cfg.Rules.ParallelismMismatch.MinSMActivity))
+						target, textfmt.Plural(from, "GPU"), pct(f.smWorkThr))
 				}
 				if !ok {
 					reason = fmt.Sprintf("%d of %s had a process of the job", target, textfmt.Plural(from, "GPU"))

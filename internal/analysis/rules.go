@@ -162,7 +162,7 @@ func ruleParallelismMismatch(f *facts, _ map[string]bool) *jobmodel.Cause {
 	} else {
 		conf -= 0.05
 	}
-	ev := fmt.Sprintf("%d of %s averaged more than %s SM activity", n, total, pct(r.MinSMActivity))
+	ev := fmt.Sprintf("%d of %s averaged more than %s SM activity", n, total, pct(f.smWorkThr))
 	var sm, util []string
 	for i := range f.devs {
 		d := &f.devs[i]
