@@ -160,3 +160,60 @@ func values(p []*float64) []any {
 	}
 	return out
 }
+
+func TestSMTimelineWithoutUtilisation(t *testing.T) {
+	t.Parallel()
+	// A MIG instance: NVML gives no utilisation, GPM gives SM activity.
+	// The document still gets the SM timeline, with its step and start.
+	t0 := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	st := NewNodeState(t0, time.Second, 0.05)
+	st.EnableGPU("nvml", gpu.AttributionSlurm, 1, 0.10)
+	for i := range 100 {
+		s := activityPass(t0.Add(time.Duration(i)*time.Second), 0, 0.4, 0)
+		s.GPUs = s.GPUs[:1]
+		s.GPUs[0].Device.Parent, s.GPUs[0].Device.Partition = 0, "3g.71gb"
+		s.GPUs[0].Reading.Missing |= gpu.FieldUtilization
+		st.Add(&s)
+	}
+	var doc jobmodel.Node
+	st.Fill(&doc, st.LastSample)
+	g := doc.GPU
+	if len(g.UtilizationTimeline) != 0 || len(g.SMActivityTimeline) < 32 || g.TimelineStepSeconds == nil || g.TimelineStart == nil || !g.TimelineStart.Equal(t0) {
+		t.Fatalf("util %d points, SM %d points, step %v, start %v", len(g.UtilizationTimeline), len(g.SMActivityTimeline), g.TimelineStepSeconds, g.TimelineStart)
+	}
+	for i, v := range g.SMActivityTimeline {
+		if v == nil || math.Abs(*v-0.4) > 1e-9 {
+			t.Errorf("SM point %d = %v", i, values([]*float64{v}))
+		}
+	}
+}
+
+func TestTimelinesShareTheCoarserStep(t *testing.T) {
+	t.Parallel()
+	// Utilisation for the first 10 passes only, SM activity for 200: the
+	// SM timeline halves its buckets more often; the document gives both
+	// on the coarser step, utilisation's points where they belong.
+	t0 := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	st := NewNodeState(t0, time.Second, 0.05)
+	st.EnableGPU("nvml", gpu.AttributionSlurm, 1, 0.10)
+	for i := range 200 {
+		s := activityPass(t0.Add(time.Duration(i)*time.Second), 0.9, 0.3, 0)
+		s.GPUs = s.GPUs[:1]
+		if i >= 10 {
+			s.GPUs[0].Reading.Missing |= gpu.FieldUtilization
+		}
+		st.Add(&s)
+	}
+	var doc jobmodel.Node
+	st.Fill(&doc, st.LastSample)
+	g := doc.GPU
+	step := *g.TimelineStepSeconds
+	if step < 4 || len(g.SMActivityTimeline) > 64 || len(g.UtilizationTimeline) > len(g.SMActivityTimeline) {
+		t.Fatalf("step %v, util %d points, SM %d points", step, len(g.UtilizationTimeline), len(g.SMActivityTimeline))
+	}
+	// The first 10 s of utilisation fill ceil(10/step) buckets, at 0.9.
+	want := int(math.Ceil(10 / step))
+	if len(g.UtilizationTimeline) != want || *g.UtilizationTimeline[0] != 0.9 {
+		t.Errorf("util timeline %v on step %v, want %d points of 0.9", values(g.UtilizationTimeline), step, want)
+	}
+}

@@ -165,19 +165,34 @@ func (g *GPUState) add(gs []collector.GPUSample, t time.Time, dt float64) {
 			nSM++
 		}
 	}
-	if nUtil > 0 {
-		if g.Timeline.Step == 0 {
-			g.Timeline = aggregate.NewTimeline(dt)
-		}
-		g.Timeline.Add(float64(t.UnixMilli())/1000, utilSum/float64(nUtil))
+	now := float64(t.UnixMilli()) / 1000
+	if (nUtil > 0 || nSM > 0) && g.Timeline.Step == 0 {
+		// Both timelines start at the first pass with either figure (a
+		// MIG instance gives SM activity and no utilisation).
+		g.Timeline = aggregate.NewTimeline(dt)
+		g.Timeline.Start = now
 	}
-	if nSM > 0 && g.Timeline.Step > 0 {
+	if nUtil > 0 {
+		g.Timeline.Add(now, utilSum/float64(nUtil))
+	}
+	if nSM > 0 {
 		if g.SMTimeline == nil {
 			// The same buckets as the utilisation's: its start and step.
 			g.SMTimeline = &aggregate.Timeline{Start: g.Timeline.Start, Step: g.Timeline.Step}
 		}
-		g.SMTimeline.Add(float64(t.UnixMilli())/1000, smSum/float64(nSM))
+		g.SMTimeline.Add(now, smSum/float64(nSM))
 	}
+}
+
+// coarsened returns tl's means on buckets step seconds long, leaving tl as
+// it is; nil when it has none.
+func coarsened(tl *aggregate.Timeline, step float64) []*float64 {
+	if len(tl.Count) == 0 {
+		return nil
+	}
+	c := aggregate.Timeline{Start: tl.Start, Step: tl.Step, Sum: slices.Clone(tl.Sum), Count: slices.Clone(tl.Count)}
+	c.CoarsenTo(step)
+	return c.Means()
 }
 
 // addActivity folds a reading's activity figures into d.
@@ -305,16 +320,22 @@ func (g *GPUState) fill(doc *jobmodel.Node) {
 		sum.EnergyJoules = jobmodel.Ptr(energy)
 	}
 	sum.MemoryPeakBytes = memPeak
-	if means := g.Timeline.Means(); len(means) > 0 {
-		sum.UtilizationTimeline = means
-		sum.TimelineStepSeconds = jobmodel.Ptr(g.Timeline.Step)
+	// The two timelines share their start; either may have halved its
+	// buckets more often than the other (a pass far into the job with one
+	// figure only), so both are brought to the coarser step, on copies.
+	step := g.Timeline.Step
+	if g.SMTimeline != nil {
+		step = max(step, g.SMTimeline.Step)
+	}
+	util := coarsened(&g.Timeline, step)
+	var sm []*float64
+	if g.SMTimeline != nil {
+		sm = coarsened(g.SMTimeline, step)
+	}
+	if len(util) > 0 || len(sm) > 0 {
+		sum.UtilizationTimeline, sum.SMActivityTimeline = util, sm
+		sum.TimelineStepSeconds = jobmodel.Ptr(step)
 		sum.TimelineStart = jobmodel.At(time.UnixMilli(int64(g.Timeline.Start * 1000)).UTC())
-		if g.SMTimeline != nil {
-			sm := aggregate.Timeline{Start: g.SMTimeline.Start, Step: g.SMTimeline.Step,
-				Sum: slices.Clone(g.SMTimeline.Sum), Count: slices.Clone(g.SMTimeline.Count)}
-			sm.CoarsenTo(g.Timeline.Step)
-			sum.SMActivityTimeline = sm.Means()
-		}
 	}
 	sum.Activity = jobmodel.SummarizeActivity(acts)
 	doc.GPU = &sum

@@ -318,7 +318,7 @@ func ruleGPULaunchBound(f *facts, fired map[string]bool) *jobmodel.Cause {
 		func(x *actGPU) string {
 			return joinNonEmpty("utilisation "+pct(x.util), "SM activity "+pct(x.a.sm.avg), occ(x))
 		})
-	return cause(conf, "%s%s", ev, unjudgedNote(unjudged, "SM activity"))
+	return cause(conf, "%s%s", ev, unjudgedNote(unjudged, "utilisation or SM activity"))
 }
 
 // pcieRxThreshold is the gpu_input_pipeline_bound rule's bound in bytes per

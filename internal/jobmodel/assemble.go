@@ -292,8 +292,11 @@ func assembleGPUs(nodes []Node) (*GPUUsage, []GPUDevice) {
 	if sum.EffectiveGPUs != nil && sum.Count > 0 {
 		sum.EffectiveRatio = Ptr(float64(*sum.EffectiveGPUs) / float64(sum.Count))
 	}
-	sum.UtilizationTimeline, sum.TimelineStepSeconds, sum.TimelineStart = joinTimelines(nodes, utilTimeline)
-	sum.SMActivityTimeline, _, _ = joinTimelines(nodes, smTimeline)
+	if step, start := timelineFrame(nodes); step > 0 {
+		sum.UtilizationTimeline = joinTimelines(nodes, utilTimeline, step)
+		sum.SMActivityTimeline = joinTimelines(nodes, smTimeline, step)
+		sum.TimelineStepSeconds, sum.TimelineStart = Ptr(step), start
+	}
 	sum.Activity = SummarizeActivity(acts)
 	return &sum, devs
 }
@@ -301,17 +304,20 @@ func assembleGPUs(nodes []Node) (*GPUUsage, []GPUDevice) {
 func utilTimeline(g *GPUUsage) []*float64 { return g.UtilizationTimeline }
 func smTimeline(g *GPUUsage) []*float64   { return g.SMActivityTimeline }
 
-// joinTimelines averages the nodes' GPU timelines (utilisation, or SM
-// activity: which picks) point by point, each weighted by its node's GPU
-// count, after bringing them to the coarsest step of the nodes'
-// utilisation timelines (steps are the sampling interval times a power of
-// two, so merging whole buckets aligns them); the earliest start is kept.
-func joinTimelines(nodes []Node, which func(*GPUUsage) []*float64) ([]*float64, *float64, *Time) {
-	var step float64
-	var start *Time
+// hasTimeline says whether a node's GPU summary has a timeline (either).
+func hasTimeline(g *GPUUsage) bool {
+	return g != nil && (len(g.UtilizationTimeline) > 0 || len(g.SMActivityTimeline) > 0) &&
+		g.TimelineStepSeconds != nil && *g.TimelineStepSeconds > 0
+}
+
+// timelineFrame is the joined timelines' step, the coarsest of the nodes'
+// (steps are the sampling interval times a power of two, so merging whole
+// buckets aligns them), and their start, the earliest; step 0 when no node
+// has a timeline.
+func timelineFrame(nodes []Node) (step float64, start *Time) {
 	for i := range nodes {
 		g := nodes[i].GPU
-		if g == nil || len(g.UtilizationTimeline) == 0 || g.TimelineStepSeconds == nil || *g.TimelineStepSeconds <= 0 {
+		if !hasTimeline(g) {
 			continue
 		}
 		step = max(step, *g.TimelineStepSeconds)
@@ -319,13 +325,18 @@ func joinTimelines(nodes []Node, which func(*GPUUsage) []*float64) ([]*float64, 
 			start = g.TimelineStart
 		}
 	}
-	if step == 0 {
-		return nil, nil, nil
-	}
+	return step, start
+}
+
+// joinTimelines averages the nodes' GPU timelines (utilisation, or SM
+// activity: which picks) point by point on buckets of step seconds, each
+// weighted by its node's GPU count; a gap on every node stays a gap. Nil
+// when no node has that timeline.
+func joinTimelines(nodes []Node, which func(*GPUUsage) []*float64, step float64) []*float64 {
 	var sum, weight []float64
 	for i := range nodes {
 		g := nodes[i].GPU
-		if g == nil || len(which(g)) == 0 || g.TimelineStepSeconds == nil || *g.TimelineStepSeconds <= 0 {
+		if !hasTimeline(g) || len(which(g)) == 0 {
 			continue
 		}
 		tl := which(g)
@@ -350,7 +361,7 @@ func joinTimelines(nodes []Node, which func(*GPUUsage) []*float64) ([]*float64, 
 		}
 	}
 	if len(sum) == 0 {
-		return nil, nil, nil
+		return nil
 	}
 	out := make([]*float64, len(sum))
 	for j := range sum {
@@ -358,7 +369,7 @@ func joinTimelines(nodes []Node, which func(*GPUUsage) []*float64) ([]*float64, 
 			out[j] = Ptr(sum[j] / weight[j])
 		}
 	}
-	return out, Ptr(step), start
+	return out
 }
 
 func addPtr[T number](acc, v *T) *T { return foldPtr(acc, v, add[T]) }

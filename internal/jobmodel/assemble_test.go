@@ -108,19 +108,20 @@ func TestJoinTimelinesAlignsSteps(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	a := Node{Node: "a", Usage: Usage{GPU: &GPUUsage{Count: 1, UtilizationTimeline: []*float64{Ptr(1.0), Ptr(1.0), Ptr(0.0), nil}, TimelineStepSeconds: Ptr(5.0), TimelineStart: At(t0)}}}
 	b := Node{Node: "b", Usage: Usage{GPU: &GPUUsage{Count: 3, UtilizationTimeline: []*float64{Ptr(0.2), Ptr(0.2)}, TimelineStepSeconds: Ptr(10.0), TimelineStart: At(t0.Add(time.Second))}}}
-	tl, step, start := joinTimelines([]Node{a, b}, utilTimeline)
+	step, start := timelineFrame([]Node{a, b})
+	tl := joinTimelines([]Node{a, b}, utilTimeline, step)
 	// a at 10 s steps: [1, 0] (its gap left out); weighted with b (3
 	// GPUs): [(1+0.6)/4, (0+0.6)/4].
-	if *step != 10 || !start.Equal(t0) || len(tl) != 2 || math.Abs(*tl[0]-0.4) > 1e-9 || math.Abs(*tl[1]-0.15) > 1e-9 {
-		t.Errorf("timeline %v step %v start %v", tl, deref(step), start)
+	if step != 10 || !start.Equal(t0) || len(tl) != 2 || math.Abs(*tl[0]-0.4) > 1e-9 || math.Abs(*tl[1]-0.15) > 1e-9 {
+		t.Errorf("timeline %v step %v start %v", tl, step, start)
 	}
-	if tl, _, _ := joinTimelines([]Node{{Node: "c"}}, utilTimeline); tl != nil {
-		t.Errorf("no GPU node gave timeline %v", tl)
+	if step, _ := timelineFrame([]Node{{Node: "c"}}); step != 0 || joinTimelines([]Node{{Node: "c"}}, utilTimeline, 1) != nil {
+		t.Errorf("no GPU node gave a timeline")
 	}
 	// A gap on every node stays a gap.
 	gap := Node{Node: "g", Usage: Usage{GPU: &GPUUsage{Count: 1, UtilizationTimeline: []*float64{Ptr(0.5), nil, Ptr(0.5)},
 		TimelineStepSeconds: Ptr(5.0), TimelineStart: At(t0)}}}
-	if tl, _, _ := joinTimelines([]Node{gap}, utilTimeline); len(tl) != 3 || tl[1] != nil {
+	if tl := joinTimelines([]Node{gap}, utilTimeline, 5); len(tl) != 3 || tl[1] != nil {
 		t.Errorf("gap filled: %v", tl)
 	}
 }
@@ -306,6 +307,12 @@ func TestAssembleGPUActivityAcrossNodes(t *testing.T) {
 	}
 	// The SM timelines join like the utilisation's: weighted by GPU count
 	// where a node has a point, a node's gap left out.
+	// A node of MIG instances: SM activity, no utilisation.
+	mig := Node{Node: "m", Usage: Usage{GPU: &GPUUsage{Count: 1, SMActivityTimeline: []*float64{Ptr(0.4)},
+		TimelineStepSeconds: Ptr(5.0), TimelineStart: At(t0)}}}
+	if s, _ := assembleGPUs([]Node{mig}); len(s.SMActivityTimeline) != 1 || s.UtilizationTimeline != nil || s.TimelineStepSeconds == nil {
+		t.Errorf("MIG-only job: SM %v, util %v, step %v", s.SMActivityTimeline, s.UtilizationTimeline, s.TimelineStepSeconds)
+	}
 	tl := sum.SMActivityTimeline
 	if len(tl) != 2 || math.Abs(*tl[0]-(0.1+2*0.9)/3) > 1e-9 || math.Abs(*tl[1]-0.1) > 1e-9 {
 		t.Errorf("SM timeline %v", tl)

@@ -246,7 +246,7 @@ func gpuTimeline(gs []GPUSeries, simulated bool) string {
 // no SM activity timeline.
 func gpuActivityTimeline(j *jobmodel.Job, simulated bool) string {
 	g := j.GPU
-	if g == nil || len(g.SMActivityTimeline) == 0 || len(g.UtilizationTimeline) == 0 ||
+	if g == nil || len(g.SMActivityTimeline) == 0 ||
 		g.TimelineStepSeconds == nil || *g.TimelineStepSeconds <= 0 || g.TimelineStart == nil {
 		return ""
 	}
@@ -278,6 +278,9 @@ func gpuActivityTimeline(j *jobmodel.Job, simulated bool) string {
 	desc := "Line chart over " + formatDuration(t1.Sub(t0).Seconds()) + " of the GPUs' mean utilisation (the share of time any kernel ran, dashed) and their mean SM activity (the share of the SMs busy, solid)."
 	if uc > 0 {
 		desc += " Means over the run: utilisation " + formatPct(us/float64(uc)) + ", SM activity " + formatPct(ss/float64(sc)) + "."
+	} else {
+		// MIG instances: NVML gives them no utilisation.
+		desc += " Utilisation was not measured (MIG instances do not report it). Mean SM activity over the run: " + formatPct(ss/float64(sc)) + "."
 	}
 	c := newChart(chartWidth, 240, simTitle("GPU utilisation against SM activity", simulated), desc)
 	p := plot{left: 48, right: chartWidth - 16, top: 36, bottom: 240 - 44}

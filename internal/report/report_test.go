@@ -158,6 +158,12 @@ func TestGPUActivityChart(t *testing.T) {
 			t.Errorf("activity chart lacks %q", want)
 		}
 	}
+	// MIG instances: no utilisation, the SM line alone, and said so.
+	g.UtilizationTimeline = nil
+	cs = charts(in)
+	if last := cs[len(cs)-1]; !strings.Contains(last, "Utilisation was not measured") || !strings.Contains(last, "SM activity over the run: 10%") {
+		t.Errorf("activity chart without utilisation: %.300s", last)
+	}
 	// Two runs of the SM line (M…M) around the gap.
 	if paths := strings.Count(last, `stroke="`+colourLine+`" stroke-width="2"`); paths != 1 {
 		t.Errorf("%d SM activity paths", paths)
