@@ -206,7 +206,7 @@ func sanitize(r *gpu.Reading) {
 		r.Drop(gpu.FieldMemoryTotal)
 	}
 	if r.Has(gpu.FieldMemoryUsed|gpu.FieldMemoryTotal) && r.MemoryUsedBytes > r.MemoryTotalBytes {
-		r.Drop(gpu.FieldMemoryUsed|gpu.FieldMemoryTotal)
+		r.Drop(gpu.FieldMemoryUsed | gpu.FieldMemoryTotal)
 	}
 	if r.Has(gpu.FieldPower) && bad(r.PowerWatts, 0, maxPlausibleWatts) {
 		r.Drop(gpu.FieldPower)
@@ -325,7 +325,7 @@ func (c *checker) apply(pos int, r *gpu.Reading) {
 			c.owner[g] = pos
 		}
 		if c.owner[g] != pos {
-			r.Drop(gpu.FieldPower|gpu.FieldEnergy)
+			r.Drop(gpu.FieldPower | gpu.FieldEnergy)
 		}
 		if c.partitioned[g] {
 			owner := c.owner[g]
