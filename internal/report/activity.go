@@ -169,7 +169,7 @@ func (r activityRow) value() string {
 		if s != "" {
 			s += ". "
 		}
-		s += "Not given by the device: " + strings.Join(r.notGiven, ", ")
+		s += "Not measured on this GPU: " + strings.Join(r.notGiven, ", ")
 	}
 	return s
 }

@@ -18,7 +18,7 @@ func TestActivityShownOrNamedNeverZero(t *testing.T) {
 	for name, out := range map[string]string{"text": Text(in, false), "markdown": Markdown(in), "html": textContent(t, h)} {
 		for _, want := range []string{"GPU activity (average / 95th percentile / peak)", "SM activity 12% / 19% / 41%",
 			"SM occupancy 6% / – / –", "PCIe in 0.3 / 0.8 / 3.1 GB/s", "memory bandwidth 4% / 7% / 20%",
-			"Not given by the device: NVLink traffic (gpu", "mean SM activity 13%; average GPU utilisation 95%",
+			"Not measured on this GPU: NVLink traffic (gpu", "mean SM activity 13%; average GPU utilisation 95%",
 			"The GPU score is the mean SM activity (13%)"} {
 			if !strings.Contains(strings.ReplaceAll(out, "\\", ""), want) && !strings.Contains(strings.Join(strings.Fields(out), " "), want) {
 				t.Errorf("%s report lacks %q", name, want)
@@ -31,7 +31,7 @@ func TestActivityShownOrNamedNeverZero(t *testing.T) {
 
 	older := Text(gpuOlderJob(), false)
 	flat := strings.Join(strings.Fields(older), " ")
-	if !strings.Contains(flat, "GPU 0, GPU 1 Not given by the device: SM activity (gpu_sm_activity), SM occupancy") ||
+	if !strings.Contains(flat, "GPU 0, GPU 1 Not measured on this GPU: SM activity (gpu_sm_activity), SM occupancy") ||
 		!strings.Contains(flat, "PCIe traffic (gpu_pcie), NVLink traffic (gpu_link)") {
 		t.Errorf("older GPUs: what they could not give is not said:\n%s", older)
 	}
