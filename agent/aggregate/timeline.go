@@ -1,5 +1,11 @@
 package aggregate
 
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
 // TimelineBuckets is the most buckets a Timeline keeps.
 const TimelineBuckets = 64
 
@@ -96,4 +102,52 @@ func (tl *Timeline) Means() []*float64 {
 		}
 	}
 	return out
+}
+
+// Validate checks a Timeline read back from a checkpoint: a finite,
+// non-negative step and start, as many sums as counts and no more than
+// TimelineBuckets, no negative count, finite sums. A Timeline that fails
+// would make Add or Means index out of range.
+func (tl *Timeline) Validate() error {
+	var errs []error
+	if !finite(tl.Step) || tl.Step < 0 {
+		errs = append(errs, fmt.Errorf("step %v is not a non-negative number", tl.Step))
+	}
+	if !finite(tl.Start) {
+		errs = append(errs, fmt.Errorf("start %v is not a number", tl.Start))
+	}
+	if len(tl.Sum) != len(tl.Count) {
+		errs = append(errs, fmt.Errorf("%d sums but %d counts", len(tl.Sum), len(tl.Count)))
+	}
+	if len(tl.Count) > TimelineBuckets {
+		errs = append(errs, fmt.Errorf("%d buckets, more than %d", len(tl.Count), TimelineBuckets))
+	}
+	for i, c := range tl.Count {
+		if c < 0 {
+			errs = append(errs, fmt.Errorf("bucket %d: count %d", i, c))
+			break
+		}
+	}
+	for i, v := range tl.Sum {
+		if !finite(v) {
+			errs = append(errs, fmt.Errorf("bucket %d: sum %v", i, v))
+			break
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// UnmarshalJSON decodes a Timeline and checks it with Validate.
+func (tl *Timeline) UnmarshalJSON(data []byte) error {
+	type plain Timeline // no methods: avoids recursing into UnmarshalJSON
+	var p plain
+	if err := json.Unmarshal(data, &p); err != nil {
+		return fmt.Errorf("decoding timeline: %w", err)
+	}
+	dec := Timeline(p)
+	if err := dec.Validate(); err != nil {
+		return fmt.Errorf("decoding timeline: %w", err)
+	}
+	*tl = dec
+	return nil
 }

@@ -3,6 +3,7 @@ package aggregate
 import (
 	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -53,5 +54,26 @@ func TestTimelineGapsStayEmpty(t *testing.T) {
 	m := tl.Means()
 	if len(m) != 4 || *m[0] != 0.5 || m[1] != nil || m[2] != nil || *m[3] != 0.7 {
 		t.Errorf("means %v, want [0.5 nil nil 0.7]", m)
+	}
+}
+
+// TestTimelineFromDamagedCheckpoint: a timeline whose parts disagree is
+// refused with an error naming the problem, never a panic later.
+func TestTimelineFromDamagedCheckpoint(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		`{"start":1,"step":1,"sum":[1,2],"count":[1]}`: "2 sums but 1 counts",
+		`{"start":1,"step":-1,"sum":[],"count":[]}`:    "step -1",
+		`{"start":1,"step":1,"sum":[1],"count":[-3]}`:  "count -3",
+		`{"start":1,"step":1,"sum":"x","count":[]}`:    "decoding timeline",
+	} {
+		var tl Timeline
+		if err := json.Unmarshal([]byte(in), &tl); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want one naming %q", in, err, want)
+		}
+	}
+	var tl Timeline
+	if err := json.Unmarshal([]byte(`{"start":1,"step":2,"sum":[1,2],"count":[1,2]}`), &tl); err != nil || len(tl.Means()) != 2 {
+		t.Errorf("a sound timeline: %v", err)
 	}
 }
