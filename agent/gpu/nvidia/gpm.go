@@ -191,7 +191,7 @@ func (b *Backend) gpmMetrics(h *handle, s1, s2 nvml.GpmSample) {
 	g.get.NumMetrics = uint32(len(gpmMetricIDs))
 	g.get.Sample1, g.get.Sample2 = s1, s2
 	for i, id := range gpmMetricIDs {
-		g.get.Metrics[i] = nvml.GpmMetric{MetricId: uint32(id)}
+		g.get.Metrics[i] = nvml.GpmMetric{MetricId: uint32(id)} // #nosec G115 -- the ids are nvml.h's constants, 2 to 61: never negative
 	}
 	if ret := b.lib.GpmMetricsGet(&g.get); ret != nvml.SUCCESS {
 		g.lastFields = 0
