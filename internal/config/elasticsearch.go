@@ -17,8 +17,8 @@ type Elasticsearch struct {
 	// holding the password; both or neither.
 	Username     string `yaml:"username"`
 	PasswordFile string `yaml:"password_file"`
-	// CAFile is a PEM bundle of the CAs to trust for https; empty for the
-	// system's.
+	// CAFile is a PEM bundle of CAs trusted for https in addition to the
+	// system's (a private CA); empty for the system's alone.
 	CAFile string `yaml:"ca_file"`
 	// Timeout bounds each request.
 	Timeout time.Duration `yaml:"timeout"`

@@ -1,6 +1,9 @@
 package config
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // PrometheusAuth is how a product authenticates to Prometheus: a bearer
 // token, or a username and password, each read from a file. It is
@@ -41,12 +44,17 @@ type RemoteWrite struct {
 	// TenantHeader is the header that carries Tenant; empty means
 	// DefaultTenantHeader (X-Scope-OrgID).
 	TenantHeader string `yaml:"tenant_header"`
+	// CAFile is a PEM bundle of CAs trusted for an https endpoint in
+	// addition to the system's (a private CA); empty for the system's
+	// alone.
+	CAFile string `yaml:"ca_file"`
 }
 
 // Validate checks the URL, the credentials (a bearer token or a username
 // and password, not both; username and password_file together), the
-// timeout and the tenant (TenantProblem, TenantHeaderProblem); each
-// problem names its option (prometheus.remote_write_url).
+// timeout, the CA file (readable, a PEM bundle, for an https URL) and
+// the tenant (TenantProblem, TenantHeaderProblem); each problem names its
+// option (prometheus.remote_write_url).
 func (r *RemoteWrite) Validate() []error {
 	var errs []error
 	if u := r.RemoteWriteURL; u != "" && !HTTPURL(u) {
@@ -60,6 +68,13 @@ func (r *RemoteWrite) Validate() []error {
 	}
 	if r.Timeout <= 0 {
 		errs = append(errs, problem("prometheus.timeout", "must be positive"))
+	}
+	if r.CAFile != "" {
+		if err := CheckCAFile("prometheus.ca_file", r.CAFile); err != nil {
+			errs = append(errs, err)
+		} else if strings.HasPrefix(r.RemoteWriteURL, "http://") {
+			errs = append(errs, problem("prometheus.ca_file", "is set but prometheus.remote_write_url is http://, which uses no TLS: use https://, or remove ca_file"))
+		}
 	}
 	return append(errs, ValidateTenant(r.Tenant, r.TenantHeader)...)
 }

@@ -47,8 +47,8 @@ type Config struct {
 type PrometheusQuery struct {
 	URL                   string `yaml:"url"`
 	config.PrometheusAuth `yaml:",inline"`
-	// CAFile is a PEM bundle of the CAs to trust for https; empty for the
-	// system's (a setgid run ignores SSL_CERT_FILE, so a private CA is
+	// CAFile is a PEM bundle of CAs trusted for https in addition to the
+	// system's; empty for the system's alone (a setgid run ignores SSL_CERT_FILE, so a private CA is
 	// named here).
 	CAFile  string        `yaml:"ca_file"`
 	Timeout time.Duration `yaml:"timeout"`

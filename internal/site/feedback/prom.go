@@ -2,12 +2,9 @@ package feedback
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"github.com/jobsight/jobsight/internal/config"
 	"net/http"
-	"os"
 	"strconv"
 	"time"
 
@@ -38,14 +35,10 @@ func NewSeries(cfg PrometheusQuery) (*Series, error) {
 	}
 	var rt http.RoundTripper = http.DefaultTransport
 	if cfg.CAFile != "" {
-		pem, err := os.ReadFile(cfg.CAFile)
+		// The private CA is trusted in addition to the system's.
+		t, err := config.TrustTransport("prometheus.ca_file", cfg.CAFile)
 		if err != nil {
-			return nil, fmt.Errorf("prometheus.ca_file: %w", err)
-		}
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.TLSClientConfig = &tls.Config{RootCAs: x509.NewCertPool(), MinVersion: tls.VersionTLS12}
-		if !t.TLSClientConfig.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("prometheus.ca_file: %s holds no PEM certificate", cfg.CAFile)
+			return nil, err
 		}
 		rt = t
 	}

@@ -17,7 +17,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -25,6 +24,7 @@ import (
 	es "github.com/elastic/go-elasticsearch/v8"
 	"github.com/elastic/go-elasticsearch/v8/esapi"
 
+	"github.com/jobsight/jobsight/internal/config"
 	"github.com/jobsight/jobsight/internal/store"
 )
 
@@ -39,8 +39,8 @@ type Config struct {
 	// reads the password from a file; it is never logged.
 	Username string
 	Password string
-	// CACertFile is a PEM bundle of the CAs to trust for https; empty for
-	// the system's.
+	// CACertFile is a PEM bundle of CAs trusted for https in addition to
+	// the system's (a private CA); empty for the system's alone.
 	CACertFile string
 	// Timeout bounds each request; DefaultTimeout when zero.
 	Timeout time.Duration
@@ -97,11 +97,13 @@ func New(cfg Config) (*Client, error) {
 		escfg.MaxRetries = 0
 	}
 	if cfg.CACertFile != "" {
-		pem, err := os.ReadFile(cfg.CACertFile)
+		// Not escfg.CACert: the client library would trust that bundle
+		// instead of the system's CAs, not in addition to them.
+		t, err := config.TrustTransport("elasticsearch.ca_file", cfg.CACertFile)
 		if err != nil {
-			return nil, fmt.Errorf("elasticsearch: reading CA file: %w", err)
+			return nil, err
 		}
-		escfg.CACert = pem
+		escfg.Transport = t
 	}
 	client, err := es.NewClient(escfg)
 	if err != nil {
