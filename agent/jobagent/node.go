@@ -194,6 +194,41 @@ func send(sock string, req Request) (string, error) {
 	return strings.TrimSpace(line), nil
 }
 
+// PidFilePath is the node agent's pid file: state_dir/agent@<node>.pid.
+func PidFilePath(stateDir, node string) string { return nodeFiles(stateDir, node).pid }
+
+// WritePidFile writes this process's pid to path, for logrotate
+// (examples/logrotate.d/jobsight: pkill -HUP -L -F path -x jobsight-agent),
+// and holds an exclusive flock on it until release is called: a pid file
+// that a killed agent left is unlocked, so `pkill -L` signals nothing
+// rather than whatever process has the pid now. The file is locked before
+// it is renamed into place, so a pid file that exists is locked while its
+// agent lives. The node agent removes it when it exits.
+func WritePidFile(path string) (release func(), err error) {
+	tmp := path + ".tmp"
+	_ = os.Remove(tmp)
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("pid file: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		_ = os.Remove(tmp)
+		return nil, fmt.Errorf("locking pid file %s: %w", tmp, err)
+	}
+	if _, err := f.WriteString(strconv.Itoa(os.Getpid()) + "\n"); err != nil {
+		f.Close()
+		_ = os.Remove(tmp)
+		return nil, fmt.Errorf("writing pid file %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		f.Close()
+		_ = os.Remove(tmp)
+		return nil, fmt.Errorf("pid file %s: %w", path, err)
+	}
+	return func() { f.Close() }, nil
+}
+
 // tryFlock takes an exclusive flock on path without waiting.
 func tryFlock(path string) (release func(), ok bool, err error) {
 	fd, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
@@ -243,7 +278,11 @@ func (n *nodeAgent) serve(ctx context.Context, first Request) error {
 		return fmt.Errorf("node agent socket: %w", err)
 	}
 	_ = os.Chmod(n.paths.sock, 0o600)
-	_ = writeAtomic(n.paths.pid, []byte(strconv.Itoa(os.Getpid())+"\n"))
+	if unlockPid, err := WritePidFile(n.paths.pid); err != nil {
+		a.Log.Warn("node agent pid file not written: logrotate cannot tell this agent to reopen its log", "err", err)
+	} else {
+		defer unlockPid()
+	}
 	cleanOld(a.Config.StateDir)
 	defer profileOnSignal(filepath.Join(a.Config.StateDir, "profiles"), a.Config.Node, a.Log)()
 

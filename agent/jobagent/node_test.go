@@ -5,10 +5,14 @@ import (
 	"encoding/json"
 	"net"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/jobsight/jobsight/agent/collector"
 	"github.com/jobsight/jobsight/internal/jobmodel"
@@ -78,6 +82,16 @@ func TestOneNodeAgentForManyJobs(t *testing.T) {
 	if _, err := os.Stat(p.sock); err != nil {
 		t.Fatalf("node agent socket: %v", err)
 	}
+	// Its pid file (logrotate's SIGHUP goes there), locked while it lives.
+	if b, err := os.ReadFile(p.pid); err != nil || strings.TrimSpace(string(b)) != strconv.Itoa(os.Getpid()) {
+		t.Errorf("node agent pid file %s: %q, %v; want this process's pid", p.pid, b, err)
+	}
+	if f, err := os.Open(p.pid); err == nil {
+		if err := unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB); err == nil {
+			t.Errorf("node agent pid file %s is not locked (pkill -L would refuse it)", p.pid)
+		}
+		f.Close()
+	}
 	slurm.set(jobmodel.StateCompleted)
 	var stops []Request
 	for i := 1; i <= jobs; i++ {
@@ -96,6 +110,9 @@ func TestOneNodeAgentForManyJobs(t *testing.T) {
 	}
 	if _, err := os.Stat(p.sock); !os.IsNotExist(err) {
 		t.Errorf("socket left behind after exit: %v", err)
+	}
+	if _, err := os.Stat(p.pid); !os.IsNotExist(err) {
+		t.Errorf("pid file left behind after exit: %v", err)
 	}
 	out.mu.Lock()
 	defer out.mu.Unlock()

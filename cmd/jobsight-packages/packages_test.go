@@ -500,3 +500,41 @@ func TestInstallScriptPicksOnePackageEach(t *testing.T) {
 		t.Errorf("two versions of one package: %v\n%s", err, out)
 	}
 }
+
+// The packaged /etc/logrotate.d/jobsight signals the node agent only,
+// through its locked pid file: a `pkill` by name alone also reaches every
+// user's `jobsight-agent run`, which passes SIGHUP on to the user's command
+// (cmd/jobsight-agent's TestLogrotateSignalsTheNodeAgentOnly runs it).
+func TestLogrotateSignalsThroughThePidFile(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var src string
+	for _, c := range agentPackage(input{root: root}, "deb").Contents {
+		if c.Destination == "/etc/logrotate.d/jobsight" {
+			src = c.Source
+		}
+	}
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatalf("the package's /etc/logrotate.d/jobsight (%q): %v", src, err)
+	}
+	var signals []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if l := strings.TrimSpace(line); !strings.HasPrefix(l, "#") && (strings.Contains(l, "kill") || strings.Contains(l, "HUP")) {
+			signals = append(signals, l)
+		}
+	}
+	if len(signals) == 0 {
+		t.Fatalf("%s sends no SIGHUP:\n%s", src, b)
+	}
+	for _, l := range signals {
+		if !strings.Contains(l, "pkill -HUP -L -F \"$pidfile\" -x jobsight-agent") {
+			t.Errorf("%s: %q signals by name, not through the node agent's locked pid file", src, l)
+		}
+	}
+	if !strings.Contains(string(b), "/var/lib/jobsight/agent@*.pid") {
+		t.Errorf("%s does not read the node agent's pid file (state_dir/agent@<node>.pid)", src)
+	}
+}
