@@ -331,9 +331,9 @@ export interface JobsightOptions extends DataSourceJsonData {
    * can change (unsafe unless every account comes from an identity provider).
    */
   identitySource?: IdentitySource;
-  /** The ID token's authenticatedBy values whose login is trusted (default ldap, auth.saml, authproxy, jwt, oauth_*). */
+  /** The ID token's authenticatedBy values whose login is trusted (default ldap, auth.saml, jwt, oauth_*; authproxy only where the proxy refuses PUT /api/user). */
   trustedAuthMethods?: string[];
-  /** Grafana user id ("user:<uid>" or the uid) → Slurm user: safe for built-in accounts too. */
+  /** Grafana user → Slurm user, by "user:<numeric id>" (the ID token's sub) or the uid alone (its identifier): safe for built-in accounts too. */
   userIdMap?: Record<string, string>;
   /** Grafana's base URL for its signing keys, when its root_url is not reachable from the server. */
   grafanaUrl?: string;
@@ -373,7 +373,7 @@ export const DEFAULTS = {
   userMapping: 'login' as UserMapping,
   fullAccessRoles: ['Admin', 'Editor'] as GrafanaRole[],
   identitySource: 'idToken' as IdentitySource,
-  trustedAuthMethods: ['ldap', 'auth.saml', 'authproxy', 'jwt', 'oauth_*'],
+  trustedAuthMethods: ['ldap', 'auth.saml', 'jwt', 'oauth_*'],
   maxJobs: 10000,
   maxSeries: 20000,
   silentAfterMinutes: 30,

@@ -12,6 +12,8 @@ import (
 	"io"
 	"net/url"
 	"reflect"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -134,11 +136,19 @@ type Settings struct {
 	IdentitySource string `json:"identitySource,omitempty"`
 	// TrustedAuthMethods are the ID token's authenticatedBy values whose
 	// login and email are mapped (a trailing * matches a prefix). Default
-	// the external ones: ldap, auth.saml, authproxy, jwt, oauth_*.
+	// the identity providers whose accounts cannot edit their login or
+	// email: ldap, auth.saml, jwt, oauth_* (not authproxy, whose accounts
+	// can: docs/datasource.md).
 	TrustedAuthMethods []string `json:"trustedAuthMethods,omitempty"`
-	// UserIDMap maps a Grafana user, by the id in its ID token ("user:<uid>",
-	// or the uid alone), to a Slurm user. Users cannot change their id, so
-	// this is safe for built-in accounts too.
+	// UserIDMap maps a Grafana user, by an id in its ID token that the
+	// user cannot change, to a Slurm user; safe for built-in accounts too.
+	// Grafana 11 and 12 sign sub = "user:<numeric database id>" and
+	// identifier = the user's uid (grafana/grafana
+	// pkg/services/auth/idimpl/service.go: Subject is the identity's
+	// typed id, Identifier its raw identifier, the uid), so a key is
+	// either "user:<numeric id>" (matched against sub) or the uid alone
+	// (matched against identifier). "user:<uid>" matches nothing and is
+	// refused (UserIDMapKeyProblem).
 	UserIDMap map[string]string `json:"userIdMap,omitempty"`
 	// GrafanaURL is where the plugin fetches Grafana's signing keys
 	// (<grafanaUrl>/api/signing-keys/keys). Default Grafana's root_url, as
@@ -345,12 +355,53 @@ const (
 )
 
 // DefaultTrustedAuthMethods are the authenticatedBy values of Grafana's ID
-// token for accounts that come from an identity provider: Grafana refuses
-// to let their owners edit login or email (only built-in accounts, with no
-// external auth record, may). Built-in accounts sign in with "password"
-// or a session with no module (""), API keys and service accounts with
-// "apikey"; none of those is here.
-var DefaultTrustedAuthMethods = []string{"ldap", "auth.saml", "authproxy", "jwt", "oauth_*"}
+// token for accounts that come from an identity provider whose module
+// Grafana counts as external: Grafana refuses PUT /api/user (edit own
+// login or email) for them while the module is enabled. Built-in accounts
+// sign in with "password" or a session with no module (""), API keys and
+// service accounts with "apikey"; none of those is here. Nor is
+// "authproxy": Grafana lets auth-proxy accounts edit their own login and
+// email (only the field named by header_property is protected), so a
+// site adds it only when its proxy refuses PUT /api/user
+// (docs/datasource.md, "Which identity is mapped").
+var DefaultTrustedAuthMethods = []string{"ldap", "auth.saml", "jwt", "oauth_*"}
+
+// UserIDMapKeyProblem says why key can never match a Grafana 11/12 ID
+// token's user ("" when it can): keys are "user:<numeric id>" (the
+// token's sub) or a uid (its identifier).
+func UserIDMapKeyProblem(key string) string {
+	if strings.TrimSpace(key) != key || key == "" {
+		return fmt.Sprintf("key %q: must be \"user:<numeric id>\" or the user's uid, without spaces", key)
+	}
+	if id, ok := strings.CutPrefix(key, "user:"); ok {
+		n, err := strconv.ParseInt(id, 10, 64)
+		if err != nil || n <= 0 || strconv.FormatInt(n, 10) != id {
+			return fmt.Sprintf("key %q can never match: Grafana's ID token has sub \"user:<numeric database id>\" (e.g. \"user:42\") "+
+				"and the uid in identifier; write \"user:<numeric id>\", or the uid alone (%q)", key, id)
+		}
+		return ""
+	}
+	if strings.Contains(key, ":") {
+		return fmt.Sprintf("key %q can never match: only users are mapped, as \"user:<numeric id>\" or by uid", key)
+	}
+	if len(key) > 40 || !validUID(key) {
+		return fmt.Sprintf("key %q can never match: a Grafana uid has at most 40 letters, digits, - and _", key)
+	}
+	if _, err := strconv.ParseUint(key, 10, 64); err == nil {
+		return fmt.Sprintf("key %q is a bare number, which Grafana never gives as a user's uid: for the user with numeric id %s write \"user:%s\"", key, key, key)
+	}
+	return ""
+}
+
+// validUID: Grafana's uid alphabet (letters, digits, - and _).
+func validUID(s string) bool {
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
 
 // Validate checks every setting and returns all problems found, joined.
 func (s *Settings) Validate() error {
@@ -414,9 +465,16 @@ func (s *Settings) Validate() error {
 			add("trustedAuthMethods", fmt.Sprintf("%q is Grafana's own sign-in, whose accounts can rename themselves: map them with userIdMap instead", m))
 		}
 	}
-	for id, u := range s.UserIDMap {
-		if strings.TrimSpace(strings.TrimPrefix(id, "user:")) == "" || u == "" {
-			add("userIdMap", fmt.Sprintf("entries must map a Grafana user id (\"user:<uid>\" or the uid) to a Slurm user, got %q: %q", id, u))
+	ids := make([]string, 0, len(s.UserIDMap))
+	for id := range s.UserIDMap {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		if p := UserIDMapKeyProblem(id); p != "" {
+			add("userIdMap", p)
+		} else if strings.TrimSpace(s.UserIDMap[id]) == "" {
+			add("userIdMap", fmt.Sprintf("entries must map a Grafana user id (\"user:<numeric id>\" or the uid) to a Slurm user, got %q: %q", id, s.UserIDMap[id]))
 		}
 	}
 	if s.GrafanaURL != "" {

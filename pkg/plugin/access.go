@@ -157,10 +157,27 @@ func slurmUser(ctx context.Context, s *models.Settings, ids *idVerifier, r reque
 	if email == "" {
 		email = u.Email
 	}
-	for _, key := range []string{claims.Subject, id, claims.Identifier} {
-		if m, ok := s.UserIDMap[key]; ok && key != "" {
+	// userIdMap: "user:<numeric id>" is the token's sub, a uid its
+	// identifier (Grafana 11/12: sub is the typed numeric id, identifier
+	// the uid). Each key form is matched against its own claim only, so a
+	// uid can never be taken for another user's numeric id.
+	if m, ok := s.UserIDMap[claims.Subject]; ok {
+		return m, nil
+	}
+	if uid := claims.Identifier; uid != "" && !strings.Contains(uid, ":") {
+		if m, ok := s.UserIDMap[uid]; ok {
 			return m, nil
 		}
+	}
+	if claims.AuthenticatedBy == renderModule {
+		// Grafana's image renderer (shared panel images, scheduled
+		// reports) signs in with a render key Grafana issued for the
+		// user who asked: the token names that user (sub, identifier)
+		// but not how they signed in, and the login and email are the
+		// stored ones, which a built-in account can have edited.
+		return "", fmt.Errorf("your Grafana account %q (%s) is seen here through Grafana's image renderer (authenticatedBy render), which does not say how you signed in, "+
+			"so Jobsight maps it only by its user id: ask an admin to add %q (or its uid) to userIdMap, or render as a role in fullAccessRoles",
+			u.Login, claims.Subject, claims.Subject)
 	}
 	if !trustedMethod(s.TrustedAuthMethods, claims.AuthenticatedBy) {
 		how := claims.AuthenticatedBy
@@ -176,6 +193,11 @@ func slurmUser(ctx context.Context, s *models.Settings, ids *idVerifier, r reque
 	}
 	return "", fmt.Errorf("your Grafana user %q has no Slurm user (userMapping %s): ask an admin to map it", login, s.UserMapping)
 }
+
+// renderModule is the authenticatedBy of a request from Grafana's image
+// renderer (grafana/grafana pkg/services/login: RenderModule; set by the
+// render-key client, pkg/services/authn/clients/render.go).
+const renderModule = "render"
 
 // trustedMethod says whether authenticatedBy is in methods (a trailing *
 // matches a prefix). An empty authenticatedBy is never trusted.

@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -80,12 +81,21 @@ func jwkOf(pub *ecdsa.PublicKey, kid string) map[string]string {
 	return map[string]string{"kty": "EC", "crv": "P-256", "alg": "ES256", "use": "sig", "kid": kid, "x": enc(raw[1:33]), "y": enc(raw[33:])}
 }
 
-// claims are what Grafana puts in a user's ID token.
-func (ks *keyServer) claims(uid, login, email, authBy string) jwt.MapClaims {
+// uidOf is the uid test user id has: a Grafana-like short uid that does
+// not contain the numeric id, so that a test cannot pass by confusing
+// the two.
+func uidOf(id int64) string { return fmt.Sprintf("e%013x", uint64(id)*2654435761) }
+
+// claims are what Grafana 11 and 12 put in the ID token of user id (its
+// numeric database id), as grafana/grafana's idimpl service signs it: iss
+// root_url, aud ["org:1"], sub "user:<numeric id>", identifier the uid,
+// type "user", namespace "default" (org 1), username, email,
+// email_verified, name, authenticatedBy, 10 minutes' validity.
+func (ks *keyServer) claims(id int64, login, email, authBy string) jwt.MapClaims {
 	now := time.Now()
-	return jwt.MapClaims{"iss": ks.root(), "aud": []string{"org:1"}, "sub": "user:" + uid, "exp": now.Add(10 * time.Minute).Unix(),
-		"iat": now.Unix(), "namespace": "default", "identifier": uid, "type": "user", "authenticatedBy": authBy,
-		"username": login, "email": email}
+	return jwt.MapClaims{"iss": ks.root(), "aud": []string{"org:1"}, "sub": fmt.Sprintf("user:%d", id), "exp": now.Add(10 * time.Minute).Unix(),
+		"iat": now.Unix(), "namespace": "default", "identifier": uidOf(id), "type": "user", "authenticatedBy": authBy,
+		"username": login, "email": email, "email_verified": false, "name": login}
 }
 
 func sign(key *ecdsa.PrivateKey, kid string, c jwt.MapClaims) string {
@@ -152,7 +162,7 @@ func TestViewerForUnverifiedLogin(t *testing.T) {
 // its user id (userIdMap), which it cannot change.
 func TestViewerForIDToken(t *testing.T) {
 	ks := newKeyServer(t)
-	s := settingsFor(t, `{"userMap":{"ops":"root"},"userIdMap":{"user:u-42":"carol"},"fullAccessRoles":["Admin"],"accountPIs":{"chem":["alice"]}}`)
+	s := settingsFor(t, fmt.Sprintf(`{"userMap":{"ops":"root"},"userIdMap":{"user:42":"carol",%q:"dan"},"fullAccessRoles":["Admin"],"accountPIs":{"chem":["alice"]}}`, uidOf(43)))
 	if s.IdentitySource != models.IdentityIDToken {
 		t.Fatalf("default identitySource %q", s.IdentitySource)
 	}
@@ -164,17 +174,39 @@ func TestViewerForIDToken(t *testing.T) {
 		name, login, token string
 		want, err          string
 	}{
-		{"LDAP account by login", "alice", ks.token(ks.claims("u-1", "alice", "alice@uni.edu", "ldap")), "alice", ""},
-		{"OAuth account by login", "bob", ks.token(ks.claims("u-2", "bob", "bob@uni.edu", "oauth_generic_oauth")), "bob", ""},
-		{"SAML account in userMap", "ops", ks.token(ks.claims("u-3", "ops", "", "auth.saml")), "root", ""},
-		{"built-in account renamed root", "root", ks.token(ks.claims("u-9", "root", "root@uni.edu", "")), "", "signed in with Grafana's own login"},
-		{"built-in password sign-in renamed ops", "ops", ks.token(ks.claims("u-9", "ops", "", "password")), "", `signed in with password`},
-		{"built-in account in userIdMap", "anything", ks.token(ks.claims("u-42", "anything", "", "password")), "carol", ""},
+		{"LDAP account by login", "alice", ks.token(ks.claims(1, "alice", "alice@uni.edu", "ldap")), "alice", ""},
+		{"OAuth account by login", "bob", ks.token(ks.claims(2, "bob", "bob@uni.edu", "oauth_generic_oauth")), "bob", ""},
+		{"SAML account in userMap", "ops", ks.token(ks.claims(3, "ops", "", "auth.saml")), "root", ""},
+		{"built-in account renamed root", "root", ks.token(ks.claims(9, "root", "root@uni.edu", "")), "", "signed in with Grafana's own login"},
+		{"built-in password sign-in renamed ops", "ops", ks.token(ks.claims(9, "ops", "", "password")), "", `signed in with password`},
+		{"built-in account in userIdMap by user:<numeric id>", "anything", ks.token(ks.claims(42, "anything", "", "password")), "carol", ""},
+		{"built-in account in userIdMap by uid", "whatever", ks.token(ks.claims(43, "whatever", "", "")), "dan", ""},
+		// A uid is matched against identifier only: a token whose sub
+		// carried it (not Grafana's shape) is not that user's.
+		{"uid in sub is not the identifier", "whatever", ks.token(func() jwt.MapClaims {
+			c := ks.claims(43, "whatever", "", "password")
+			c["sub"], c["identifier"] = "user:"+uidOf(43), ""
+			return c
+		}()), "", "signed in with password"},
+		// Auth proxy accounts can edit their own login and email
+		// (Grafana's PUT /api/user refuses only external-login modules):
+		// not trusted by default.
+		{"auth proxy account renamed root", "root", ks.token(ks.claims(11, "root", "root@uni.edu", "authproxy")), "", "signed in with authproxy"},
+		{"auth proxy account in userIdMap", "anything", ks.token(ks.claims(42, "anything", "", "authproxy")), "carol", ""},
+		// The image renderer vouches for the user id, not the name.
+		{"render of a user in userIdMap", "anything", ks.token(ks.claims(42, "anything", "", "render")), "carol", ""},
+		{"render of an LDAP user by name", "alice", ks.token(ks.claims(1, "alice", "alice@uni.edu", "render")), "", "image renderer"},
 		{"no token", "alice", "", "", "sent no ID token"},
-		{"token of another login", "alice", ks.token(ks.claims("u-2", "bob", "", "ldap")), "", `is for "bob"`},
+		{"token of another login", "alice", ks.token(ks.claims(2, "bob", "", "ldap")), "", `is for "bob"`},
 		{"service account token", "sa", ks.token(func() jwt.MapClaims {
-			c := ks.claims("7", "sa", "", "apikey")
+			// Grafana signs a service account's token with its typed
+			// id, uid and type only (no username, email or
+			// authenticatedBy: those are for users).
+			c := ks.claims(7, "sa", "", "")
 			c["sub"], c["type"] = "service-account:7", "service-account"
+			for _, k := range []string{"username", "email", "email_verified", "name", "authenticatedBy"} {
+				delete(c, k)
+			}
 			return c
 		}()), "", "not a user"},
 	}
@@ -191,7 +223,7 @@ func TestViewerForIDToken(t *testing.T) {
 		}
 	}
 	// The refusal names why and what to do.
-	_, err := viewerFor(context.Background(), s, ids, userReq(ks, viewer("root"), ks.token(ks.claims("u-9", "root", "", "")), false))
+	_, err := viewerFor(context.Background(), s, ids, userReq(ks, viewer("root"), ks.token(ks.claims(9, "root", "", "")), false))
 	if err == nil || !strings.Contains(err.Error(), "userIdMap") || !strings.Contains(err.Error(), "can change") {
 		t.Errorf("refusal of a built-in account: %v", err)
 	}
@@ -201,13 +233,52 @@ func TestViewerForIDToken(t *testing.T) {
 	}
 }
 
+// trustedAuthMethods is the site's list of the sign-in methods it has
+// enabled. A method the site disables keeps vouching in Grafana's tokens
+// (a cookie session reports the module of the user's stored external
+// login record) while Grafana lets that user edit their login and email,
+// so the site's procedure (docs/datasource.md) is to take the method out
+// of trustedAuthMethods in the same change: its sessions are then
+// refused by name and mapped only by userIdMap. Auth proxy is trusted
+// only where a site lists it (its proxy refuses PUT /api/user).
+func TestTrustedAuthMethodsAreTheSites(t *testing.T) {
+	ks := newKeyServer(t)
+	ids := newIDVerifier(http.DefaultClient, time.Now)
+	viewer := func(login string) *backend.User {
+		return &backend.User{Login: login, Email: login + "@uni.edu", Role: "Viewer"}
+	}
+	check := func(s *models.Settings, login, authBy, want, wantErr string) {
+		t.Helper()
+		v, err := viewerFor(context.Background(), s, ids, userReq(ks, viewer(login), ks.token(ks.claims(21, login, login+"@uni.edu", authBy)), false))
+		if wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), wantErr) {
+				t.Errorf("%s via %q: viewer %+v, err %v; want an error with %q", login, authBy, v, err, wantErr)
+			}
+			return
+		}
+		if err != nil || v.User != want {
+			t.Errorf("%s via %q: viewer %+v, err %v; want %q", login, authBy, v, err, want)
+		}
+	}
+	// LDAP was disabled: the site now lists only its OAuth provider.
+	narrowed := settingsFor(t, `{"fullAccessRoles":["Admin"],"trustedAuthMethods":["oauth_generic_oauth"]}`)
+	check(narrowed, "root", "ldap", "", "signed in with ldap")
+	check(narrowed, "bob", "oauth_generic_oauth", "bob", "")
+	check(narrowed, "bob", "oauth_github", "", "signed in with oauth_github")
+	pinned := settingsFor(t, `{"fullAccessRoles":["Admin"],"trustedAuthMethods":["oauth_generic_oauth"],"userIdMap":{"user:21":"carol"}}`)
+	check(pinned, "root", "ldap", "carol", "")
+	// Auth proxy: refused by name unless the site lists it.
+	check(settingsFor(t, `{"fullAccessRoles":["Admin"]}`), "alice", "authproxy", "", "signed in with authproxy")
+	check(settingsFor(t, `{"fullAccessRoles":["Admin"],"trustedAuthMethods":["authproxy","oauth_*"]}`), "alice", "authproxy", "alice", "")
+}
+
 // Forged tokens are refused, each for its reason.
 func TestForgedIDTokensAreRefused(t *testing.T) {
 	ks := newKeyServer(t)
 	s := settingsFor(t, `{"fullAccessRoles":["Admin"]}`)
 	ids := newIDVerifier(http.DefaultClient, time.Now)
 	other, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	good := func() jwt.MapClaims { return ks.claims("u-1", "alice", "alice@uni.edu", "ldap") }
+	good := func() jwt.MapClaims { return ks.claims(1, "alice", "alice@uni.edu", "ldap") }
 	with := func(k string, v any) jwt.MapClaims { c := good(); c[k] = v; return c }
 	without := func(k string) jwt.MapClaims { c := good(); delete(c, k); return c }
 	ks.mu.Lock()
@@ -267,7 +338,7 @@ func TestIDTokenKeyRotation(t *testing.T) {
 	ids := newIDVerifier(http.DefaultClient, clock)
 	u := &backend.User{Login: "alice", Role: "Viewer"}
 	try := func() error {
-		c := ks.claims("u-1", "alice", "", "ldap")
+		c := ks.claims(1, "alice", "", "ldap")
 		c["iat"], c["exp"] = now.Unix(), now.Add(10*time.Minute).Unix()
 		_, err := viewerFor(context.Background(), s, ids, userReq(ks, u, ks.token(c), false))
 		return err
@@ -319,11 +390,11 @@ func TestAlertEngineSeesEverythingWhateverTheRoles(t *testing.T) {
 			"viewer renamed grafana_scheduler": userReq(ks, &backend.User{Login: schedulerLogin, Role: "Viewer"}, "", true),
 			"editor renamed grafana_scheduler": userReq(ks, &backend.User{Login: schedulerLogin, Role: "Editor"}, "", true),
 			"viewer renamed, with its token": userReq(ks, &backend.User{Login: schedulerLogin, Role: "Viewer"},
-				ks.token(ks.claims("u-5", schedulerLogin, "", "password")), true),
+				ks.token(ks.claims(5, schedulerLogin, "", "password")), true),
 			"admin renamed, with its token": userReq(ks, &backend.User{Login: schedulerLogin, Role: "Admin"},
-				ks.token(ks.claims("u-6", schedulerLogin, "", "password")), true),
+				ks.token(ks.claims(6, schedulerLogin, "", "password")), true),
 			"viewer with FromAlert": userReq(ks, &backend.User{Login: "mallory", Email: "m@x", Role: "Viewer"},
-				ks.token(ks.claims("u-7", "mallory", "m@x", "ldap")), true),
+				ks.token(ks.claims(7, "mallory", "m@x", "ldap")), true),
 		}
 		for name, r := range imitations {
 			v, err := viewerFor(context.Background(), s, ids, r)
@@ -340,7 +411,7 @@ func TestAlertEngineSeesEverythingWhateverTheRoles(t *testing.T) {
 
 func TestTrustedMethod(t *testing.T) {
 	m := models.DefaultTrustedAuthMethods
-	for in, want := range map[string]bool{"ldap": true, "auth.saml": true, "oauth_github": true, "oauth_generic_oauth": true, "authproxy": true,
+	for in, want := range map[string]bool{"ldap": true, "auth.saml": true, "oauth_github": true, "oauth_generic_oauth": true, "authproxy": false,
 		"jwt": true, "": false, "password": false, "apikey": false, "oauth": false, "render": false, "extendedjwt": false, "LDAP": false} {
 		if got := trustedMethod(m, in); got != want {
 			t.Errorf("trustedMethod(%q) = %v, want %v", in, got, want)

@@ -27,12 +27,20 @@ import (
 //
 //	iss              Grafana's root_url
 //	aud              ["org:<org id>"]
-//	sub              "user:<id>" for a user ("service-account:<id>", ...)
+//	sub              "user:<numeric database id>" for a user, e.g. "user:42"
+//	                 ("service-account:<id>", ...): the identity's typed id
+//	identifier       the user's uid (e.g. "ae3fk2n1lz9xcb"), not in sub
+//	type             "user"
 //	exp, iat         10 minutes of validity
 //	namespace        "default" for org 1, "org-<id>" otherwise (newer releases)
 //	authenticatedBy  how the identity signed in: "password" or "" (built-in
 //	                 login), "ldap", "auth.saml", "oauth_<provider>",
-//	                 "authproxy", "jwt", "apikey", ...
+//	                 "authproxy", "jwt", "render", "apikey", ...
+//
+// (Read in grafana/grafana, Apache-2.0: pkg/services/auth/idimpl/service.go
+// sets Subject to the identity's typed id and Identifier to its raw
+// identifier; pkg/services/authn/identity.go makes the first "<type>:<id>"
+// from the numeric id and the second the uid.)
 //	username, email  the login and email (newer releases)
 //
 // A token is accepted only if everything checks; any doubt is a refusal.
@@ -74,7 +82,7 @@ func (c *idClaims) login() string {
 }
 
 // userID is the id of a user's token ("" for any other identity): the
-// part of sub after "user:".
+// part of sub after "user:", Grafana's numeric database id.
 func (c *idClaims) userID() string {
 	id, ok := strings.CutPrefix(c.Subject, "user:")
 	if !ok || id == "" || (c.Type != "" && c.Type != "user") {

@@ -136,7 +136,7 @@ describe('ConfigEditor settings', () => {
     expect(screen.getByLabelText('Job page URL')).toHaveValue(jsonDataExample.jobPageUrl);
     expect(screen.getByText("Grafana's signed ID token")).toBeInTheDocument();
     expect(screen.getByText('oauth_*')).toBeInTheDocument();
-    expect(screen.getByLabelText('userIdMap key 1')).toHaveValue('user:ae3fk2n1lz9xcb');
+    expect(screen.getByLabelText('userIdMap key 1')).toHaveValue('user:42');
     expect(screen.getByLabelText('userIdMap value 1')).toHaveValue('bob');
     expect(screen.getByLabelText('Grafana URL')).toHaveValue('http://localhost:3000');
     expect(screen.getByLabelText('Forward ID token')).toBeChecked();
@@ -193,9 +193,9 @@ describe('ConfigEditor settings', () => {
     await user.click(screen.getByText('Unverified login (unsafe)'));
     expect(last().jsonData.identitySource).toBe('unverifiedLogin');
     await user.click(screen.getByRole('button', { name: 'Add user id' }));
-    await user.type(screen.getByLabelText('userIdMap key 1'), 'user:abc');
+    await user.type(screen.getByLabelText('userIdMap key 1'), 'user:7');
     await user.type(screen.getByLabelText('userIdMap value 1'), 'carol');
-    expect(last().jsonData.userIdMap).toEqual({ 'user:abc': 'carol' });
+    expect(last().jsonData.userIdMap).toEqual({ 'user:7': 'carol' });
   });
 
   it('narrows the full-access roles to Admin', async () => {

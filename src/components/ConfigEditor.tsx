@@ -319,12 +319,12 @@ export function ConfigEditor(props: ConfigEditorProps) {
         <InlineField
           label="User id map"
           labelWidth={LABEL_WIDTH}
-          tooltip="Grafana user id (user:<uid>, as in the admin's user page) → Slurm user: also for built-in accounts, which cannot change their id"
+          tooltip="Grafana user → Slurm user, by user:<numeric id> (e.g. user:42) or the uid alone (the end of the user's page address under Administration → Users): also for built-in accounts, which cannot change their ids"
         >
           <MapEditor<string>
             id="userIdMap"
             value={jsonData.userIdMap}
-            keyPlaceholder="user:<uid>"
+            keyPlaceholder="user:<id> or uid"
             valuePlaceholder="Slurm user"
             addLabel="Add user id"
             {...textValue}

@@ -47,7 +47,7 @@ test.describe('ConfigEditor', () => {
     await editors.type(access.getByLabel('userMap value 1'), 'john.doe');
     // A built-in account, mapped by the Grafana user id it cannot change.
     await access.getByRole('button', { name: 'Add user id' }).click();
-    await editors.type(access.getByLabel('userIdMap key 1'), 'user:ae3f9c');
+    await editors.type(access.getByLabel('userIdMap key 1'), 'user:42');
     await editors.type(access.getByLabel('userIdMap value 1'), 'jdoe');
     await editors.type(editors.field(access, 'Grafana URL'), 'https://grafana.hpc.internal');
     await access.getByRole('button', { name: 'Add account' }).click();
@@ -91,7 +91,7 @@ test.describe('ConfigEditor', () => {
       silentAfterMinutes: 45,
       userMapping: 'emailLocalPart',
       userMap: { jdoe: 'john.doe' },
-      userIdMap: { 'user:ae3f9c': 'jdoe' },
+      userIdMap: { 'user:42': 'jdoe' },
       grafanaUrl: 'https://grafana.hpc.internal',
       accountPIs: { physics: ['alice', 'bob'] },
       fullAccessRoles: ['Admin'],

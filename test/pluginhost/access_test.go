@@ -203,10 +203,14 @@ func TestWhoSeesWhat(t *testing.T) {
 	})
 
 	t.Run("a built-in account is mapped by its user id", func(t *testing.T) {
-		ds := e.ds(t, `{"fullAccessRoles":["Admin"],"userIdMap":{"user:u-carol":"carol"}}`)
-		c := e.caller("whatever-she-likes", "Viewer", e.ids.Token(Identity{UID: "u-carol", Login: "whatever-she-likes", AuthenticatedBy: "password"}))
-		if users, err := e.jobUsers(t, ds, c); err != nil || !slices.Equal(users, []string{"carol"}) {
-			t.Errorf("users %v, err %v; want carol's job only", users, err)
+		// Grafana 11/12: sub "user:<numeric id>", the uid in identifier;
+		// a key is either.
+		for _, m := range []string{`{"user:31":"carol"}`, `{"ucarol31":"carol"}`} {
+			ds := e.ds(t, `{"fullAccessRoles":["Admin"],"userIdMap":`+m+`}`)
+			c := e.caller("whatever-she-likes", "Viewer", e.ids.Token(Identity{ID: 31, UID: "ucarol31", Login: "whatever-she-likes", AuthenticatedBy: "password"}))
+			if users, err := e.jobUsers(t, ds, c); err != nil || !slices.Equal(users, []string{"carol"}) {
+				t.Errorf("userIdMap %s: users %v, err %v; want carol's job only", m, users, err)
+			}
 		}
 	})
 

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -79,7 +80,10 @@ func (t *IDTokens) Rotate() error {
 
 // Identity is what a token says of a signed-in user.
 type Identity struct {
-	// UID is the user's id ("user:<UID>" is the subject).
+	// ID is the user's numeric database id: the subject is "user:<ID>"
+	// (when 0, a number derived from UID, never 0).
+	ID int64
+	// UID is the user's uid, the token's identifier (not in the subject).
 	UID string
 	// Login and Email are the account's login and email.
 	Login, Email string
@@ -90,8 +94,16 @@ type Identity struct {
 	OrgID int64
 }
 
-// Claims are the claims Grafana puts in a user's ID token.
+// Claims are the claims Grafana 11 and 12 put in a user's ID token
+// (grafana/grafana pkg/services/auth/idimpl/service.go: the subject is the
+// identity's typed numeric id, identifier its uid).
 func (t *IDTokens) Claims(id Identity) jwt.MapClaims {
+	num := id.ID
+	if num == 0 {
+		h := fnv.New32a()
+		_, _ = h.Write([]byte(id.UID))
+		num = int64(h.Sum32()%1000000) + 1
+	}
 	org := id.OrgID
 	if org == 0 {
 		org = 1
@@ -102,10 +114,10 @@ func (t *IDTokens) Claims(id Identity) jwt.MapClaims {
 	}
 	now := time.Now()
 	return jwt.MapClaims{
-		"iss": t.URL(), "aud": []string{fmt.Sprintf("org:%d", org)}, "sub": "user:" + id.UID,
+		"iss": t.URL(), "aud": []string{fmt.Sprintf("org:%d", org)}, "sub": fmt.Sprintf("user:%d", num),
 		"exp": now.Add(10 * time.Minute).Unix(), "iat": now.Unix(),
 		"namespace": ns, "identifier": id.UID, "type": "user",
-		"authenticatedBy": id.AuthenticatedBy, "username": id.Login, "email": id.Email, "name": id.Login,
+		"authenticatedBy": id.AuthenticatedBy, "username": id.Login, "email": id.Email, "email_verified": false, "name": id.Login,
 	}
 }
 
