@@ -72,8 +72,9 @@ func SecretsFrom(sec map[string]string) Secrets {
 // The exported JSON-tagged fields are the datasource's jsonData; Secrets are
 // filled from its decrypted secure JSON data.
 type Settings struct {
-	// ElasticsearchURL is the base URL of the Elasticsearch (or OpenSearch)
-	// HTTP API, e.g. http://es:9200. Required.
+	// ElasticsearchURL is the base URL of the Elasticsearch HTTP API (8, or
+	// 7.14 and later; the agents refuse OpenSearch, so it holds no job
+	// documents), e.g. http://es:9200. Required.
 	ElasticsearchURL string `json:"elasticsearchUrl"`
 	// ElasticsearchJobIndex is the index holding one document per job.
 	// Default "jobsight-jobs".
