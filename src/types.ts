@@ -314,8 +314,14 @@ export interface JobsightOptions extends DataSourceJsonData {
   prometheusTenantHeader?: string;
   clusterFilter?: string;
   timeoutSeconds?: number;
-  /** PEM CA bundle trusted for both backends besides the system's. */
+  /** PEM CA bundle trusted for Elasticsearch, Prometheus and allocationsUrl, in addition to the system's CAs. */
   tlsCaCert?: string;
+  /** TLS trust per backend (docs/datasource.md, "TLS trust"): PEM CA bundles added to the system's CAs. */
+  elasticsearchTlsCaCert?: string;
+  prometheusTlsCaCert?: string;
+  allocationsTlsCaCert?: string;
+  /** For Grafana's signing keys only; tlsCaCert is not used there. */
+  grafanaTlsCaCert?: string;
 
   /** Access control. */
   userMapping?: UserMapping;

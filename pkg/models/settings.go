@@ -107,9 +107,18 @@ type Settings struct {
 	// TimeoutSeconds bounds each request to Elasticsearch or Prometheus.
 	// Default 30, at most 300.
 	TimeoutSeconds int `json:"timeoutSeconds,omitempty"`
-	// TLSCACert is a PEM CA bundle trusted for both backends in addition to
-	// the system's (for sites with a private CA).
-	TLSCACert string `json:"tlsCaCert,omitempty"`
+	// TLS trust (docs/datasource.md, "TLS trust"). Each is a PEM CA
+	// bundle trusted in addition to the system's CAs, never instead of
+	// them. TLSCACert is the site's private CA for Elasticsearch,
+	// Prometheus and allocationsUrl alike; the per-backend bundles add to
+	// it for that backend only. Grafana's signing keys (GrafanaURL) are
+	// fetched with the system's CAs plus GrafanaTLSCACert only: a private
+	// store CA never decides whom Grafana's keys are trusted from.
+	TLSCACert              string `json:"tlsCaCert,omitempty"`
+	ElasticsearchTLSCACert string `json:"elasticsearchTlsCaCert,omitempty"`
+	PrometheusTLSCACert    string `json:"prometheusTlsCaCert,omitempty"`
+	AllocationsTLSCACert   string `json:"allocationsTlsCaCert,omitempty"`
+	GrafanaTLSCACert       string `json:"grafanaTlsCaCert,omitempty"`
 
 	// Access control (docs/datasource.md, "Who sees what").
 
@@ -507,9 +516,7 @@ func (s *Settings) Validate() error {
 			add("allocationsUrl", "must be an http:// or https:// URL without credentials (e.g. http://collector:9310/constants)")
 		}
 	}
-	if s.TLSCACert != "" && !strings.Contains(s.TLSCACert, "-----BEGIN CERTIFICATE-----") {
-		add("tlsCaCert", "must be a PEM certificate bundle (-----BEGIN CERTIFICATE-----)")
-	}
+	errs = append(errs, s.tlsProblems()...)
 	if s.JobPageURL != "" && !strings.HasPrefix(s.JobPageURL, "/") && !strings.HasPrefix(s.JobPageURL, "http://") && !strings.HasPrefix(s.JobPageURL, "https://") {
 		add("jobPageUrl", fmt.Sprintf("must be a path (/d/...) or an http(s) URL, got %q", s.JobPageURL))
 	}

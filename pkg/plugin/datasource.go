@@ -48,6 +48,7 @@ type Datasource struct {
 	es     *http.Client // Elasticsearch, with basic auth when configured
 	prom   *http.Client // Prometheus, with bearer token or basic auth
 	plain  *http.Client // allocationsUrl: TLS settings only, no store credentials
+	keys   *http.Client // Grafana's signing keys: the system's CAs plus grafanaTlsCaCert
 	logger log.Logger
 
 	promOnce sync.Once
@@ -85,11 +86,14 @@ func NewDatasource(_ context.Context, inst backend.DataSourceInstanceSettings) (
 	timeouts := httpclient.DefaultTimeoutOptions
 	timeouts.Timeout = settings.Timeout()
 
-	var tlsOpts *httpclient.TLSOptions
-	if settings.TLSCACert != "" {
-		tlsOpts = &httpclient.TLSOptions{CACertificate: settings.TLSCACert}
+	// Each backend trusts the system's CAs plus its own (trust.go).
+	trust := map[string]httpclient.ConfigureTLSConfigFunc{}
+	for _, b := range []string{models.TrustElasticsearch, models.TrustPrometheus, models.TrustAllocations, models.TrustGrafana} {
+		if trust[b], err = trustTLS(settings, b); err != nil {
+			return nil, err
+		}
 	}
-	esOpts := httpclient.Options{Timeouts: &timeouts, TLS: tlsOpts, Labels: map[string]string{"backend": "elasticsearch"}}
+	esOpts := httpclient.Options{Timeouts: &timeouts, ConfigureTLSConfig: trust[models.TrustElasticsearch], Labels: map[string]string{"backend": "elasticsearch"}}
 	if settings.ElasticsearchUser != "" {
 		esOpts.BasicAuth = &httpclient.BasicAuthOptions{User: settings.ElasticsearchUser, Password: settings.Secrets.ElasticsearchPassword}
 	}
@@ -100,7 +104,7 @@ func NewDatasource(_ context.Context, inst backend.DataSourceInstanceSettings) (
 	// A Prometheus answer is bounded in bytes before it is decoded (a
 	// per-node timeline of a very large job could otherwise be hundreds
 	// of MB); the series cap (maxSeries) is checked after decoding.
-	promOpts := httpclient.Options{Timeouts: &timeouts, TLS: tlsOpts, Labels: map[string]string{"backend": "prometheus"},
+	promOpts := httpclient.Options{Timeouts: &timeouts, ConfigureTLSConfig: trust[models.TrustPrometheus], Labels: map[string]string{"backend": "prometheus"},
 		Middlewares: withResponseLimit(maxPromBody)}
 	// The tenant header goes on every Prometheus request, the health
 	// check's included.
@@ -118,14 +122,21 @@ func NewDatasource(_ context.Context, inst backend.DataSourceInstanceSettings) (
 		ds.es.CloseIdleConnections()
 		return nil, fmt.Errorf("creating the Prometheus HTTP client: %w", err)
 	}
-	plainOpts := httpclient.Options{Timeouts: &timeouts, TLS: tlsOpts, Labels: map[string]string{"backend": "allocations"}}
+	plainOpts := httpclient.Options{Timeouts: &timeouts, ConfigureTLSConfig: trust[models.TrustAllocations], Labels: map[string]string{"backend": "allocations"}}
 	if ds.plain, err = httpclient.New(plainOpts); err != nil {
 		ds.es.CloseIdleConnections()
 		ds.prom.CloseIdleConnections()
 		return nil, fmt.Errorf("creating the allocations HTTP client: %w", err)
 	}
-	// Grafana's signing keys are fetched with the TLS settings only.
-	ds.ids = newIDVerifier(ds.plain, time.Now)
+	// Grafana's signing keys are fetched with a client of their own: no
+	// credentials, and the system's CAs plus grafanaTlsCaCert only (never
+	// a store's CA).
+	keysOpts := httpclient.Options{Timeouts: &timeouts, ConfigureTLSConfig: trust[models.TrustGrafana], Labels: map[string]string{"backend": "grafana"}}
+	if ds.keys, err = httpclient.New(keysOpts); err != nil {
+		ds.Dispose()
+		return nil, fmt.Errorf("creating the HTTP client for Grafana's signing keys: %w", err)
+	}
+	ds.ids = newIDVerifier(ds.keys, time.Now)
 	return ds, nil
 }
 
@@ -140,6 +151,9 @@ func (d *Datasource) Dispose() {
 	}
 	if d.plain != nil {
 		d.plain.CloseIdleConnections()
+	}
+	if d.keys != nil {
+		d.keys.CloseIdleConnections()
 	}
 }
 

@@ -194,7 +194,7 @@ export function ConfigEditor(props: ConfigEditorProps) {
           label="CA certificate"
           labelWidth={LABEL_WIDTH}
           htmlFor="tls-ca"
-          tooltip="PEM bundle of a private CA, trusted for Elasticsearch and Prometheus besides the system's"
+          tooltip="PEM bundle of a private CA, trusted for Elasticsearch, Prometheus and the allocations URL in addition to the system's CAs (not for Grafana's signing keys: grafanaTlsCaCert)"
         >
           <TextArea
             id="tls-ca"
