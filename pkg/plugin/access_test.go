@@ -84,7 +84,7 @@ func jwkOf(pub *ecdsa.PublicKey, kid string) map[string]string {
 // uidOf is the uid test user id has: a Grafana-like short uid that does
 // not contain the numeric id, so that a test cannot pass by confusing
 // the two.
-func uidOf(id int64) string { return fmt.Sprintf("e%013x", uint64(id)*2654435761) }
+func uidOf(id int64) string { return fmt.Sprintf("e%013x", id*2654435761) }
 
 // claims are what Grafana 11 and 12 put in the ID token of user id (its
 // numeric database id), as grafana/grafana's idimpl service signs it: iss

@@ -174,9 +174,11 @@ func TestWhoSeesWhat(t *testing.T) {
 	t.Run("a built-in account renamed like another user gets nothing of theirs", func(t *testing.T) {
 		// Default settings but for the roles: Viewers are mapped by login.
 		ds := e.ds(t, `{"fullAccessRoles":["Admin"]}`)
-		for _, authBy := range []string{"", "password"} {
+		for _, authBy := range []string{"", "password", "authproxy", "render"} {
 			// What Grafana sends after `PUT /api/user {"login":"root"}` by
-			// a Viewer with a built-in account.
+			// a Viewer with a built-in account — or an auth-proxy account
+			// (Grafana lets those edit their login and email too), or its
+			// image renderer's request for such an account.
 			c := e.caller("root", "Viewer", e.ids.Token(Identity{UID: "u-mallory", Login: "root", Email: "root@uni.example", AuthenticatedBy: authBy}))
 			users, err := e.jobUsers(t, ds, c)
 			if err == nil || slices.Contains(users, "root") {
