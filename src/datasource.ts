@@ -12,7 +12,14 @@ import { DataSourceWithBackend, getTemplateSrv } from '@grafana/runtime';
 import { lastValueFrom, Observable } from 'rxjs';
 
 import { resolveTimeZone } from './timezone';
-import { DEFAULT_QUERY, JobsightOptions, JobsightQuery, OptionKind, OptionsResponse } from './types';
+import {
+  DEFAULT_QUERY,
+  IdentityResponse,
+  JobsightOptions,
+  JobsightQuery,
+  OptionKind,
+  OptionsResponse,
+} from './types';
 import { expandList, framesToMetricFindValues, interpolateQuery } from './variables';
 
 /**
@@ -67,6 +74,14 @@ export class DataSource extends DataSourceWithBackend<JobsightQuery, JobsightOpt
     }
     const res: OptionsResponse = await this.getResource('options', params);
     return Array.isArray(res?.values) ? res.values.filter((v) => typeof v === 'string') : [];
+  }
+
+  /**
+   * Whom the backend maps the signed-in user to, and why, or why not (the
+   * refusal their queries get): GET resources/identity.
+   */
+  async getIdentity(): Promise<IdentityResponse> {
+    return this.getResource('identity');
   }
 
   /**

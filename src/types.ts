@@ -177,6 +177,33 @@ export interface OptionsResponse {
   values: string[];
 }
 
+/** One decision of GET resources/identity (pkg/plugin/whoami.go's Answer). */
+export interface IdentityAnswer {
+  authenticatedBy?: string;
+  assumes?: string;
+  allowed: boolean;
+  refusal?: string;
+  source?: 'role' | 'alertEngine' | 'idToken' | 'userHeaders';
+  grafanaUserId?: string;
+  grafanaUid?: string;
+  rule?: string;
+  slurmUser?: string;
+  scope: 'all' | 'own' | 'none';
+  piAccounts?: string[];
+  summary: string;
+}
+
+/** The answer of GET resources/identity: whom the plugin maps the asking user to, and why. */
+export interface IdentityResponse extends Partial<IdentityAnswer> {
+  about: 'you' | 'named user';
+  login?: string;
+  role?: string;
+  identitySource?: string;
+  fullAccessRoles: string[];
+  cases?: IdentityAnswer[];
+  notes?: string[];
+}
+
 /** One panel query: models.Query in Go. Every field is optional. */
 export interface JobsightQuery extends DataQuery {
   queryType?: QueryType;

@@ -32,12 +32,14 @@ func (d *Datasource) CallResource(ctx context.Context, req *backend.CallResource
 //	    {"values": [...]}: option lists for the query editors.
 //	GET job?job=<document id>   (or job=<id>&cluster=<c>: the newest with the id)
 //	    The job's page: plain HTML with inline SVG, no JavaScript.
+//	GET identity[?login=…]   whom the asking user (an org Admin: a named user) is mapped to, and why (whoami.go)
 //
 // Both apply the same access rules as queries.
 func (d *Datasource) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/options", d.handleOptions)
 	mux.HandleFunc("/job", d.handleJobPage)
+	mux.HandleFunc("/identity", d.handleIdentity)
 	return mux
 }
 

@@ -26,6 +26,7 @@ import {
   VariableKind,
 } from '../types';
 import { FilterSelect } from './FilterSelect';
+import { IdentityLine } from './IdentityLine';
 import { NumberInput } from './NumberInput';
 
 /** Props Grafana passes to a query editor. */
@@ -186,6 +187,7 @@ export function QueryEditor({ query, datasource, onChange, onRunQuery }: Jobsigh
 
   return (
     <>
+      <IdentityLine datasource={datasource} />
       <InlineFieldRow>
         <InlineField label="Query type" labelWidth={LABEL_WIDTH} htmlFor="jobsight-queryType">
           <Select<QueryType>

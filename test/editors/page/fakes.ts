@@ -14,7 +14,7 @@ import { BackendSrv } from '@grafana/runtime';
 
 import { DataSource } from '../../../src/datasource';
 import { instanceSettings as baseSettings } from '../../../src/test/instance';
-import { JobsightOptions, OptionKind, OptionsResponse } from '../../../src/types';
+import { IdentityResponse, JobsightOptions, OptionKind, OptionsResponse } from '../../../src/types';
 import { OptionLists, ResourceCall } from './protocol';
 
 /** The instance settings Grafana would give the datasource (a FAKE instance: nothing behind it). */
@@ -51,8 +51,27 @@ export function fakeDataSource(lists: OptionLists, calls: ResourceCall[]): DataS
     return { values: forCluster?.[kind] ?? lists.all[kind] ?? [] };
   };
   ds.getResource = getResource as DataSource['getResource'];
+  // The identity line's question (resources/identity) is answered by a
+  // FAKE of its own and not recorded with the option lists' calls.
+  ds.getIdentity = async () => FAKE_IDENTITY;
   return ds;
 }
+
+/** A FAKE answer of resources/identity: a Viewer mapped by login (pkg/plugin/whoami.go). */
+const FAKE_IDENTITY: IdentityResponse = {
+  about: 'you',
+  login: 'alice',
+  role: 'Viewer',
+  identitySource: 'idToken',
+  fullAccessRoles: ['Admin'],
+  allowed: true,
+  source: 'idToken',
+  authenticatedBy: 'ldap',
+  rule: 'userMapping login ("alice") (fake: no backend)',
+  slurmUser: 'alice',
+  scope: 'own',
+  summary: 'You are seen as Slurm user alice: your own jobs only.',
+};
 
 /**
  * A FAKE BackendSrv: no Grafana server answers here. Any method called is
