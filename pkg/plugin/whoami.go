@@ -381,7 +381,10 @@ func (d *Datasource) identityOfNamed(ctx context.Context, asker request, n named
 			a.Assumes = "signing in with " + m
 		}
 		if n.id == "" {
+			// The stand-in id is not theirs: say so where it shows.
 			a.GrafanaUserID = ""
+			a.Refusal = strings.ReplaceAll(a.Refusal, "user:"+sub, "user:<id>")
+			a.Summary = strings.ReplaceAll(a.Summary, "user:"+sub, "user:<id>")
 		}
 		id.Cases = append(id.Cases, a)
 	}
