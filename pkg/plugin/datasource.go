@@ -93,7 +93,8 @@ func NewDatasource(_ context.Context, inst backend.DataSourceInstanceSettings) (
 			return nil, err
 		}
 	}
-	esOpts := httpclient.Options{Timeouts: &timeouts, ConfigureTLSConfig: trust[models.TrustElasticsearch], Labels: map[string]string{"backend": "elasticsearch"}}
+	esOpts := httpclient.Options{Timeouts: &timeouts, ConfigureTLSConfig: trust[models.TrustElasticsearch], Labels: map[string]string{"backend": "elasticsearch"},
+		Middlewares: withTrustHint(models.TrustElasticsearch, nil)}
 	if settings.ElasticsearchUser != "" {
 		esOpts.BasicAuth = &httpclient.BasicAuthOptions{User: settings.ElasticsearchUser, Password: settings.Secrets.ElasticsearchPassword}
 	}
@@ -105,7 +106,7 @@ func NewDatasource(_ context.Context, inst backend.DataSourceInstanceSettings) (
 	// per-node timeline of a very large job could otherwise be hundreds
 	// of MB); the series cap (maxSeries) is checked after decoding.
 	promOpts := httpclient.Options{Timeouts: &timeouts, ConfigureTLSConfig: trust[models.TrustPrometheus], Labels: map[string]string{"backend": "prometheus"},
-		Middlewares: withResponseLimit(maxPromBody)}
+		Middlewares: withTrustHint(models.TrustPrometheus, withResponseLimit(maxPromBody))}
 	// The tenant header goes on every Prometheus request, the health
 	// check's included.
 	promOpts.Header = config.TenantHeaders(settings.PrometheusTenantHeader, settings.PrometheusTenant)
@@ -122,7 +123,8 @@ func NewDatasource(_ context.Context, inst backend.DataSourceInstanceSettings) (
 		ds.es.CloseIdleConnections()
 		return nil, fmt.Errorf("creating the Prometheus HTTP client: %w", err)
 	}
-	plainOpts := httpclient.Options{Timeouts: &timeouts, ConfigureTLSConfig: trust[models.TrustAllocations], Labels: map[string]string{"backend": "allocations"}}
+	plainOpts := httpclient.Options{Timeouts: &timeouts, ConfigureTLSConfig: trust[models.TrustAllocations], Labels: map[string]string{"backend": "allocations"},
+		Middlewares: withTrustHint(models.TrustAllocations, nil)}
 	if ds.plain, err = httpclient.New(plainOpts); err != nil {
 		ds.es.CloseIdleConnections()
 		ds.prom.CloseIdleConnections()
@@ -131,7 +133,8 @@ func NewDatasource(_ context.Context, inst backend.DataSourceInstanceSettings) (
 	// Grafana's signing keys are fetched with a client of their own: no
 	// credentials, and the system's CAs plus grafanaTlsCaCert only (never
 	// a store's CA).
-	keysOpts := httpclient.Options{Timeouts: &timeouts, ConfigureTLSConfig: trust[models.TrustGrafana], Labels: map[string]string{"backend": "grafana"}}
+	keysOpts := httpclient.Options{Timeouts: &timeouts, ConfigureTLSConfig: trust[models.TrustGrafana], Labels: map[string]string{"backend": "grafana"},
+		Middlewares: withTrustHint(models.TrustGrafana, nil)}
 	if ds.keys, err = httpclient.New(keysOpts); err != nil {
 		ds.Dispose()
 		return nil, fmt.Errorf("creating the HTTP client for Grafana's signing keys: %w", err)

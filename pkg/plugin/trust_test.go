@@ -67,10 +67,13 @@ func wantTrusted(t *testing.T, what string, err error) {
 	}
 }
 
-func wantRefused(t *testing.T, what string, err error) {
+// wantRefused: err is the refusal of an untrusted certificate, with the
+// settings that would trust its CA named.
+func wantRefused(t *testing.T, what string, err error, setting string) {
 	t.Helper()
-	if err == nil || !strings.Contains(err.Error(), "certificate signed by unknown authority") {
-		t.Errorf("%s: %v; want refused: certificate signed by unknown authority", what, err)
+	if err == nil || !strings.Contains(err.Error(), "certificate signed by unknown authority") ||
+		!strings.Contains(err.Error(), "no CA the plugin trusts for") || !strings.Contains(err.Error(), "add its CA's PEM to "+setting) {
+		t.Errorf("%s: %v; want refused: certificate signed by unknown authority, naming %s", what, err, setting)
 	}
 }
 
@@ -96,7 +99,7 @@ func TestPrivateStoreCAKeepsGrafanasPublicCertificate(t *testing.T) {
 	wantTrusted(t, "Elasticsearch with a public certificate", get(d.es, public.Server(t, testca.OK(`{}`)).URL))
 
 	_, err := d.ids.fetch(ctx, jwksServer(t, site))
-	wantRefused(t, "Grafana's signing keys behind a certificate of the store CA", err)
+	wantRefused(t, "Grafana's signing keys behind a certificate of the store CA", err, "grafanaTlsCaCert")
 }
 
 // TestTrustIsPerBackend: each backend trusts its own CA (plus the
@@ -121,12 +124,12 @@ func TestTrustIsPerBackend(t *testing.T) {
 		wantTrusted(t, name+" with a public certificate", get(c, pub.URL))
 	}
 
-	wantRefused(t, "Elasticsearch with Prometheus's CA", get(d.es, prom.URL))
-	wantRefused(t, "Prometheus with Elasticsearch's CA", get(d.prom, es.URL))
-	wantRefused(t, "allocationsUrl with Elasticsearch's CA", get(d.plain, es.URL))
-	wantRefused(t, "Elasticsearch with Grafana's CA", get(d.es, grafanaCA.Server(t, testca.OK(`{}`)).URL))
+	wantRefused(t, "Elasticsearch with Prometheus's CA", get(d.es, prom.URL), "elasticsearchTlsCaCert (or tlsCaCert)")
+	wantRefused(t, "Prometheus with Elasticsearch's CA", get(d.prom, es.URL), "prometheusTlsCaCert (or tlsCaCert)")
+	wantRefused(t, "allocationsUrl with Elasticsearch's CA", get(d.plain, es.URL), "allocationsTlsCaCert (or tlsCaCert)")
+	wantRefused(t, "Elasticsearch with Grafana's CA", get(d.es, grafanaCA.Server(t, testca.OK(`{}`)).URL), "elasticsearchTlsCaCert (or tlsCaCert)")
 	_, err = d.ids.fetch(ctx, jwksServer(t, esCA))
-	wantRefused(t, "Grafana's signing keys with Elasticsearch's CA", err)
+	wantRefused(t, "Grafana's signing keys with Elasticsearch's CA", err, "grafanaTlsCaCert")
 }
 
 // A CA setting that holds no certificate is refused, naming the setting.
