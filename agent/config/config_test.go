@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jobsight/jobsight/agent/gpu"
+	"github.com/jobsight/jobsight/internal/testca"
 )
 
 func TestDefaultsAreValid(t *testing.T) {
@@ -56,16 +57,17 @@ func TestBadConfigNamesTheOption(t *testing.T) {
 		"elasticsearch: {job_index: Jobs}":           "elasticsearch.job_index",
 		"elasticsearch: {node_index: jobsight-jobs}": "elasticsearch.node_index",
 		"prometheus: {username: u}":                  "prometheus.username",
-		"cluster: [1, 2]":                            "line 1",
-		"\t- nonsense":                               "yaml",
-		"energy: {sysfs_root: ''}":                   "energy.sysfs_root",
-		"energy: {ipmi_interval: 1s}":                "energy.ipmi_interval: 1s is outside 5s..1h",
-		"energy: {ipmi_timeout: 2m}":                 "energy.ipmi_timeout",
-		"energy: {rapl: true}":                       `unknown option "rapl" in section energy`,
-		"gpu: {activity_interval: 50ms}":             "gpu.activity_interval: 50ms: want 0 (off) or between 100ms",
-		"gpu: {activity_interval: 2h}":               "gpu.activity_interval: 2h0m0s",
-		"emissions: {zone: Atlantis}":                `emissions.zone: "Atlantis" is not in the built-in table`,
-		"emissions: {factor_g_per_kwh: 120}":         "emissions.factor_source: must cite",
+		"prometheus: {remote_write_url: 'https://p/api/v1/write', ca_file: /nonexistent/ca.pem}": "prometheus.ca_file",
+		"cluster: [1, 2]":                                                  "line 1",
+		"\t- nonsense":                                                     "yaml",
+		"energy: {sysfs_root: ''}":                                         "energy.sysfs_root",
+		"energy: {ipmi_interval: 1s}":                                      "energy.ipmi_interval: 1s is outside 5s..1h",
+		"energy: {ipmi_timeout: 2m}":                                       "energy.ipmi_timeout",
+		"energy: {rapl: true}":                                             `unknown option "rapl" in section energy`,
+		"gpu: {activity_interval: 50ms}":                                   "gpu.activity_interval: 50ms: want 0 (off) or between 100ms",
+		"gpu: {activity_interval: 2h}":                                     "gpu.activity_interval: 2h0m0s",
+		"emissions: {zone: Atlantis}":                                      `emissions.zone: "Atlantis" is not in the built-in table`,
+		"emissions: {factor_g_per_kwh: 120}":                               "emissions.factor_source: must cite",
 		"emissions: {zone: ZZ, factor_g_per_kwh: -1, factor_source: x}":    "emissions.factor_g_per_kwh",
 		"emissions: {live: {provider: electricitymaps}}":                   "emissions.zone: must be set",
 		"emissions: {zone: DE, live: {provider: wattsup}}":                 "emissions.live.provider",
@@ -149,4 +151,17 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// The remote write's ca_file: a CA bundle for an https URL is accepted;
+// with an http:// URL (no TLS) it is an error naming the option.
+func TestPrometheusCAFile(t *testing.T) {
+	ca := testca.New(t, "site CA").File(t)
+	if _, err := Parse(strings.NewReader("prometheus: {remote_write_url: 'https://p/api/v1/write', ca_file: " + ca + "}")); err != nil {
+		t.Errorf("https URL with a CA file: %v", err)
+	}
+	_, err := Parse(strings.NewReader("prometheus: {remote_write_url: 'http://p/api/v1/write', ca_file: " + ca + "}"))
+	if err == nil || !strings.Contains(err.Error(), "prometheus.ca_file") {
+		t.Errorf("http URL with a CA file: %v; want an error naming prometheus.ca_file", err)
+	}
 }
