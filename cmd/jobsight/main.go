@@ -8,6 +8,7 @@
 //	jobsight export --since 30d [--format csv|json]    efficiency scores and waste, for policy use
 //	jobsight setup | check-config
 //	jobsight cluster-state [--once] [--check]            the cluster-state collector (its own --config)
+//	jobsight grafana-users --grafana-url URL --token-file FILE   the datasource's userIdMap for built-in accounts
 //
 // Every command takes --config (default /etc/jobsight/site.yaml;
 // docs/site-config.md). `report` shows a job only to its owner, the PI of
@@ -74,7 +75,8 @@ commands:
   export           efficiency scores and waste (--since DURATION or --from/--to; --format csv|json)
   setup            create the results and history indices
   check-config     validate the configuration
-  cluster-state    the cluster-state collector (--config /etc/jobsight/cluster-state.yaml; docs/cluster-state.md)`
+  cluster-state    the cluster-state collector (--config /etc/jobsight/cluster-state.yaml; docs/cluster-state.md)
+  grafana-users    print the datasource's userIdMap for Grafana's built-in accounts (--grafana-url, --token-file; docs/datasource.md)`
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
@@ -84,6 +86,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	cmd := args[0]
 	if cmd == "cluster-state" {
 		return clusterStateCmd(args[1:], stdout, stderr)
+	}
+	if cmd == "grafana-users" {
+		return grafanaUsersCmd(args[1:], stdout, stderr)
 	}
 	fs := flag.NewFlagSet("jobsight "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
