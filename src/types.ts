@@ -343,11 +343,15 @@ export interface JobsightOptions extends DataSourceJsonData {
   timeoutSeconds?: number;
   /** PEM CA bundle trusted for Elasticsearch, Prometheus and allocationsUrl, in addition to the system's CAs. */
   tlsCaCert?: string;
-  /** TLS trust per backend (docs/datasource.md, "TLS trust"): PEM CA bundles added to the system's CAs. */
+  /**
+   * TLS trust per backend (docs/datasource.md, "TLS trust"): PEM CA bundles
+   * added to the system's CAs and tlsCaCert, for that backend only.
+   */
   elasticsearchTlsCaCert?: string;
   prometheusTlsCaCert?: string;
+  /** For allocationsUrl (the cluster-state collector). */
   allocationsTlsCaCert?: string;
-  /** For Grafana's signing keys only; tlsCaCert is not used there. */
+  /** For Grafana's signing keys only, added to the system's CAs; tlsCaCert is not used there. */
   grafanaTlsCaCert?: string;
 
   /** Access control. */

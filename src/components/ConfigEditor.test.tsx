@@ -118,6 +118,10 @@ describe('ConfigEditor settings', () => {
     expect(screen.getByLabelText('Job index')).toHaveValue('site-jobs');
     expect(screen.getByLabelText('Node index')).toHaveValue('site-nodes');
     expect(screen.getByLabelText('CA certificate')).toHaveValue(jsonDataExample.tlsCaCert);
+    expect(screen.getByLabelText('Elasticsearch CA')).toHaveValue(jsonDataExample.elasticsearchTlsCaCert);
+    expect(screen.getByLabelText('Prometheus CA')).toHaveValue(jsonDataExample.prometheusTlsCaCert);
+    expect(screen.getByLabelText('Allocations URL CA')).toHaveValue(jsonDataExample.allocationsTlsCaCert);
+    expect(screen.getByLabelText('Grafana keys CA')).toHaveValue(jsonDataExample.grafanaTlsCaCert);
     expect(screen.getByLabelText('Cluster filter')).toHaveValue('alpha');
     expect(screen.getByLabelText('Timeout (s)')).toHaveValue(45);
     expect(screen.getByLabelText('Max jobs')).toHaveValue(5000);
@@ -230,6 +234,48 @@ describe('ConfigEditor settings', () => {
     await user.type(screen.getByLabelText('Partition 1 GPUs'), '32');
     await user.tab();
     expect(last().jsonData.partitionCapacity).toEqual({ 'alpha/gpu': { cpus: 512, gpus: 32 } });
+  });
+
+  // TLS trust per backend (docs/datasource.md, "TLS trust"): plain jsonData,
+  // each field into its own key; emptying one removes it (the system's CAs
+  // and tlsCaCert alone, or for Grafana's keys the system's alone).
+  it.each([
+    ['Elasticsearch CA', 'elasticsearchTlsCaCert'],
+    ['Prometheus CA', 'prometheusTlsCaCert'],
+    ['Allocations URL CA', 'allocationsTlsCaCert'],
+    ['Grafana keys CA', 'grafanaTlsCaCert'],
+  ] as const)('sets %s into jsonData.%s only, and removes it when emptied', async (label, key) => {
+    const site = '-----BEGIN CERTIFICATE-----\nSITE\n-----END CERTIFICATE-----';
+    const { last } = setup(settings({ jsonData: { tlsCaCert: site } }));
+    const field = screen.getByLabelText(label);
+    expect(field.tagName).toBe('TEXTAREA');
+    expect(field).toHaveValue('');
+    const pem = `-----BEGIN CERTIFICATE-----{enter}${key}{enter}-----END CERTIFICATE-----`;
+    await user.type(field, pem);
+    const want = `-----BEGIN CERTIFICATE-----\n${key}\n-----END CERTIFICATE-----`;
+    expect(last().jsonData).toEqual({ tlsCaCert: site, [key]: want });
+    expect(last().secureJsonData).toBeUndefined();
+    expect(screen.getByLabelText('CA certificate')).toHaveValue(site);
+    await user.clear(field);
+    expect(last().jsonData).toEqual({ tlsCaCert: site });
+  });
+
+  it('shows each stored CA bundle in its own field', () => {
+    setup(
+      settings({
+        jsonData: {
+          elasticsearchTlsCaCert: 'es-ca',
+          prometheusTlsCaCert: 'prom-ca',
+          allocationsTlsCaCert: 'alloc-ca',
+          grafanaTlsCaCert: 'grafana-ca',
+        },
+      })
+    );
+    expect(screen.getByLabelText('CA certificate')).toHaveValue('');
+    expect(screen.getByLabelText('Elasticsearch CA')).toHaveValue('es-ca');
+    expect(screen.getByLabelText('Prometheus CA')).toHaveValue('prom-ca');
+    expect(screen.getByLabelText('Allocations URL CA')).toHaveValue('alloc-ca');
+    expect(screen.getByLabelText('Grafana keys CA')).toHaveValue('grafana-ca');
   });
 
   it('sets the TLS CA certificate', async () => {

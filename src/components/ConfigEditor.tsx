@@ -55,6 +55,10 @@ export function ConfigEditor(props: ConfigEditorProps) {
   const promTenantHeader = useJsonDataField(props, 'prometheusTenantHeader');
   const allocationsToken = useSecureField(props, 'allocationsToken');
   const tlsCaCert = useJsonDataField(props, 'tlsCaCert');
+  const esCaCert = useJsonDataField(props, 'elasticsearchTlsCaCert');
+  const promCaCert = useJsonDataField(props, 'prometheusTlsCaCert');
+  const allocationsCaCert = useJsonDataField(props, 'allocationsTlsCaCert');
+  const grafanaCaCert = useJsonDataField(props, 'grafanaTlsCaCert');
   const clusterFilter = useJsonDataField(props, 'clusterFilter');
   const timeout = useJsonDataNumber(props, 'timeoutSeconds');
   const maxJobs = useJsonDataNumber(props, 'maxJobs');
@@ -71,7 +75,7 @@ export function ConfigEditor(props: ConfigEditorProps) {
           label="URL"
           labelWidth={LABEL_WIDTH}
           htmlFor="es-url"
-          tooltip="Base URL of the Elasticsearch or OpenSearch HTTP API"
+          tooltip="Base URL of the Elasticsearch HTTP API (8, or 7.14 and later; not OpenSearch)"
           required
         >
           <Input
@@ -189,12 +193,13 @@ export function ConfigEditor(props: ConfigEditorProps) {
         </InlineField>
       </FieldSet>
 
+      {/* TLS trust (docs/datasource.md, "TLS trust"): each bundle is added to the system's CAs, never instead of them. */}
       <FieldSet label="TLS">
         <InlineField
           label="CA certificate"
           labelWidth={LABEL_WIDTH}
           htmlFor="tls-ca"
-          tooltip="PEM bundle of a private CA, trusted for Elasticsearch, Prometheus and the allocations URL in addition to the system's CAs (not for Grafana's signing keys: grafanaTlsCaCert)"
+          tooltip="PEM bundle of a private CA, trusted for Elasticsearch, Prometheus and the allocations URL in addition to the system's CAs (not for Grafana's signing keys: Grafana keys CA below)"
         >
           <TextArea
             id="tls-ca"
@@ -202,6 +207,62 @@ export function ConfigEditor(props: ConfigEditorProps) {
             rows={4}
             placeholder="-----BEGIN CERTIFICATE-----"
             {...tlsCaCert}
+          />
+        </InlineField>
+        <InlineField
+          label="Elasticsearch CA"
+          labelWidth={LABEL_WIDTH}
+          htmlFor="tls-ca-es"
+          tooltip="PEM CA bundle trusted for Elasticsearch only, in addition to the system's CAs and the CA certificate above"
+        >
+          <TextArea
+            id="tls-ca-es"
+            cols={INPUT_WIDTH}
+            rows={4}
+            placeholder="-----BEGIN CERTIFICATE-----"
+            {...esCaCert}
+          />
+        </InlineField>
+        <InlineField
+          label="Prometheus CA"
+          labelWidth={LABEL_WIDTH}
+          htmlFor="tls-ca-prom"
+          tooltip="PEM CA bundle trusted for Prometheus only, in addition to the system's CAs and the CA certificate above"
+        >
+          <TextArea
+            id="tls-ca-prom"
+            cols={INPUT_WIDTH}
+            rows={4}
+            placeholder="-----BEGIN CERTIFICATE-----"
+            {...promCaCert}
+          />
+        </InlineField>
+        <InlineField
+          label="Allocations URL CA"
+          labelWidth={LABEL_WIDTH}
+          htmlFor="tls-ca-allocations"
+          tooltip="PEM CA bundle trusted for the allocations URL (the cluster-state collector) only, in addition to the system's CAs and the CA certificate above"
+        >
+          <TextArea
+            id="tls-ca-allocations"
+            cols={INPUT_WIDTH}
+            rows={4}
+            placeholder="-----BEGIN CERTIFICATE-----"
+            {...allocationsCaCert}
+          />
+        </InlineField>
+        <InlineField
+          label="Grafana keys CA"
+          labelWidth={LABEL_WIDTH}
+          htmlFor="tls-ca-grafana"
+          tooltip="PEM CA bundle trusted for fetching Grafana's signing keys (Grafana URL, else root_url), in addition to the system's CAs; the CA certificate above is not used there"
+        >
+          <TextArea
+            id="tls-ca-grafana"
+            cols={INPUT_WIDTH}
+            rows={4}
+            placeholder="-----BEGIN CERTIFICATE-----"
+            {...grafanaCaCert}
           />
         </InlineField>
       </FieldSet>

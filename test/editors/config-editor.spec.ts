@@ -3,6 +3,7 @@
 // clearing fields and resetting stored secrets. Each test checks the
 // settings the editor handed to Grafana (onOptionsChange): jsonData,
 // secureJsonData and secureJsonFields.
+import { CA } from './certs';
 import { EditorsPage, expect, test } from './fixtures';
 import type { Settings } from './page/protocol';
 
@@ -31,8 +32,15 @@ test.describe('ConfigEditor', () => {
     await editors.type(editors.field(prom, 'URL'), 'http://mimir.hpc.internal:8080/prometheus');
     await editors.type(editors.field(prom, 'Bearer token'), PROM_TOKEN);
 
-    const pem = '-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIUFake\n-----END CERTIFICATE-----';
-    await editors.type(editors.field(editors.group('TLS'), 'CA certificate'), pem);
+    // TLS trust (docs/datasource.md): the site's CA for the three stores, one
+    // more per backend, and one for Grafana's signing keys; real certificates,
+    // since the backend refuses a bundle it cannot parse.
+    const tls = editors.group('TLS');
+    await editors.paste(editors.field(tls, 'CA certificate'), CA.site);
+    await editors.paste(editors.field(tls, 'Elasticsearch CA'), CA.elasticsearch);
+    await editors.paste(editors.field(tls, 'Prometheus CA'), CA.prometheus);
+    await editors.paste(editors.field(tls, 'Allocations URL CA'), CA.allocations);
+    await editors.paste(editors.field(tls, 'Grafana keys CA'), CA.grafana);
 
     const scope = editors.group('Scope and limits');
     await editors.type(editors.field(scope, 'Cluster filter'), 'alpha');
@@ -83,7 +91,11 @@ test.describe('ConfigEditor', () => {
       elasticsearchJobIndex: 'slurm-jobs',
       elasticsearchNodeIndex: 'slurm-nodes',
       prometheusUrl: 'http://mimir.hpc.internal:8080/prometheus',
-      tlsCaCert: pem,
+      tlsCaCert: CA.site,
+      elasticsearchTlsCaCert: CA.elasticsearch,
+      prometheusTlsCaCert: CA.prometheus,
+      allocationsTlsCaCert: CA.allocations,
+      grafanaTlsCaCert: CA.grafana,
       clusterFilter: 'alpha',
       timeoutSeconds: 60,
       maxJobs: 5000,
@@ -132,6 +144,7 @@ test.describe('ConfigEditor', () => {
     await editors.type(editors.field(es, 'User'), 'jobsight');
     await editors.type(editors.field(scope, 'Cluster filter'), 'alpha');
     await editors.type(editors.field(scope, 'Timeout (s)'), '45');
+    await editors.paste(editors.field(editors.group('TLS'), 'Grafana keys CA'), CA.grafana);
     await access.getByRole('button', { name: 'Add user', exact: true }).click();
     await editors.type(access.getByLabel('userMap key 1'), 'jdoe');
     await editors.type(access.getByLabel('userMap value 1'), 'john');
@@ -148,6 +161,7 @@ test.describe('ConfigEditor', () => {
       elasticsearchUser: 'jobsight',
       clusterFilter: 'alpha',
       timeoutSeconds: 45,
+      grafanaTlsCaCert: CA.grafana,
       userMap: { jdoe: 'john' },
       allocations: [{ cluster: 'alpha', resource: 'gpu', hours: 100 }],
       partitionCapacity: { debug: { cpus: 64 } },
@@ -157,6 +171,7 @@ test.describe('ConfigEditor', () => {
     await editors.clear(editors.field(es, 'User'));
     await editors.clear(editors.field(scope, 'Cluster filter'));
     await editors.clear(editors.field(scope, 'Timeout (s)'));
+    await editors.clear(editors.field(editors.group('TLS'), 'Grafana keys CA'));
     await access.getByRole('button', { name: 'Remove userMap row 1' }).click();
     await allocations.getByRole('button', { name: 'Remove allocation 1' }).click();
     await capacity.getByRole('button', { name: 'Remove partition 1' }).click();
