@@ -157,17 +157,8 @@ func slurmUser(ctx context.Context, s *models.Settings, ids *idVerifier, r reque
 	if email == "" {
 		email = u.Email
 	}
-	// userIdMap: "user:<numeric id>" is the token's sub, a uid its
-	// identifier (Grafana 11/12: sub is the typed numeric id, identifier
-	// the uid). Each key form is matched against its own claim only, so a
-	// uid can never be taken for another user's numeric id.
-	if m, ok := s.UserIDMap[claims.Subject]; ok {
+	if _, m, ok := userIDMapEntry(s.UserIDMap, claims); ok {
 		return m, nil
-	}
-	if uid := claims.Identifier; uid != "" && !strings.Contains(uid, ":") {
-		if m, ok := s.UserIDMap[uid]; ok {
-			return m, nil
-		}
 	}
 	if claims.AuthenticatedBy == renderModule {
 		// Grafana's image renderer (shared panel images, scheduled
@@ -192,6 +183,23 @@ func slurmUser(ctx context.Context, s *models.Settings, ids *idVerifier, r reque
 		return m, nil
 	}
 	return "", fmt.Errorf("your Grafana user %q has no Slurm user (userMapping %s): ask an admin to map it", login, s.UserMapping)
+}
+
+// userIDMapEntry finds the token's userIdMap entry, its key and Slurm user:
+// "user:<numeric id>" is the token's sub, a uid its identifier (Grafana
+// 11/12: sub is the typed numeric id, identifier the uid). Each key form
+// is matched against its own claim only, so a uid can never be taken for
+// another user's numeric id.
+func userIDMapEntry(m map[string]string, claims *idClaims) (key, user string, ok bool) {
+	if u, ok := m[claims.Subject]; ok {
+		return claims.Subject, u, true
+	}
+	if uid := claims.Identifier; uid != "" && !strings.Contains(uid, ":") {
+		if u, ok := m[uid]; ok {
+			return uid, u, true
+		}
+	}
+	return "", "", false
 }
 
 // renderModule is the authenticatedBy of a request from Grafana's image

@@ -196,12 +196,9 @@ func explain(s *models.Settings, v Viewer, u *backend.User, claims *idClaims) An
 		if claims.Email != "" {
 			email = claims.Email
 		}
-		// The key forms slurmUser matches: the sub, the uid.
-		for _, key := range []string{claims.Subject, claims.Identifier} {
-			if m, ok := s.UserIDMap[key]; ok && key != "" && m == v.User {
-				a.Rule = fmt.Sprintf("userIdMap entry %q (the Grafana user's id, which its owner cannot change)", key)
-				break
-			}
+		// The entry slurmUser takes, when it gave this Slurm user.
+		if key, m, ok := userIDMapEntry(s.UserIDMap, claims); ok && m == v.User {
+			a.Rule = fmt.Sprintf("userIdMap entry %q (the Grafana user's id, which its owner cannot change)", key)
 		}
 		if a.Rule == "" && trustedMethod(s.TrustedAuthMethods, claims.AuthenticatedBy) {
 			if r := byNameRule(s, login, email, v.User); r != "" {
