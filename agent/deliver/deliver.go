@@ -54,7 +54,7 @@ type Outputs struct {
 	// sent is the last external version this process gave each document
 	// (by index and id): versions only go up, even when the clock steps
 	// back (see nextVersion). written is the version of what this process
-	// stored, by document id.
+	// stored, by index family and document id (writtenKey).
 	sent, written map[string]int64
 	// probed: the server was asked whether it honours external versions
 	// (see probeVersions).
@@ -361,7 +361,7 @@ func (o *Outputs) put(ctx context.Context, d store.Doc, onlyIfNewer bool) error 
 	if len(failures) > 0 {
 		return failures[0].Err
 	}
-	o.noteWritten(d.ID, version)
+	o.noteWritten(d, version)
 	return nil
 }
 
@@ -401,15 +401,25 @@ func (o *Outputs) prepare(ctx context.Context, d store.Doc, onlyIfNewer bool) (_
 }
 
 // noteWritten records the version of a document this process stored.
-func (o *Outputs) noteWritten(id string, version int64) {
+func (o *Outputs) noteWritten(d store.Doc, version int64) {
 	if version <= 0 {
 		return
 	}
+	k := o.writtenKey(d)
 	o.mu.Lock()
-	if version > o.written[id] {
-		o.written[id] = version
+	if version > o.written[k] {
+		o.written[k] = version
 	}
 	o.mu.Unlock()
+}
+
+// writtenKey is a document's key in written: its index family (a job's,
+// node's or result's indices, monthly or not) and its id. A job document
+// and its analysis share the id; keyed by id alone, an analysis written
+// after an outage made the job's spooled final document look superseded,
+// and the replay dropped it.
+func (o *Outputs) writtenKey(d store.Doc) string {
+	return o.readIndices(d.Index) + "\x00" + d.ID
 }
 
 // PutNodes writes node documents (the running documents of every job on
@@ -469,7 +479,7 @@ func (o *Outputs) PutNodes(ctx context.Context, docs []jobmodel.Node) error {
 			case err != nil:
 				spoolDoc(d, err)
 			case !failed[d.ID]:
-				o.noteWritten(d.ID, versions[i])
+				o.noteWritten(d, versions[i])
 			}
 		}
 	}

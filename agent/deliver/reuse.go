@@ -29,7 +29,7 @@ func (o *Outputs) olderThanStored(ctx context.Context, d store.Doc, mine time.Ti
 		return false, nil
 	}
 	o.mu.Lock()
-	ours := o.written[d.ID]
+	ours := o.written[o.writtenKey(d)]
 	o.mu.Unlock()
 	if d.Version > 0 && ours >= d.Version {
 		return true, nil

@@ -318,3 +318,37 @@ func TestFirstCreateMakesTheIndicesFirst(t *testing.T) {
 		t.Errorf("a range query on start_time after the first write: %v (the index was not made with its mapping)", err)
 	}
 }
+
+// The store down when a job ends: its final document is spooled. The
+// store back, the job's analysis (the same document id, in the results
+// index, written later) is written directly. The replay must still store
+// the final job document: the analysis is another index's document, not
+// a newer version of this one (the cgroup v2 node's outage test lost a
+// job this way).
+func TestAnalysisWrittenAfterAnOutageDoesNotSupersedeTheSpooledJob(t *testing.T) {
+	st := need(t)
+	proxy, srv := newFailingProxy(t, st.Elasticsearch.URL)
+	cfg := testConfig(t, srv.URL, st.Prometheus.URL, t.TempDir())
+	cfg.Elasticsearch.ResultIndex = strings.Replace(cfg.Elasticsearch.JobIndex, "-jobs-", "-results-", 1)
+	o := newOutputs(t, cfg)
+	ctx := context.Background()
+	if err := o.EnsureIndices(ctx); err != nil {
+		t.Fatal(err)
+	}
+	job, _ := sampleJob(testCluster("analysed"), 5, time.Now().Add(-time.Hour))
+	job.UpdatedAt = jobmodel.At(time.Now().Add(-2 * time.Second))
+	proxy.set(request400)
+	if err := o.PutJob(ctx, job); !errors.Is(err, spool.ErrSpooled) {
+		t.Fatalf("the store refusing: PutJob = %v, want the document spooled", err)
+	}
+	proxy.set("")
+	res := jobmodel.Result{DocID: job.DocID, SchemaVersion: 1, Cluster: job.Cluster, JobID: job.JobID,
+		State: string(job.State), UpdatedAt: jobmodel.At(time.Now())}
+	if err := o.PutResult(ctx, res); err != nil {
+		t.Fatal(err)
+	}
+	o.Replay(ctx)
+	if got := getJob(t, o, job.DocID); !got.Final || got.State != jobmodel.StateCompleted {
+		t.Errorf("stored job is final=%v state=%s, want the spooled final document", got.Final, got.State)
+	}
+}
