@@ -5,13 +5,16 @@
 
 GO ?= go
 BIN ?= bin
-# The version written into every document (agent_version): the git
-# description of the checkout.
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)
-AGENT_LDFLAGS = -s -w -X github.com/jobsight/jobsight/agent/jobagent.Version=$(VERSION)
+# The version of every binary (`version`, and agent_version in every
+# document) and package: the VERSION file's, with +git<commits>.<commit>
+# between releases (docs/packages.md, "Versions"; cmd/jobsight-packages).
+VERSION ?= $(shell $(GO) run ./cmd/jobsight-packages --print-version)
+BUILD_VERSION = $(or $(VERSION),$(error no version: cmd/jobsight-packages --print-version failed, see above))
+AGENT_LDFLAGS = -s -w -X github.com/jobsight/jobsight/agent/jobagent.Version=$(BUILD_VERSION)
+SITE_LDFLAGS = -s -w -X main.version=$(BUILD_VERSION)
 GOTEST_TIMEOUT ?= 20m
 
-.PHONY: v2node-test all build agent agent-static site spank packages install-packages backend frontend plugin-archive plugin-check test gotest series-store-test grafana-test slurm22-test real-grafana-test frontend-test bench clean
+.PHONY: release arm64-test v2node-test all build agent agent-static site spank packages install-packages backend frontend plugin-archive plugin-check test gotest series-store-test grafana-test slurm22-test real-grafana-test frontend-test bench clean
 
 all: build
 
@@ -32,7 +35,7 @@ agent-static:
 # The site command (admin or login node): reports, mail, history, export.
 site:
 	@mkdir -p $(BIN)
-	$(GO) build -trimpath -ldflags="-s -w" -o $(BIN)/jobsight ./cmd/jobsight
+	$(GO) build -trimpath -ldflags="$(SITE_LDFLAGS)" -o $(BIN)/jobsight ./cmd/jobsight
 
 spank:
 	@mkdir -p $(BIN)
@@ -40,8 +43,9 @@ spank:
 
 # The Debian and RPM packages a site installs (docs/packages.md):
 # jobsight-agent and jobsight, both formats, into PKG_OUT. The version is
-# made from git describe (PKG_VERSION overrides it); PKG_ARCH=arm64 needs a
-# C cross compiler (the binaries are always built with cgo).
+# VERSION's (+git<commits>.<commit> between releases; PKG_VERSION overrides
+# it); PKG_ARCH=arm64 needs a C cross compiler (the binaries are always
+# built with cgo).
 PKG_OUT ?= $(BIN)/packages
 PKG_ARCH ?= $(shell $(GO) env GOARCH)
 packages:
@@ -70,6 +74,23 @@ plugin-archive:
 	rm -rf dist bin/plugin
 	npm run build
 	$(GO) run github.com/magefile/mage -v archive
+
+# A release (docs/packages.md, "Releases"): every artefact of VERSION's
+# release into RELEASE_DIR (both node packages as .deb and .rpm for
+# RELEASE_ARCH, the plugin archives), each checked to say VERSION inside,
+# with SHA256SUMS and RELEASE_NOTES.md (VERSION's CHANGELOG.md section).
+# Refuses before building when VERSION, package.json, package-lock.json,
+# plugin.json and CHANGELOG.md disagree (cmd/jobsight-release).
+RELEASE_DIR ?= $(BIN)/release
+RELEASE_ARCH ?= amd64,arm64
+release:
+	$(GO) run ./cmd/jobsight-release check
+	rm -rf $(RELEASE_DIR)
+	$(GO) run ./cmd/jobsight-packages --release --out $(RELEASE_DIR) --arch $(RELEASE_ARCH)
+	$(MAKE) plugin-archive
+	cp $(PLUGIN_ARCHIVE) bin/plugin/$(PLUGIN_ID)-$(PLUGIN_VERSION).linux_*.zip $(RELEASE_DIR)/
+	$(GO) run ./cmd/jobsight-release finish --arch $(RELEASE_ARCH) $(RELEASE_DIR)
+	JOBSIGHT_RELEASE_DIR=$(abspath $(RELEASE_DIR)) JOBSIGHT_RELEASE_ARCH=$(RELEASE_ARCH) $(GO) test -count=1 -run TestReleaseArtefacts ./cmd/jobsight-release
 
 # Grafana's plugin validator on the archive (errors fail; warnings and
 # skipped analyzers are explained in docs/grafana-install.md).

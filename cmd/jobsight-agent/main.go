@@ -7,6 +7,7 @@
 //	jobsight-agent setup                        create the Elasticsearch indices
 //	jobsight-agent resend-rejected              send the spool's set-aside items again
 //	jobsight-agent check-config                 validate the config file
+//	jobsight-agent check-stores                 make each store call the agent makes; name what is missing
 //	jobsight-agent version
 package main
 
@@ -67,6 +68,8 @@ func usage(w io.Writer) {
                                             back into the spool and send them; run it once their
                                             cause is fixed
   check-config [--config F]                 validate a config file
+  check-stores [--config F]                 connect to the stores as the agent does and make each of its
+                                            calls: one line per call, ok or what is missing (exit 1)
   version
 `)
 }
@@ -91,7 +94,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "help", "--help", "-h":
 		usage(stdout)
 		return 0
-	case "run", "start", "stop", "setup", "check-config", "resend-rejected":
+	case "run", "start", "stop", "setup", "check-config", "check-stores", "resend-rejected":
 	default:
 		fmt.Fprintf(stderr, "jobsight-agent: unknown command %q\n", cmd)
 		usage(stderr)
@@ -131,6 +134,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if cfg.Node == "" {
 		host, _ := os.Hostname()
 		cfg.Node = shortHost(host)
+	}
+	if cmd == "check-stores" {
+		return checkStores(cfg, stdout)
 	}
 	log, closeLog := logger(cfg, cmd, stderr)
 	defer closeLog()

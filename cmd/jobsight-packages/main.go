@@ -13,17 +13,22 @@
 // Run from the repository root (`make packages`):
 //
 //	go run ./cmd/jobsight-packages [--out bin/packages] [--arch amd64[,arm64]]
-//	    [--format deb,rpm] [--version 1.2.3] [--build-version VERSION]
+//	    [--format deb,rpm] [--release | --version 1.2.3] [--build-version VERSION]
+//	go run ./cmd/jobsight-packages --print-version [--release]
 //
 // It builds both binaries for each architecture as the Makefile does (cgo:
 // the agent loads NVML and AMD SMI at run time, and both resolve users
 // through the C library's NSS, as LDAP and SSSD sites need). arm64 needs a
 // C cross compiler (aarch64-linux-gnu-gcc, or CC_arm64 naming one).
-// --version is the package version; by default it is made from `git
-// describe` (packageVersion). --build-version is what the agent reports as
-// its version (`jobsight-agent version`, agent_version in every document),
-// by default the package version, so that a node's documents name the
-// package installed there.
+// --version is the package version; by default it is made from the
+// VERSION file and git (packageVersion: VERSION at its release tag,
+// VERSION+git<N>.<commit> between releases); --release takes VERSION
+// as it is (make release). --build-version is what both programs report
+// as their version (`jobsight-agent version`, `jobsight version`,
+// agent_version in every document), by default the package version, so
+// that a node's documents name the package installed there.
+// --print-version prints the version and builds nothing (the Makefile's
+// ldflags).
 package main
 
 import (
@@ -49,7 +54,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	out := fs.String("out", "bin/packages", "directory the packages are written to")
 	arches := fs.String("arch", "amd64", "architectures, comma-separated: amd64, arm64")
 	formats := fs.String("format", "deb,rpm", "package formats, comma-separated: deb, rpm")
-	version := fs.String("version", "", "package version (default: from git describe)")
+	version := fs.String("version", "", "package version (default: VERSION, with +git<commits>.<commit> between releases)")
+	release := fs.Bool("release", false, "a release: the package version is VERSION as it is")
+	printVersion := fs.Bool("print-version", false, "print the version and build nothing")
 	buildVersion := fs.String("build-version", "", "the agent's own version string (default: the package version)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -58,9 +65,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "jobsight-packages: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
+	if *release && *version != "" {
+		fmt.Fprintln(stderr, "jobsight-packages: --release and --version exclude each other (a release's version is VERSION's)")
+		return 2
+	}
+	if *printVersion {
+		v, err := resolveVersion(".", *version, *release)
+		if err != nil {
+			fmt.Fprintln(stderr, "jobsight-packages:", err)
+			return 1
+		}
+		fmt.Fprintln(stdout, v)
+		return 0
+	}
 	if err := build(options{
 		root: ".", out: *out, arches: split(*arches), formats: split(*formats),
-		version: *version, buildVersion: *buildVersion,
+		version: *version, release: *release, buildVersion: *buildVersion,
 	}, stdout); err != nil {
 		fmt.Fprintln(stderr, "jobsight-packages:", err)
 		return 1
@@ -74,6 +94,7 @@ type options struct {
 	arches       []string
 	formats      []string
 	version      string
+	release      bool
 	buildVersion string
 }
 
@@ -113,11 +134,7 @@ func build(o options, stdout io.Writer) error {
 		cc[a] = c
 	}
 	var err error
-	if o.version == "" {
-		if o.version, err = gitVersion(o.root); err != nil {
-			return err
-		}
-	} else if err = checkVersion(o.version); err != nil {
+	if o.version, err = resolveVersion(o.root, o.version, o.release); err != nil {
 		return err
 	}
 	if o.buildVersion == "" {
@@ -142,7 +159,7 @@ func build(o options, stdout io.Writer) error {
 			"-s -w -X github.com/jobsight/jobsight/agent/jobagent.Version="+o.buildVersion); err != nil {
 			return err
 		}
-		if err := goBuild(o.root, arch, cc[arch], in.siteBin, "./cmd/jobsight", "-s -w"); err != nil {
+		if err := goBuild(o.root, arch, cc[arch], in.siteBin, "./cmd/jobsight", "-s -w -X main.version="+o.buildVersion); err != nil {
 			return err
 		}
 		for _, name := range packageNames {
@@ -209,21 +226,47 @@ func goBuild(root, arch, cc, out, pkg, ldflags string) error {
 	return nil
 }
 
-// gitVersion is the package version of the checkout in root.
-func gitVersion(root string) (string, error) {
-	describe, err := git(root, "describe", "--tags", "--match", "v[0-9]*", "--always", "--dirty")
+// resolveVersion is the package version: the one given (checked), VERSION
+// itself for a release, or VERSION with the checkout's git state.
+func resolveVersion(root, given string, release bool) (string, error) {
+	if given != "" {
+		return given, checkVersion(given)
+	}
+	base, err := baseVersion(root)
+	if err != nil || release {
+		return base, err
+	}
+	return gitVersion(root, base)
+}
+
+// gitVersion is the package version of the checkout in root, whose
+// VERSION holds base; outside a git checkout (a source archive) base.
+func gitVersion(root, base string) (string, error) {
+	if _, err := git(root, "rev-parse", "--git-dir"); err != nil {
+		return base, nil
+	}
+	var g gitState
+	tags, err := git(root, "tag", "--points-at", "HEAD")
 	if err != nil {
 		return "", err
 	}
+	g.tagsAtHead = strings.Fields(tags)
 	count, err := git(root, "rev-list", "--count", "HEAD")
 	if err != nil {
 		return "", err
 	}
-	n, err := strconv.Atoi(count)
-	if err != nil {
+	if g.commits, err = strconv.Atoi(count); err != nil {
 		return "", fmt.Errorf("git rev-list --count HEAD: %q", count)
 	}
-	return packageVersion(describe, n)
+	if g.commit, err = git(root, "rev-parse", "--short", "HEAD"); err != nil {
+		return "", err
+	}
+	status, err := git(root, "status", "--porcelain", "--untracked-files=no")
+	if err != nil {
+		return "", err
+	}
+	g.dirty = status != ""
+	return packageVersion(base, g)
 }
 
 func git(root string, args ...string) (string, error) {
@@ -233,7 +276,7 @@ func git(root string, args ...string) (string, error) {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return "", fmt.Errorf("git %s: %v: %s (give --version outside a git checkout)", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+		return "", fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	return strings.TrimSpace(string(out)), nil
 }

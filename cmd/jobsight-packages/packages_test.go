@@ -20,34 +20,61 @@ import (
 func TestPackageVersion(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
-		describe string
-		commits  int
-		want     string
+		name string
+		g    gitState
+		want string
 	}{
-		{"v1.2.3", 0, "1.2.3"},
-		{"1.2.3", 0, "1.2.3"},
-		{"v1.3.0-rc1", 0, "1.3.0~rc1"},
-		{"v1.2.3-5-gabc1234", 0, "1.2.3+git5.abc1234"},
-		{"v1.3.0-rc1-2-gabc1234", 0, "1.3.0~rc1+git2.abc1234"},
-		{"v1.2.3-5-gabc1234-dirty", 0, "1.2.3+git5.abc1234.dirty"},
-		{"5405f34", 237, "0.0.0~git237.5405f34"},
-		{"5405f34-dirty", 237, "0.0.0~git237.5405f34.dirty"},
+		{"at its release tag", gitState{tagsAtHead: []string{"v1.2.3"}, commits: 400, commit: "abc1234"}, "1.2.3"},
+		{"tagged, other tags beside", gitState{tagsAtHead: []string{"issue34", "v1.2.3"}, commits: 400, commit: "abc1234"}, "1.2.3"},
+		{"between releases", gitState{commits: 412, commit: "82096ee"}, "1.2.3+git412.82096ee"},
+		{"between releases, a marker tag", gitState{tagsAtHead: []string{"issue34-done"}, commits: 412, commit: "82096ee"}, "1.2.3+git412.82096ee"},
+		{"uncommitted changes", gitState{commits: 412, commit: "82096ee", dirty: true}, "1.2.3+git412.82096ee.dirty"},
+		{"at the tag, uncommitted changes", gitState{tagsAtHead: []string{"v1.2.3"}, commits: 400, commit: "abc1234", dirty: true}, "1.2.3+git400.abc1234.dirty"},
 	} {
-		got, err := packageVersion(c.describe, c.commits)
+		got, err := packageVersion("1.2.3", c.g)
 		if err != nil || got != c.want {
-			t.Errorf("packageVersion(%q, %d) = %q, %v; want %q", c.describe, c.commits, got, err, c.want)
+			t.Errorf("%s: packageVersion(1.2.3, %+v) = %q, %v; want %q", c.name, c.g, got, err, c.want)
 		}
 	}
-	for _, bad := range []string{"issue18-done-98-g5405f34", "release-x", "", "v1.2.3 ; rm"} {
-		if got, err := packageVersion(bad, 10); err == nil {
-			t.Errorf("packageVersion(%q) = %q, want an error", bad, got)
-		}
+	// A release tag that VERSION does not name: VERSION was not set.
+	if got, err := packageVersion("1.2.3", gitState{tagsAtHead: []string{"v1.3.0"}, commits: 5, commit: "abc1234"}); err == nil ||
+		!strings.Contains(err.Error(), "tagged v1.3.0 but VERSION holds 1.2.3") {
+		t.Errorf("HEAD tagged v1.3.0 with VERSION 1.2.3: %q, %v; want an error naming both", got, err)
 	}
-	if _, err := packageVersion("5405f34", 0); err == nil {
+	if _, err := packageVersion("1.2.3", gitState{commit: "abc1234"}); err == nil {
 		t.Error("a commit without the commit count was accepted")
 	}
 	if err := checkVersion("1.2-3"); err == nil {
 		t.Error("checkVersion accepted a hyphen (dpkg's revision separator)")
+	}
+	// VERSION itself: one release number, a clear error otherwise.
+	for content, want := range map[string]string{
+		"0.1.0\n": "", "  2.10.3  \n": "", "v0.1.0\n": `holds "v0.1.0"`, "0.1\n": `holds "0.1"`,
+		"0.1.0-rc1": `holds "0.1.0-rc1"`, "": `holds ""`, "0.1.0\n0.2.0\n": "MAJOR.MINOR.PATCH",
+	} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "VERSION"), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := baseVersion(dir)
+		if (want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), want)) {
+			t.Errorf("VERSION %q: %v; want an error containing %q", content, err, want)
+		}
+	}
+	if _, err := baseVersion(t.TempDir()); err == nil || !strings.Contains(err.Error(), "version file") {
+		t.Errorf("no VERSION file: %v", err)
+	}
+	// The checkout's own version: VERSION's, as the plugin says it.
+	base, err := baseVersion("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := resolveVersion("../..", "", false)
+	if err != nil || (v != base && !strings.HasPrefix(v, base+"+git")) {
+		t.Errorf("this checkout's version: %q, %v; want %s or %s+git<N>.<commit>", v, err, base, base)
+	}
+	if v, err := resolveVersion("../..", "", true); err != nil || v != base {
+		t.Errorf("--release: %q, %v; want VERSION's %s", v, err, base)
 	}
 }
 
@@ -295,6 +322,9 @@ func TestInstalledDebs(t *testing.T) {
 
 	if v := output(t, r("/usr/sbin/jobsight-agent"), "version"); v != "jobsight-agent "+testVersion+"\n" {
 		t.Errorf("jobsight-agent version: %q, want the package version", v)
+	}
+	if v := output(t, r("/usr/bin/jobsight"), "version"); v != "jobsight "+testVersion+"\n" {
+		t.Errorf("jobsight version: %q, want the package version", v)
 	}
 	output(t, r("/usr/sbin/jobsight-agent"), "check-config", "--config", r("/etc/jobsight/agent.yaml"))
 	output(t, r("/usr/bin/jobsight"), "check-config", "--config", r("/etc/jobsight/site.yaml"))

@@ -20,11 +20,12 @@ import (
 
 	"github.com/jobsight/jobsight/internal/config"
 	"github.com/jobsight/jobsight/internal/site/clusterstate"
+	"github.com/jobsight/jobsight/internal/storecheck"
 )
 
 // clusterStateCmd runs the cluster-state collector (docs/cluster-state.md):
 //
-//	jobsight cluster-state [--config FILE] [--once] [--check] [-v]
+//	jobsight cluster-state [--config FILE] [--once] [--check] [--check-stores] [-v]
 //
 // It has its own configuration file (default
 // /etc/jobsight/cluster-state.yaml), not the site's.
@@ -34,6 +35,7 @@ func clusterStateCmd(args []string, stdout, stderr io.Writer) int {
 	cfgPath := fs.String("config", clusterstate.DefaultConfigPath, "collector configuration file")
 	once := fs.Bool("once", false, "poll once, print a summary and exit")
 	check := fs.Bool("check", false, "validate the configuration and the constants file, then exit")
+	checkStores := fs.Bool("check-stores", false, "make each store call the collector makes, one line each, then exit (1: something is missing)")
 	verbose := fs.Bool("v", false, "log debug messages")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -80,6 +82,9 @@ func clusterStateCmd(args []string, stdout, stderr io.Writer) int {
 	if *check {
 		fmt.Fprintf(stdout, "config %s: ok\n", *cfgPath)
 		return 0
+	}
+	if *checkStores {
+		return reportStores(checkCollectorStores(context.Background(), cfg, storecheck.Options{}), stdout)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -76,7 +76,8 @@ commands:
   setup            create the results and history indices
   check-config     validate the configuration
   cluster-state    the cluster-state collector (--config /etc/jobsight/cluster-state.yaml; docs/cluster-state.md)
-  grafana-users    print the datasource's userIdMap for Grafana's built-in accounts (--grafana-url, --token-file; docs/datasource.md)`
+  grafana-users    print the datasource's userIdMap for Grafana's built-in accounts (--grafana-url, --token-file; docs/datasource.md)
+  version          print the version`
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
@@ -84,6 +85,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	cmd := args[0]
+	if cmd == "version" || cmd == "--version" {
+		fmt.Fprintln(stdout, "jobsight", version)
+		return 0
+	}
 	if cmd == "cluster-state" {
 		return clusterStateCmd(args[1:], stdout, stderr)
 	}

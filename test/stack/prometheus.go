@@ -40,6 +40,9 @@ type PrometheusOptions struct {
 	// generated history longer than that needs more, or Prometheus
 	// deletes its older part.
 	Retention time.Duration
+	// NoRemoteWriteReceiver starts it without
+	// --web.enable-remote-write-receiver: remote writes answer 404.
+	NoRemoteWriteReceiver bool
 }
 
 // StartPrometheusWith is StartPrometheus with options.
@@ -63,9 +66,11 @@ func StartPrometheusWith(ctx context.Context, dir string, opts PrometheusOptions
 		"--config.file=" + cfg,
 		"--storage.tsdb.path=" + filepath.Join(dir, "data"),
 		"--web.listen-address=" + addr,
-		"--web.enable-remote-write-receiver",
 		"--web.enable-lifecycle",
 		"--log.level=warn",
+	}
+	if !opts.NoRemoteWriteReceiver {
+		args = append(args, "--web.enable-remote-write-receiver")
 	}
 	if opts.Retention > 0 {
 		args = append(args, "--storage.tsdb.retention.time="+strconv.FormatInt(int64(opts.Retention/time.Hour)+1, 10)+"h")

@@ -5,8 +5,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -215,4 +218,46 @@ func zincCredentials(path string) (user, password string, err error) {
 		return "", "", fmt.Errorf("writing zincsearch credentials: %w", err)
 	}
 	return user, password, nil
+}
+
+// ZincUser makes a ZincSearch user whose role (of the same name) has
+// exactly perms, ZincSearch's permissions, one per API route (e.g.
+// "index.CreateES", "document.ESBulk", "search.SearchDSL": a role there
+// has no per-index privileges). It returns the user's login; the
+// password is the one given.
+func (s *ESServer) ZincUser(name, password string, perms []string) (string, error) {
+	if s.External {
+		return "", errors.New("ZincUser: an external Elasticsearch, not ZincSearch")
+	}
+	if err := s.zincAPI(http.MethodPost, "/api/role", map[string]any{"_id": name, "name": name, "permission": perms}); err != nil {
+		return "", err
+	}
+	user := name + "-user"
+	err := s.zincAPI(http.MethodPost, "/api/user", map[string]any{"_id": user, "name": name, "password": password, "role": name})
+	return user, err
+}
+
+// zincAPI sends a request to ZincSearch's own API (under /api) as its
+// administrator.
+func (s *ESServer) zincAPI(method, path string, body any) error {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequest(method, strings.TrimSuffix(s.URL, "/es")+path, bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	req.SetBasicAuth(s.User, s.Password)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(res.Body, 4096))
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("zincsearch %s %s: %s: %s", method, path, res.Status, msg)
+	}
+	return nil
 }

@@ -122,3 +122,14 @@ func points(ss *model.SampleStream) []report.Point {
 	}
 	return out
 }
+
+// Check makes the report's kind of query (a range query of the memory
+// series) for a cluster no job has, so it returns nothing: the query API
+// answers these credentials (the store check).
+func (s *Series) Check(ctx context.Context, now time.Time) error {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	r := promv1.Range{Start: now.Add(-5 * time.Minute), End: now, Step: 15 * time.Second}
+	_, _, _, err := s.api.QueryRange(ctx, `jobsight_job_memory_used_bytes{cluster="jobsight-store-check"}`, r)
+	return err
+}

@@ -1,14 +1,12 @@
 package elasticsearch
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -136,27 +134,6 @@ func randHex(t *testing.T) string {
 	return fmt.Sprintf("%08x", time.Now().UnixNano()&0xffffffff)
 }
 
-// zincAdmin sends an administrator's request to ZincSearch's own API.
-func zincAdmin(t *testing.T, method, path string, body any) {
-	t.Helper()
-	b, _ := json.Marshal(body)
-	req, err := http.NewRequest(method, strings.TrimSuffix(testES.URL, "/es")+path, bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.SetBasicAuth(testES.User, testES.Password)
-	req.Header.Set("Content-Type", "application/json")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(res.Body)
-		t.Fatalf("%s %s: HTTP %d %s", method, path, res.StatusCode, msg)
-	}
-}
-
 // agentPermissions are the ZincSearch permissions the agent's path needs
 // (docs/indices.md, "Least privileges"): check, create and read the
 // mapping of a monthly index, extend it, write in bulk, search.
@@ -170,10 +147,12 @@ var readerPermissions = []string{"search.SearchDSL", "index.Exists", "index.GetE
 // ZincSearch, which checks each API call's permission.
 func withRole(t *testing.T, name string, perms []string) *Client {
 	t.Helper()
-	zincAdmin(t, http.MethodPost, "/api/role", map[string]any{"_id": name, "name": name, "permission": perms})
 	password := "pw-" + randHex(t) + "-x"
-	zincAdmin(t, http.MethodPost, "/api/user", map[string]any{"_id": name + "-user", "name": name, "password": password, "role": name})
-	c, err := New(Config{URLs: []string{testES.URL}, Username: name + "-user", Password: password, Timeout: 20 * time.Second,
+	user, err := testES.ZincUser(name, password, perms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(Config{URLs: []string{testES.URL}, Username: user, Password: password, Timeout: 20 * time.Second,
 		MaxRetries: -1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)

@@ -35,6 +35,11 @@ var APICalls = map[string]APICall{
 	"list monthly":  {Request: "GET /<base>-*/_settings/index.creation_date", Index: "view_index_metadata"},
 	"delete index":  {Request: "DELETE /<index>", Index: "delete_index"},
 	"search by ids": {Request: "POST /<index>/_search (ids query)", Index: "read"},
+	// The store check's own clean-up of its scratch document (CheckCalls):
+	// no component needs it, and none of the roles has it; without it the
+	// empty document jobsight-check-<host> stays, overwritten by the next
+	// check.
+	"delete doc": {Request: "DELETE /<index>/_doc/<id>", Index: "delete"},
 }
 
 // ensureCalls make sure of an index: it is created with its mapping, or
@@ -69,6 +74,7 @@ const (
 	KindNode         = "node"
 	KindResult       = "result"
 	KindClusterState = "cluster-state"
+	KindHistory      = "history" // the site command's history index (one index, not monthly)
 )
 
 // Use is what one component does on one kind of index.
@@ -80,7 +86,9 @@ type Use struct {
 
 // Uses are every component's calls. Roles: jobsight_agent (the node agents),
 // jobsight_collector (the cluster-state collector), jobsight_grafana (the
-// datasource's store user), jobsight_setup (`jobsight-agent setup` or
+// datasource's store user), jobsight_site (the site command's
+// elasticsearch credential: analyze, notify, history, export),
+// jobsight_setup (`jobsight-agent setup` or
 // `jobsight setup`, run once by an administrator), jobsight_report (the
 // read-only credential of `jobsight report`, docs/site-config.md).
 var Uses = []Use{
@@ -113,6 +121,17 @@ var Uses = []Use{
 	// job indices searched, after the client's GET /.
 	{Role: "jobsight_report", Calls: []string{"info"}},
 	{Role: "jobsight_report", Kind: KindJob, Calls: []string{"search"}},
+
+	// The site command with its elasticsearch section's credential
+	// (internal/site/feedback): analyze and notify search final jobs and
+	// write the analysis into the job document, where it is, and into the
+	// result's month (an index the write may create, with the template's
+	// mapping); history and export search results; history writes its
+	// entries. Its indices are made by `jobsight setup` (jobsight_setup).
+	{Role: "jobsight_site", Calls: []string{"info"}},
+	{Role: "jobsight_site", Kind: KindJob, Calls: []string{"search", "bulk"}},
+	{Role: "jobsight_site", Kind: KindResult, Calls: []string{"search", "bulk", "bulk create"}},
+	{Role: "jobsight_site", Kind: KindHistory, Calls: []string{"bulk"}},
 
 	// setup: the templates, then this month's indices (EnsurePartitioned).
 	{Role: "jobsight_setup", Calls: []string{"info", "put template"}},
