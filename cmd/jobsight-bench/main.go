@@ -23,6 +23,7 @@
 //	    [-agent-from CHECKOUT] [-profile DIR]
 //	sudo go run ./cmd/jobsight-bench -floor
 //	sudo go run ./cmd/jobsight-bench -slurm-lookups 10000
+//	sudo go run ./cmd/jobsight-bench -clusterstate 100000 -rounds 3
 //
 // Needs root. Nothing else may run on the machine meanwhile.
 package main
@@ -60,7 +61,9 @@ func main() {
 	agentFrom := flag.String("agent-from", ".", "the checkout to build the agent from (an earlier commit's worktree, for a before-and-after with this benchmark)")
 	idle := flag.Duration("idle-ticker", 0, "internal: be a Go process that wakes every this long and does nothing (the wake-up floor, measured beside the agent)")
 	lookups := flag.Int("slurm-lookups", 0, "only measure one job's metadata lookup on a cluster holding this many pending jobs (bytes, time, controller RPCs; the release JOBSIGHT_SLURM names)")
-	rounds := flag.Int("rounds", 20, "with -slurm-lookups: calls of each kind")
+	rounds := flag.Int("rounds", 20, "with -slurm-lookups or -clusterstate: calls of each kind")
+	csQueued := flag.Int("clusterstate", 0, "only measure one cluster-state poll, whole (commands, collector, slurmctld's RPCs), on a cluster holding this many queued jobs, with squeue --json and with the narrow squeue, and check both give the same series")
+	csWhole := flag.Int("whole-arrays", 2, "with -clusterstate: the pending arrays of 1000 tasks left whole (one record each); the others' tasks are split into records")
 	flag.Parse()
 	switch {
 	case *floor:
@@ -68,6 +71,12 @@ func main() {
 		return
 	case *idle > 0:
 		idleTicker(*idle)
+		return
+	case *csQueued > 0:
+		if err := clusterStatePolls(*csQueued, max(*rounds, 1), *csWhole); err != nil {
+			fmt.Fprintln(os.Stderr, "jobsight-bench:", err)
+			os.Exit(1)
+		}
 		return
 	case *lookups > 0:
 		if err := slurmLookups(*lookups, max(*rounds, 1)); err != nil {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -35,10 +36,20 @@ func (c *Client) Nodes(ctx context.Context) ([]byte, error) {
 	return c.run(ctx, cmp.Or(c.Sinfo, "sinfo"), "--json", "-N")
 }
 
-// Jobs runs `squeue --json`: the jobs the controller holds in squeue's
-// default states (pending and running). DecodeSqueue reads the answer.
+// Jobs runs the narrow squeue the cluster-state collector reads
+// (DecodeSqueueText): `squeue --noheader --all -O <PollFormat>`, the jobs
+// in squeue's default states (pending, running, suspended, completing).
+// It is one REQUEST_JOB_INFO without the detail flag, plus the
+// REQUEST_PARTITION_INFO squeue makes to print any text answer.
 func (c *Client) Jobs(ctx context.Context) ([]byte, error) {
-	return c.run(ctx, cmp.Or(c.Squeue, "squeue"), "--json")
+	return c.runEnv(ctx, PollEnv, cmp.Or(c.Squeue, "squeue"), "--noheader", "--all", "-O", PollFormat())
+}
+
+// JobsJSON runs `squeue --json`: the same jobs with every field the data
+// parser writes (DecodeSqueue). Kept to compare with Jobs (the
+// collector's figures in docs/performance.md).
+func (c *Client) JobsJSON(ctx context.Context) ([]byte, error) {
+	return c.runEnv(ctx, PollEnv, cmp.Or(c.Squeue, "squeue"), "--json")
 }
 
 // AllJobs runs `squeue --json --states=all`: every job the controller
@@ -57,13 +68,27 @@ func (c *Client) AllJobs(ctx context.Context, ids ...string) ([]byte, error) {
 // run runs one command and returns its output; an error names the command
 // and carries what it printed on stderr.
 func (c *Client) run(ctx context.Context, bin string, args ...string) ([]byte, error) {
+	return c.runEnv(ctx, nil, bin, args...)
+}
+
+// userEnvPrefixes are the environment variables that change what Slurm's
+// commands print (SQUEUE_FORMAT, SQUEUE_STATES, SQUEUE_ARRAY, SINFO_SORT,
+// SLURM_TIME_FORMAT, ...): never inherited, so an answer is the same
+// whoever starts the process.
+var userEnvPrefixes = []string{"SQUEUE_", "SINFO_", "SLURM_TIME_FORMAT=", "SLURM_BITSTR_LEN="}
+
+// runEnv is run with env added after the inherited environment, less the
+// variables that change the commands' output.
+func (c *Client) runEnv(ctx context.Context, env []string, bin string, args ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, cmp.Or(c.Timeout, DefaultTimeout))
 	defer cancel()
 	c.calls.Add(1)
 	cmd := exec.CommandContext(ctx, bin, args...)
-	if len(c.Env) > 0 {
-		cmd.Env = append(cmd.Environ(), c.Env...)
-	}
+	cmd.Env = cmd.Environ()
+	cmd.Env = slices.DeleteFunc(cmd.Env, func(kv string) bool {
+		return slices.ContainsFunc(userEnvPrefixes, func(p string) bool { return strings.HasPrefix(kv, p) })
+	})
+	cmd.Env = append(append(cmd.Env, env...), c.Env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -1,7 +1,9 @@
 package clusterstate
 
 import (
+	"maps"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/jobsight/jobsight/internal/store/promremote"
@@ -15,11 +17,13 @@ const (
 	MetricPartitionPendingJobs = "jobsight_partition_pending_jobs"
 	MetricPartitionPendingCPUs = "jobsight_partition_pending_cpus"
 	MetricPartitionPendingGPUs = "jobsight_partition_pending_gpus"
-	MetricPartitionRatio       = "jobsight_partition_allocated_ratio"
-	MetricNodeState            = "jobsight_node_state"
-	MetricNodeCPUs             = "jobsight_node_cpus"
-	MetricNodeMemory           = "jobsight_node_memory_bytes"
-	MetricNodeGPUs             = "jobsight_node_gpus"
+	// MetricPartitionPendingGPUsByType splits it by the GPU type asked for.
+	MetricPartitionPendingGPUsByType = "jobsight_partition_pending_gpus_by_type"
+	MetricPartitionRatio             = "jobsight_partition_allocated_ratio"
+	MetricNodeState                  = "jobsight_node_state"
+	MetricNodeCPUs                   = "jobsight_node_cpus"
+	MetricNodeMemory                 = "jobsight_node_memory_bytes"
+	MetricNodeGPUs                   = "jobsight_node_gpus"
 	// MetricNodeUnreportedJobs is per node, only nodes with such jobs;
 	// MetricUnreportedJobs the cluster's total, written whenever the
 	// check ran (0 included). Both are absent for a poll whose check
@@ -34,21 +38,22 @@ const (
 // MetricHelp gives each series' Prometheus type and help text (for
 // promtool and readers of docs/metrics.md).
 var MetricHelp = map[string][2]string{
-	MetricPartitionCPUs:        {"gauge", "CPUs of the partition's nodes by state (total, allocated, idle, unavailable)."},
-	MetricPartitionGPUs:        {"gauge", "GPUs of the partition's nodes by state (total, allocated, idle, unavailable)."},
-	MetricPartitionPendingJobs: {"gauge", "Jobs waiting for resources or priority in the partition."},
-	MetricPartitionPendingCPUs: {"gauge", "CPUs the partition's pending jobs ask for."},
-	MetricPartitionPendingGPUs: {"gauge", "GPUs the partition's pending jobs ask for."},
-	MetricPartitionRatio:       {"gauge", "Allocated share of the partition's usable CPUs or GPUs."},
-	MetricNodeState:            {"gauge", "1 for each base state and flag the node has."},
-	MetricNodeCPUs:             {"gauge", "The node's CPUs by state."},
-	MetricNodeMemory:           {"gauge", "The node's memory by state."},
-	MetricNodeGPUs:             {"gauge", "The node's GPUs of one type by state."},
-	MetricNodeUnreportedJobs:   {"gauge", "Running jobs on the node without its agent's node document (past unmonitored_after)."},
-	MetricUnreportedJobs:       {"gauge", "Running jobs missing an agent's node document from at least one of their nodes."},
-	MetricPollDuration:         {"gauge", "Seconds the last poll took."},
-	MetricSlurmCalls:           {"counter", "Slurm commands the collector started."},
-	MetricPollErrors:           {"counter", "Polls that could not read Slurm."},
+	MetricPartitionCPUs:              {"gauge", "CPUs of the partition's nodes by state (total, allocated, idle, unavailable)."},
+	MetricPartitionGPUs:              {"gauge", "GPUs of the partition's nodes by state (total, allocated, idle, unavailable)."},
+	MetricPartitionPendingJobs:       {"gauge", "Jobs waiting for resources or priority in the partition."},
+	MetricPartitionPendingCPUs:       {"gauge", "CPUs the partition's pending jobs ask for."},
+	MetricPartitionPendingGPUs:       {"gauge", "GPUs the partition's pending jobs ask for."},
+	MetricPartitionPendingGPUsByType: {"gauge", "GPUs the partition's pending jobs ask for, by the type asked for (any: no type)."},
+	MetricPartitionRatio:             {"gauge", "Allocated share of the partition's usable CPUs or GPUs."},
+	MetricNodeState:                  {"gauge", "1 for each base state and flag the node has."},
+	MetricNodeCPUs:                   {"gauge", "The node's CPUs by state."},
+	MetricNodeMemory:                 {"gauge", "The node's memory by state."},
+	MetricNodeGPUs:                   {"gauge", "The node's GPUs of one type by state."},
+	MetricNodeUnreportedJobs:         {"gauge", "Running jobs on the node without its agent's node document (past unmonitored_after)."},
+	MetricUnreportedJobs:             {"gauge", "Running jobs missing an agent's node document from at least one of their nodes."},
+	MetricPollDuration:               {"gauge", "Seconds the last poll took."},
+	MetricSlurmCalls:                 {"counter", "Slurm commands the collector started."},
+	MetricPollErrors:                 {"counter", "Polls that could not read Slurm."},
 }
 
 // staleNaN is Prometheus' staleness marker: a series the cluster no longer
@@ -102,6 +107,9 @@ func Series(s *Snapshot, h Health, perNode bool) []promremote.Series {
 		b.add(MetricPartitionPendingJobs, float64(p.PendingJobs), "cluster", c, "partition", p.Name)
 		b.add(MetricPartitionPendingCPUs, float64(p.PendingCPUs), "cluster", c, "partition", p.Name)
 		b.add(MetricPartitionPendingGPUs, float64(p.PendingGPUs), "cluster", c, "partition", p.Name)
+		for _, t := range slices.Sorted(maps.Keys(p.PendingGPUsByType)) {
+			b.add(MetricPartitionPendingGPUsByType, float64(p.PendingGPUsByType[t]), "cluster", c, "partition", p.Name, "type", t)
+		}
 		if r, ok := p.CPUs.AllocatedRatio(); ok {
 			b.add(MetricPartitionRatio, r, "cluster", c, "partition", p.Name, "resource", "cpu")
 		}

@@ -1,6 +1,7 @@
 package clusterstate
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"slices"
@@ -109,7 +110,10 @@ type Partition struct {
 	PendingJobs int64
 	PendingCPUs int64
 	PendingGPUs int64
-	HeldJobs    int64
+	// PendingGPUsByType splits PendingGPUs by the type asked for ("any":
+	// no type).
+	PendingGPUsByType map[string]int64
+	HeldJobs          int64
 }
 
 // unavailableStates are the base states and flags that keep new jobs off
@@ -137,7 +141,7 @@ func Build(cluster string, now time.Time, sinfoOut, squeueOut []byte) (*Snapshot
 	if err != nil {
 		return nil, err
 	}
-	sq, err := slurm.DecodeSqueue(squeueOut)
+	sq, err := decodeJobs(squeueOut)
 	if err != nil {
 		return nil, err
 	}
@@ -191,6 +195,7 @@ func Build(cluster string, now time.Time, sinfoOut, squeueOut []byte) (*Snapshot
 				s.PendingJobs += n
 			}
 			cpus, gpus := demand(j)
+			types := gpuTypes(j, gpus)
 			// A job submitted to several partitions waits in each.
 			for _, pn := range splitList(j.Partition) {
 				p := part(pn)
@@ -201,6 +206,12 @@ func Build(cluster string, now time.Time, sinfoOut, squeueOut []byte) (*Snapshot
 				p.PendingJobs += n
 				p.PendingCPUs += n * cpus
 				p.PendingGPUs += n * gpus
+				for t, g := range types {
+					if p.PendingGPUsByType == nil {
+						p.PendingGPUsByType = map[string]int64{}
+					}
+					p.PendingGPUsByType[t] += n * g
+				}
 			}
 		}
 	}
@@ -210,6 +221,16 @@ func Build(cluster string, now time.Time, sinfoOut, squeueOut []byte) (*Snapshot
 	}
 	slices.SortFunc(s.Partitions, func(a, b Partition) int { return cmp.Compare(a.Name, b.Name) })
 	return s, nil
+}
+
+// decodeJobs reads either squeue answer: the narrow one the collector
+// asks for (slurm.Client.Jobs), or `squeue --json` (captured answers, and
+// the comparison in docs/performance.md).
+func decodeJobs(out []byte) (*slurm.SqueueAnswer, error) {
+	if t := bytes.TrimLeft(out, " \t\r\n"); len(t) > 0 && t[0] == '{' {
+		return slurm.DecodeSqueue(out)
+	}
+	return slurm.DecodeSqueueText(out)
 }
 
 // finalJobStates are Slurm's job states after which the job runs no

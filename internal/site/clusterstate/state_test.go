@@ -67,7 +67,7 @@ func TestBuildCapturedCluster(t *testing.T) {
 	}
 	wantParts := []Partition{
 		{Name: "debug", Nodes: 1, CPUs: Amount{Total: 2, Allocated: 2}, GPUs: Amount{Total: 2, Idle: 2},
-			RunningJobs: 2, PendingJobs: 6, PendingCPUs: 7, PendingGPUs: 3, HeldJobs: 1},
+			RunningJobs: 2, PendingJobs: 6, PendingCPUs: 7, PendingGPUs: 3, PendingGPUsByType: map[string]int64{"a100": 2, "any": 1}, HeldJobs: 1},
 		{Name: "multi", Nodes: 5, CPUs: Amount{Total: 10, Allocated: 3, Unavailable: 7}, GPUs: Amount{Total: 10, Allocated: 1, Idle: 2, Unavailable: 7},
 			RunningJobs: 1},
 	}
@@ -165,8 +165,9 @@ func TestSeriesContract(t *testing.T) {
 	labelSets := map[string][]string{
 		MetricPartitionCPUs: {"cluster", "partition", "state"}, MetricPartitionGPUs: {"cluster", "partition", "state"},
 		MetricPartitionPendingJobs: {"cluster", "partition"}, MetricPartitionPendingCPUs: {"cluster", "partition"},
-		MetricPartitionPendingGPUs: {"cluster", "partition"}, MetricPartitionRatio: {"cluster", "partition", "resource"},
-		MetricNodeState: {"cluster", "node", "state"}, MetricNodeCPUs: {"cluster", "node", "state"},
+		MetricPartitionPendingGPUs: {"cluster", "partition"}, MetricPartitionPendingGPUsByType: {"cluster", "partition", "type"},
+		MetricPartitionRatio: {"cluster", "partition", "resource"},
+		MetricNodeState:      {"cluster", "node", "state"}, MetricNodeCPUs: {"cluster", "node", "state"},
 		MetricNodeMemory: {"cluster", "node", "state"}, MetricNodeGPUs: {"cluster", "node", "type", "state"},
 		MetricPollDuration: {"cluster"}, MetricSlurmCalls: {"cluster"}, MetricPollErrors: {"cluster"},
 		MetricUnreportedJobs: {"cluster"}, MetricNodeUnreportedJobs: {"cluster", "node"},
@@ -190,19 +191,21 @@ func TestSeriesContract(t *testing.T) {
 		values[key] = se.Samples[0].Value
 	}
 	for key, want := range map[string]float64{
-		"jobsight_partition_cpus,cluster=csclu,partition=multi,state=unavailable":       7,
-		"jobsight_partition_gpus,cluster=csclu,partition=debug,state=idle":              2,
-		"jobsight_partition_pending_jobs,cluster=csclu,partition=debug":                 6,
-		"jobsight_partition_pending_cpus,cluster=csclu,partition=debug":                 7,
-		"jobsight_partition_pending_gpus,cluster=csclu,partition=debug":                 3,
-		"jobsight_partition_allocated_ratio,cluster=csclu,partition=multi,resource=cpu": 1,
-		"jobsight_node_state,cluster=csclu,node=csnode3,state=MAINTENANCE":              1,
-		"jobsight_node_state,cluster=csclu,node=csdead1,state=NOT_RESPONDING":           1,
-		"jobsight_node_gpus,cluster=csclu,node=csnode4,type=a100,state=allocated":       1,
-		"jobsight_node_memory_bytes,cluster=csclu,node=csnode1,state=allocated":         200 << 20,
-		"jobsight_clusterstate_slurm_calls_total,cluster=csclu":                         2,
-		"jobsight_cluster_unreported_jobs,cluster=csclu":                                1,
-		"jobsight_cluster_node_unreported_jobs,cluster=csclu,node=csnode4":              1,
+		"jobsight_partition_cpus,cluster=csclu,partition=multi,state=unavailable":         7,
+		"jobsight_partition_gpus,cluster=csclu,partition=debug,state=idle":                2,
+		"jobsight_partition_pending_jobs,cluster=csclu,partition=debug":                   6,
+		"jobsight_partition_pending_cpus,cluster=csclu,partition=debug":                   7,
+		"jobsight_partition_pending_gpus,cluster=csclu,partition=debug":                   3,
+		"jobsight_partition_allocated_ratio,cluster=csclu,partition=multi,resource=cpu":   1,
+		"jobsight_node_state,cluster=csclu,node=csnode3,state=MAINTENANCE":                1,
+		"jobsight_node_state,cluster=csclu,node=csdead1,state=NOT_RESPONDING":             1,
+		"jobsight_node_gpus,cluster=csclu,node=csnode4,type=a100,state=allocated":         1,
+		"jobsight_node_memory_bytes,cluster=csclu,node=csnode1,state=allocated":           200 << 20,
+		"jobsight_clusterstate_slurm_calls_total,cluster=csclu":                           2,
+		"jobsight_partition_pending_gpus_by_type,cluster=csclu,partition=debug,type=a100": 2,
+		"jobsight_partition_pending_gpus_by_type,cluster=csclu,partition=debug,type=any":  1,
+		"jobsight_cluster_unreported_jobs,cluster=csclu":                                  1,
+		"jobsight_cluster_node_unreported_jobs,cluster=csclu,node=csnode4":                1,
 	} {
 		if got, ok := values[key]; !ok || got != want {
 			t.Errorf("%s = %v (present %v), want %v", key, got, ok, want)
@@ -211,7 +214,8 @@ func TestSeriesContract(t *testing.T) {
 	if _, err := promremote.Encode(series); err != nil {
 		t.Errorf("the series do not encode: %v", err)
 	}
-	if n := len(Series(s, Health{}, false)); n != 2*(4+4+3)+4+3+2 { // 2 partitions, 4 ratios, health, unreported
+	// 2 partitions, debug's pending GPUs of 2 types, 4 ratios, health, unreported
+	if n := len(Series(s, Health{}, false)); n != 2*(4+4+3)+2+4+3+2 {
 		t.Errorf("without node series: %d series", n)
 	}
 }
