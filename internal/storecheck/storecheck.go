@@ -291,7 +291,9 @@ func explainES(err error, s step, e Elasticsearch) (detail string, stop bool) {
 		}
 		return fmt.Sprintf("authentication failed for user %q (status 401): the password in elasticsearch.password_file (%s) or the user is wrong (the credential itself is refused, before any privilege)", e.Conn.Username, e.Conn.PasswordFile), true
 	case ee.Status == http.StatusForbidden:
-		return missingPrivilege(s, e.Role, ee), false
+		// Without monitor the client's product check (GET /, before
+		// every other call) fails, so every other call would too.
+		return missingPrivilege(s, e.Role, ee), s.call == "info"
 	case ee.Status == http.StatusNotFound && (s.call == "get mapping" || s.call == "put mapping"):
 		return fmt.Sprintf("index %s does not exist: the create index line says why (or run setup)", s.target.Index), false
 	}
