@@ -101,7 +101,7 @@ plugin-check: plugin-archive
 # real-cluster suites run on the Slurm release JOBSIGHT_SLURM names (default
 # 26.05, built from ../shared/slurm by scripts/build-slurm.sh); slurm22-test
 # then runs the smaller second round on Debian's 22.05.
-test: frontend-test plugin-check gotest series-store-test grafana-test slurm22-test v2node-test
+test: frontend-test plugin-check gotest arm64-test series-store-test grafana-test slurm22-test v2node-test
 
 # -count=1: never reuse cached results. The end-to-end tests build the agent
 # and the SPANK plugin at run time, which Go's test cache does not see.
@@ -111,7 +111,22 @@ test: frontend-test plugin-check gotest series-store-test grafana-test slurm22-t
 GRAFANA_PKGS = ./test/grafana ./test/editors
 gotest:
 	$(GO) vet ./...
-	$(GO) test -count=1 -timeout $(GOTEST_TIMEOUT) $$($(GO) list ./... | grep -v -e '/test/grafana$$' -e '/test/editors$$' -e '/test/thanos$$' -e '/test/cgroupv2$$')
+	$(GO) test -count=1 -timeout $(GOTEST_TIMEOUT) $$($(GO) list ./... | grep -v -e '/test/grafana$$' -e '/test/editors$$' -e '/test/thanos$$' -e '/test/cgroupv2$$' -e '/test/arm64$$')
+
+# arm64 nodes (docs/packages.md, "arm64"): the agent's unit tests built for
+# arm64 (cgo, cross compiled) and run under user-mode emulation
+# (qemu-aarch64-static, the arm64 C library under /usr/aarch64-linux-gnu),
+# then the arm64 agent itself: `version` and `run` of a real command
+# (test/arm64). Left out: ./agent/deliver, which starts Prometheus and the
+# Elasticsearch-API server to test HTTP delivery (the same code on every
+# architecture), and the tests that start the test binary again as a
+# helper process (without binfmt the kernel cannot start an arm64 program).
+ARM64_ENV = GOOS=linux GOARCH=arm64 CGO_ENABLED=1 CC=aarch64-linux-gnu-gcc QEMU_LD_PREFIX=/usr/aarch64-linux-gnu
+ARM64_PKGS = $$($(GO) list ./agent/... | grep -v '/agent/deliver$$')
+ARM64_SKIP = TestNodeAgentSurvivesRunningOutOfFiles
+arm64-test:
+	$(ARM64_ENV) $(GO) test -count=1 -timeout 10m -exec qemu-aarch64-static -skip '$(ARM64_SKIP)' $(ARM64_PKGS)
+	$(GO) test -count=1 -timeout 10m ./test/arm64
 
 # The agent and the datasource on a Thanos Receive hashring behind Thanos
 # Query, a receiver killed mid-job, on their own: beside the end-to-end

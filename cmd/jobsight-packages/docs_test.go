@@ -75,8 +75,18 @@ func TestDocsMatchWhatIsShipped(t *testing.T) {
 		t.Error("provisioning/README.md names the idForwarding toggle as a setting of current Grafana releases")
 	}
 
-	// Package and plugin versions are equal only at a release tag.
-	if cl := repoFile(t, "CHANGELOG.md"); strings.Contains(cl, "kept equal to it") {
-		t.Error("CHANGELOG.md says the plugin's version is kept equal to the packages'; they differ between tags and without tags")
+	// One version, VERSION's: the docs say so and no longer describe
+	// versions made from git describe.
+	for _, f := range []string{"CHANGELOG.md", "docs/packages.md", "README.md"} {
+		d := strings.Join(strings.Fields(repoFile(t, f)), " ")
+		if f == "CHANGELOG.md" { // its introduction; the entries tell history
+			d, _, _ = strings.Cut(d, "## Unreleased")
+		}
+		if strings.Contains(d, "0.0.0~git") || strings.Contains(d, "from `git describe`") || strings.Contains(d, "from git describe") {
+			t.Errorf("%s still describes package versions made from git describe", f)
+		}
+	}
+	if cl := strings.Join(strings.Fields(repoFile(t, "CHANGELOG.md")), " "); !strings.Contains(cl, "the `VERSION` file at the top of the repository") {
+		t.Error("CHANGELOG.md's introduction does not name the VERSION file as the one version")
 	}
 }

@@ -317,7 +317,7 @@ func finish(root, dir string, arches []string, stdout io.Writer) error {
 		}
 		fmt.Fprintf(&sums, "%s  %s\n", s, n)
 	}
-	notes := fmt.Sprintf("# Jobsight %s\n\n%s\n\n%s\n\n## Artefacts\n\n", strings.TrimSpace(strings.TrimPrefix(head, "##")), "From CHANGELOG.md:", body)
+	notes := fmt.Sprintf("# Jobsight %s\n\n%s\n\n## Artefacts\n\n", strings.TrimSpace(strings.TrimPrefix(head, "##")), body)
 	for _, n := range names {
 		notes += "- `" + n + "`\n"
 	}
