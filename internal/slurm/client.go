@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"slices"
@@ -14,6 +15,24 @@ import (
 
 // DefaultTimeout bounds a Slurm command when Options.Timeout is zero.
 const DefaultTimeout = 10 * time.Second
+
+// MaxAnswer bounds what one command may print: squeue --json for 100,000
+// jobs on 26.05 is under 1 GiB; more is not an answer to read (and would
+// be held in memory whole).
+const MaxAnswer = 1 << 30
+
+// errTooLarge is a command's answer beyond MaxAnswer.
+var errTooLarge = errors.New("answer larger than 1 GiB: not read")
+
+// capped is stdout that refuses more than MaxAnswer bytes.
+type capped struct{ bytes.Buffer }
+
+func (c *capped) Write(p []byte) (int, error) {
+	if c.Len()+len(p) > MaxAnswer {
+		return 0, errTooLarge
+	}
+	return c.Buffer.Write(p)
+}
 
 // Client runs Slurm's client commands, the only place this module starts
 // them: each call is bounded by Timeout, gets Env added to the process
@@ -49,7 +68,7 @@ func (c *Client) Jobs(ctx context.Context) ([]byte, error) {
 // parser writes (DecodeSqueue). Kept to compare with Jobs (the
 // collector's figures in docs/performance.md).
 func (c *Client) JobsJSON(ctx context.Context) ([]byte, error) {
-	return c.runEnv(ctx, PollEnv, cmp.Or(c.Squeue, "squeue"), "--json")
+	return c.runEnv(ctx, []string{"SLURM_BITSTR_LEN=0"}, cmp.Or(c.Squeue, "squeue"), "--json")
 }
 
 // AllJobs runs `squeue --json --states=all`: every job the controller
@@ -90,8 +109,13 @@ func (c *Client) runEnv(ctx context.Context, env []string, bin string, args ...s
 	})
 	cmd.Env = append(append(cmd.Env, env...), c.Env...)
 	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	var stdout capped
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if errors.Is(err, errTooLarge) || stdout.Len() >= MaxAnswer {
+		return nil, fmt.Errorf("%s %s: %w", bin, strings.Join(args, " "), errTooLarge)
+	}
+	out := stdout.Bytes()
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w: %s", bin, strings.Join(args, " "), err, clip(strings.TrimSpace(stderr.String())))
 	}

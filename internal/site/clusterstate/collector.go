@@ -213,7 +213,15 @@ func Background(ctx context.Context, cfg Config, opts Options) (stop func(), err
 func (c *Collector) Poll(ctx context.Context) (*Snapshot, error) {
 	start := c.now()
 	callsBefore := c.src.Calls()
-	snap, err := c.read(ctx, start)
+	// The Slurm stage never runs into the next poll, whatever hangs: polls
+	// never overlap (Run waits for this one), and a poll cut short keeps
+	// the last good state (its series are not rewritten).
+	readCtx, cancel := ctx, context.CancelFunc(func() {})
+	if c.cfg.Interval > 0 {
+		readCtx, cancel = context.WithTimeout(ctx, c.cfg.Interval)
+	}
+	snap, err := c.read(readCtx, start)
+	cancel()
 	elapsed := c.now().Sub(start).Seconds()
 	calls := c.src.Calls() - callsBefore
 	c.metrics.duration.Set(elapsed)
@@ -222,7 +230,7 @@ func (c *Collector) Poll(ctx context.Context) (*Snapshot, error) {
 	defer c.mu.Unlock()
 	if err != nil {
 		c.pollErrors++
-		h := Health{PollSeconds: elapsed, SlurmCalls: c.src.Calls(), PollErrors: c.pollErrors}
+		h := Health{PollSeconds: elapsed, SlurmCalls: c.src.Calls(), PollErrors: c.pollErrors, LastSuccess: c.lastSuccess}
 		// Only the health series: the cluster's series are neither
 		// rewritten with old values nor ended.
 		c.push(ctx, Series(&Snapshot{Cluster: c.cfg.Cluster, Time: start}, h, false))
@@ -234,7 +242,7 @@ func (c *Collector) Poll(ctx context.Context) (*Snapshot, error) {
 	for _, p := range snap.Problems {
 		c.log.Warn("partial data", "problem", p)
 	}
-	h := Health{PollSeconds: elapsed, SlurmCalls: c.src.Calls(), PollErrors: c.pollErrors}
+	h := Health{PollSeconds: elapsed, SlurmCalls: c.src.Calls(), PollErrors: c.pollErrors, LastSuccess: start}
 	series := c.stale.mark(Series(snap, h, c.cfg.NodeSeries), start.UnixMilli())
 	c.metrics.series.Set(float64(len(series)))
 	c.push(ctx, series)

@@ -166,6 +166,8 @@ func (c *Config) Validate() error {
 	}
 	if c.Slurm.Timeout <= 0 {
 		bad("slurm.timeout", "must be positive")
+	} else if c.Interval > 0 && c.Slurm.Timeout > c.Interval {
+		bad("slurm.timeout", "%s is longer than interval (%s): a poll's Slurm calls never run into the next poll", c.Slurm.Timeout, c.Interval)
 	}
 	errs = append(errs, c.Prometheus.Validate()...)
 	errs = append(errs, c.Elasticsearch.Validate()...)

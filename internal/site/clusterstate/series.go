@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/jobsight/jobsight/internal/store/promremote"
 )
@@ -33,6 +34,10 @@ const (
 	MetricPollDuration       = "jobsight_clusterstate_poll_duration_seconds"
 	MetricSlurmCalls         = "jobsight_clusterstate_slurm_calls_total"
 	MetricPollErrors         = "jobsight_clusterstate_poll_errors_total"
+	// MetricLastSuccess is when a poll last read Slurm whole: after failed
+	// polls the cluster's series keep their last good values, and this
+	// says how old they are.
+	MetricLastSuccess = "jobsight_clusterstate_last_success_timestamp_seconds"
 )
 
 // MetricHelp gives each series' Prometheus type and help text (for
@@ -54,6 +59,7 @@ var MetricHelp = map[string][2]string{
 	MetricPollDuration:               {"gauge", "Seconds the last poll took."},
 	MetricSlurmCalls:                 {"counter", "Slurm commands the collector started."},
 	MetricPollErrors:                 {"counter", "Polls that could not read Slurm."},
+	MetricLastSuccess:                {"gauge", "When a poll last read Slurm whole (Unix time); the cluster's series are that old."},
 }
 
 // staleNaN is Prometheus' staleness marker: a series the cluster no longer
@@ -66,6 +72,8 @@ type Health struct {
 	PollSeconds float64
 	SlurmCalls  uint64
 	PollErrors  uint64
+	// LastSuccess is when a poll last read Slurm whole; zero: never.
+	LastSuccess time.Time
 }
 
 // seriesBuilder appends series sharing one timestamp.
@@ -140,6 +148,9 @@ func Series(s *Snapshot, h Health, perNode bool) []promremote.Series {
 	b.add(MetricPollDuration, h.PollSeconds, "cluster", c)
 	b.add(MetricSlurmCalls, float64(h.SlurmCalls), "cluster", c)
 	b.add(MetricPollErrors, float64(h.PollErrors), "cluster", c)
+	if !h.LastSuccess.IsZero() {
+		b.add(MetricLastSuccess, float64(h.LastSuccess.UnixMilli())/1000, "cluster", c)
+	}
 	return b.out
 }
 

@@ -57,6 +57,24 @@ func countingWrapper(t *testing.T, dir, name, log string) string {
 	return path
 }
 
+// seriesText is a snapshot's cluster series, one line each, sorted (the
+// collector's health series left out).
+func seriesText(s *clusterstate.Snapshot) []string {
+	var out []string
+	for _, x := range clusterstate.Series(s, clusterstate.Health{}, true) {
+		if strings.HasPrefix(x.Name, "jobsight_clusterstate_") || strings.HasPrefix(x.Name, "jobsight_cluster_") {
+			continue // the collector's health, and the unreported check the poll added
+		}
+		line := x.Name
+		for _, l := range x.Labels {
+			line += "," + l.Name + "=" + l.Value
+		}
+		out = append(out, fmt.Sprintf("%s %g", line, x.Samples[len(x.Samples)-1].Value))
+	}
+	slices.Sort(out)
+	return out
+}
+
 // rpcCounts reads slurmctld's RPC counters by message type (sdiag).
 func rpcCounts(t *testing.T, ctx context.Context, s *stack.Slurm) map[string]int {
 	t.Helper()
@@ -146,6 +164,15 @@ func TestCollectorOnRealCluster(t *testing.T) {
 	submit("-p", "debug", "-c", "2", "--mem=100M", "--gres=gpu:a100:2", "--wrap", "sleep 60")
 	submit("-p", "debug", "-c", "1", "--mem=100M", "--array=1-4", "--wrap", "sleep 60")
 	submit("-p", "debug", "-c", "1", "--mem=100M", "--hold", "--wrap", "sleep 60")
+	// Waiting for a begin time (not competing): a sparse array whose task
+	// expression is longer than squeue prints by default (64 characters),
+	// and a het job of two components.
+	sparse := make([]string, 27)
+	for i := range sparse {
+		sparse[i] = strconv.Itoa(1 + i*(i+1)/2) // no constant step: squeue writes every index
+	}
+	submit("-p", "multi", "-c", "1", "--mem=100M", "--begin=now+1hour", "--array="+strings.Join(sparse, ","), "--wrap", "true")
+	submit("-p", "multi", "-c", "1", "--mem=100M", "--begin=now+1hour", "--wrap", "true", ":", "-p", "multi", "-c", "1", "--mem=100M", "--gres=gpu:a100:1")
 	// Pending jobs need a scheduling pass to get their reasons.
 	time.Sleep(2 * time.Second)
 
@@ -157,6 +184,7 @@ func TestCollectorOnRealCluster(t *testing.T) {
 	cfg := clusterstate.DefaultConfig()
 	cfg.Cluster = "csclu"
 	cfg.Interval, cfg.DocumentInterval = 5*time.Second, 5*time.Second
+	cfg.Slurm.Timeout = cfg.Interval
 	cfg.Prometheus.RemoteWriteURL = st.Prometheus.URL + "/api/v1/write"
 	cfg.Elasticsearch.URLs = []string{st.Elasticsearch.URL}
 	cfg.Elasticsearch.Username = st.Elasticsearch.User
@@ -212,9 +240,28 @@ func TestCollectorOnRealCluster(t *testing.T) {
 	if total < 2 || total > 8 {
 		t.Errorf("one poll cost slurmctld %d requests, want 2-8", total)
 	}
+	if total > 4 {
+		t.Errorf("one poll cost slurmctld %d requests, want at most 4 (sinfo: nodes and partitions; squeue: jobs and partitions)", total)
+	}
+	// The narrow squeue and squeue --json give the same series, read
+	// from one controller state.
+	in, err := stack.FindSlurm(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jsonJobs, err := (&slurm.Client{Options: slurm.Options{Squeue: in.Bin("squeue"), Env: sl.Env(), Timeout: 20 * time.Second}}).JobsJSON(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fromJSON, err := clusterstate.Build("csclu", snap.Time, src.nodes, jsonJobs); err != nil {
+		t.Fatal(err)
+	} else if a, b := seriesText(snap), seriesText(fromJSON); !slices.Equal(a, b) {
+		t.Errorf("the narrow squeue's series\n%s\ndiffer from squeue --json's\n%s", strings.Join(a, "\n"), strings.Join(b, "\n"))
+	}
 	if dir := os.Getenv("JOBSIGHT_CAPTURE_DIR"); dir != "" {
 		_ = os.WriteFile(filepath.Join(dir, "sinfo-22.05.json"), src.nodes, 0o644)
-		_ = os.WriteFile(filepath.Join(dir, "squeue-22.05.json"), src.jobs, 0o644)
+		_ = os.WriteFile(filepath.Join(dir, "squeue-22.05.json"), jsonJobs, 0o644)
+		_ = os.WriteFile(filepath.Join(dir, "squeue-poll.txt"), src.jobs, 0o644)
 	}
 
 	nodes := map[string]clusterstate.Node{}
@@ -248,17 +295,27 @@ func TestCollectorOnRealCluster(t *testing.T) {
 	if n := nodes["csnode1"]; !slices.Contains(n.States, "ALLOCATED") || n.CPUs.Allocated != int64(cpus) || !n.Available {
 		t.Errorf("full csnode1: %v cpus %+v", n.States, n.CPUs)
 	}
-	var debug clusterstate.Partition
+	var debug, multi clusterstate.Partition
 	for _, p := range snap.Partitions {
 		t.Logf("partition %s: %+v", p.Name, p)
-		if p.Name == "debug" {
+		switch p.Name {
+		case "debug":
 			debug = p
+		case "multi":
+			multi = p
 		}
 	}
 	// 1 + 1 + 4 array tasks wait; the held job does not compete.
 	if debug.PendingJobs != 6 || debug.PendingCPUs != 1+2+4 || debug.PendingGPUs != 1+2 || debug.HeldJobs != 1 {
 		t.Errorf("debug pending jobs %d cpus %d gpus %d held %d, want 6, 7, 3, 1",
 			debug.PendingJobs, debug.PendingCPUs, debug.PendingGPUs, debug.HeldJobs)
+	}
+	// Held once the scheduler has seen them (BeginTime), pending before.
+	if multi.HeldJobs+multi.PendingJobs != 27+2 {
+		t.Errorf("multi held %d pending %d, want the sparse array's 27 tasks and the het job's 2 components", multi.HeldJobs, multi.PendingJobs)
+	}
+	if debug.PendingGPUsByType["a100"] != 2 || debug.PendingGPUsByType["any"] != 1 {
+		t.Errorf("debug pending GPUs by type %v, want a100 2 and any 1", debug.PendingGPUsByType)
 	}
 	if debug.CPUs.Allocated != int64(cpus) || debug.CPUs.Idle != 0 {
 		t.Errorf("debug cpus %+v, want all %d allocated", debug.CPUs, cpus)
