@@ -107,7 +107,11 @@ func New(cfg Config, opts Options) (*Collector, error) {
 		c.now = time.Now
 	}
 	if c.src == nil {
-		s := &slurm.Client{Options: slurm.Options{Sinfo: cfg.Slurm.Sinfo, Squeue: cfg.Slurm.Squeue, Timeout: cfg.Slurm.Timeout}}
+		timeout := cfg.Slurm.Timeout
+		if cfg.Interval > 0 {
+			timeout = min(timeout, cfg.Interval)
+		}
+		s := &slurm.Client{Options: slurm.Options{Sinfo: cfg.Slurm.Sinfo, Squeue: cfg.Slurm.Squeue, Timeout: timeout}}
 		if cfg.Slurm.Conf != "" {
 			s.Env = []string{"SLURM_CONF=" + cfg.Slurm.Conf}
 		}

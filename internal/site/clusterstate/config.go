@@ -58,7 +58,8 @@ type SlurmConfig struct {
 	Squeue string `yaml:"squeue"` // default "squeue" (from PATH)
 	// Conf, when set, is passed as SLURM_CONF to both.
 	Conf string `yaml:"conf"`
-	// Timeout bounds each call. Default 20s.
+	// Timeout bounds each call. Default 20s; never more than interval
+	// (a poll's Slurm calls never run into the next poll).
 	Timeout time.Duration `yaml:"timeout"`
 }
 
@@ -166,8 +167,6 @@ func (c *Config) Validate() error {
 	}
 	if c.Slurm.Timeout <= 0 {
 		bad("slurm.timeout", "must be positive")
-	} else if c.Interval > 0 && c.Slurm.Timeout > c.Interval {
-		bad("slurm.timeout", "%s is longer than interval (%s): a poll's Slurm calls never run into the next poll", c.Slurm.Timeout, c.Interval)
 	}
 	errs = append(errs, c.Prometheus.Validate()...)
 	errs = append(errs, c.Elasticsearch.Validate()...)

@@ -184,7 +184,6 @@ func TestCollectorOnRealCluster(t *testing.T) {
 	cfg := clusterstate.DefaultConfig()
 	cfg.Cluster = "csclu"
 	cfg.Interval, cfg.DocumentInterval = 5*time.Second, 5*time.Second
-	cfg.Slurm.Timeout = cfg.Interval
 	cfg.Prometheus.RemoteWriteURL = st.Prometheus.URL + "/api/v1/write"
 	cfg.Elasticsearch.URLs = []string{st.Elasticsearch.URL}
 	cfg.Elasticsearch.Username = st.Elasticsearch.User
