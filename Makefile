@@ -121,7 +121,7 @@ gotest:
 # Elasticsearch-API server to test HTTP delivery (the same code on every
 # architecture), and the tests that start the test binary again as a
 # helper process (without binfmt the kernel cannot start an arm64 program).
-ARM64_ENV = GOOS=linux GOARCH=arm64 CGO_ENABLED=1 CC=aarch64-linux-gnu-gcc QEMU_LD_PREFIX=/usr/aarch64-linux-gnu
+ARM64_ENV = GOOS=linux GOARCH=arm64 CGO_ENABLED=1 CC=aarch64-linux-gnu-gcc CGO_CFLAGS="-O2 -g -Wno-deprecated-declarations" QEMU_LD_PREFIX=/usr/aarch64-linux-gnu
 ARM64_PKGS = $$($(GO) list ./agent/... | grep -v '/agent/deliver$$')
 ARM64_SKIP = TestNodeAgentSurvivesRunningOutOfFiles
 arm64-test:
