@@ -208,7 +208,9 @@ func TestReleaseArtefacts(t *testing.T) {
 		t.Skip("JOBSIGHT_RELEASE_DIR is not set: make release builds the release and runs this test on it")
 	}
 	arches := strings.Split(envOr("JOBSIGHT_RELEASE_ARCH", "amd64,arm64"), ",")
-	v, err := version("../..")
+	// The checkout the release was made from (make release: this one).
+	root := envOr("JOBSIGHT_RELEASE_ROOT", "../..")
+	v, err := version(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +244,7 @@ func TestReleaseArtefacts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl, _ := os.ReadFile("../../CHANGELOG.md")
+	cl, _ := os.ReadFile(filepath.Join(root, "CHANGELOG.md"))
 	head, body, err := changelogSection(string(cl), v)
 	if err != nil {
 		t.Fatal(err)
@@ -262,14 +264,14 @@ func TestReleaseArtefacts(t *testing.T) {
 			}
 			prefix = []string{q, "-L", "/usr/aarch64-linux-gnu"}
 		}
-		root := t.TempDir()
+		unpacked := t.TempDir()
 		for _, p := range []string{"jobsight-agent", "jobsight"} {
-			if out, err := exec.Command("dpkg-deb", "-x", filepath.Join(dir, p+"_"+v+"-1_"+arch+".deb"), root).CombinedOutput(); err != nil {
+			if out, err := exec.Command("dpkg-deb", "-x", filepath.Join(dir, p+"_"+v+"-1_"+arch+".deb"), unpacked).CombinedOutput(); err != nil {
 				t.Fatalf("dpkg-deb -x: %v\n%s", err, out)
 			}
 		}
 		for prog, path := range map[string]string{"jobsight-agent": "usr/sbin/jobsight-agent", "jobsight": "usr/bin/jobsight"} {
-			args := append(append([]string{}, prefix...), filepath.Join(root, path), "version")
+			args := append(append([]string{}, prefix...), filepath.Join(unpacked, path), "version")
 			out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
 			if err != nil || string(out) != prog+" "+v+"\n" {
 				t.Errorf("%s (%s) version: %q, %v; want %q", prog, arch, out, err, prog+" "+v+"\n")
