@@ -94,7 +94,9 @@ func clusterStatePolls(queued, rounds, whole int) error {
 		if i >= len(ids)-whole {
 			break
 		}
-		if out, err := sl.Command(ctx, "scontrol", "update", "JobId="+id+"_[0-"+strconv.Itoa(min(queued, 1000)-1)+"]", "Nice=10").CombinedOutput(); err != nil {
+		// An update of every task but the last splits each off (one of
+		// all the meta-record's tasks would update the meta-record).
+		if out, err := sl.Command(ctx, "scontrol", "update", "JobId="+id+"_[0-"+strconv.Itoa(min(queued, 1000)-2)+"]", "Nice=10").CombinedOutput(); err != nil {
 			return fmt.Errorf("splitting %s: %v: %s", id, err, out)
 		}
 	}
@@ -103,7 +105,8 @@ func clusterStatePolls(queued, rounds, whole int) error {
 	fmt.Printf("%s: %d queued jobs (%d held arrays of %d, %d left whole) and 9 others in %s; squeue lists %d records\n",
 		sl.Install, queued, arrays, min(queued, 1000), min(whole, arrays), time.Since(start).Round(time.Second), strings.Count(string(recs), "\n"))
 
-	client := &slurm.Client{Options: slurm.Options{Env: sl.Env(), Timeout: 10 * time.Minute}}
+	client := &slurm.Client{Options: slurm.Options{Sinfo: sl.Install.Bin("sinfo"), Squeue: sl.Install.Bin("squeue"),
+		Env: sl.Env(), Timeout: 10 * time.Minute}}
 	forms := []struct {
 		name string
 		jobs func(context.Context) ([]byte, error)
