@@ -33,7 +33,7 @@ import (
 // controller holds records as a queue of single jobs does, plus pending
 // arrays counted by their tasks, a het job, jobs pending for typed and
 // untyped GPUs, one submitted to two partitions, and running jobs.
-func clusterStatePolls(queued, rounds, whole int) error {
+func clusterStatePolls(queued, rounds, whole int, narrowOnly bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
 	defer cancel()
 	dir, err := os.MkdirTemp("", "jobsight-clusterstate-")
@@ -111,6 +111,9 @@ func clusterStatePolls(queued, rounds, whole int) error {
 		name string
 		jobs func(context.Context) ([]byte, error)
 	}{{"squeue --json (before)", client.JobsJSON}, {"squeue -O (narrow, now)", client.Jobs}}
+	if narrowOnly {
+		forms = forms[1:]
+	}
 	var series [][]string
 	for _, f := range forms {
 		var m pollFigures
@@ -147,6 +150,9 @@ func clusterStatePolls(queued, rounds, whole int) error {
 		}
 		fmt.Printf("%-26s %s\n", f.name, m)
 		series = append(series, seriesLines(last))
+	}
+	if len(series) < 2 {
+		return nil
 	}
 	if !slices.Equal(series[0], series[1]) {
 		for _, l := range series[0] {

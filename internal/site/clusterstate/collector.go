@@ -1,6 +1,7 @@
 // Package clusterstate is the cluster-state collector: one process per
-// cluster, on a controller or login node, that polls Slurm's structured
-// output (`sinfo --json`, `squeue --json`; never free text) once per
+// cluster, on a controller or login node, that polls Slurm (`sinfo
+// --json`, and a narrow `squeue -O` without any field a user writes:
+// internal/slurm/squeuetext.go) once per
 // interval and writes what the whole cluster is doing — node states with
 // every flag, CPUs, memory and GPUs by type per node and partition,
 // pending demand per partition — as Prometheus series (remote write) and
