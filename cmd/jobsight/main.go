@@ -7,6 +7,7 @@
 //	jobsight history [--end T]                         roll up per-user/per-account efficiency
 //	jobsight export --since 30d [--format csv|json]    efficiency scores and waste, for policy use
 //	jobsight setup | check-config
+//	jobsight check-stores                              each store call of the site command, one line each
 //	jobsight cluster-state [--once] [--check]            the cluster-state collector (its own --config)
 //	jobsight grafana-users --grafana-url URL --token-file FILE   the datasource's userIdMap for built-in accounts
 //
@@ -42,6 +43,7 @@ import (
 	"github.com/jobsight/jobsight/internal/site/notify"
 	"github.com/jobsight/jobsight/internal/store"
 	"github.com/jobsight/jobsight/internal/store/elasticsearch"
+	"github.com/jobsight/jobsight/internal/storecheck"
 )
 
 // installedConfig is the configuration file of this installation, and the
@@ -75,6 +77,7 @@ commands:
   export           efficiency scores and waste (--since DURATION or --from/--to; --format csv|json)
   setup            create the results and history indices
   check-config     validate the configuration
+  check-stores     make each store call the site command makes, with its credentials; one line each (exit 1: something is missing)
   cluster-state    the cluster-state collector (--config /etc/jobsight/cluster-state.yaml; docs/cluster-state.md)
   grafana-users    print the datasource's userIdMap for Grafana's built-in accounts (--grafana-url, --token-file; docs/datasource.md)
   version          print the version`
@@ -108,7 +111,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	listen := fs.String("listen", "", "notify: serve Prometheus metrics on this address")
 	verbose := fs.Bool("v", false, "log debug messages")
 	switch cmd {
-	case "report", "analyze", "notify", "history", "export", "setup", "check-config":
+	case "report", "analyze", "notify", "history", "export", "setup", "check-config", "check-stores":
 	default:
 		fmt.Fprintf(stderr, "jobsight: unknown command %q\n%s\n", cmd, usage)
 		return 2
@@ -147,6 +150,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if cmd == "check-stores" {
+		return reportStores(checkSiteStores(ctx, cfg, storecheck.Options{}), stdout)
+	}
 
 	reg := prometheus.NewRegistry()
 	site, err := newSite(cfg, esCfg, reg, log)
