@@ -13,21 +13,31 @@ func demand(j *slurm.SqueueJob) (cpus, gpus int64) {
 	if v, ok := tresValue(j.TRESReq, "cpu"); ok && v > cpus {
 		cpus = v
 	}
-	nodes := max(j.NodeCount, 1)
-	tasks := max(j.Tasks, 1)
-	switch {
-	case hasGPU(j.TRESReq, "gres/gpu"):
+	if hasGPU(j.TRESReq, "gres/gpu") {
 		gpus, _ = tresValue(j.TRESReq, "gres/gpu")
-	case j.TRESPerJob != "":
-		gpus = tresGPUs(j.TRESPerJob)
-	case j.TRESPerNode != "":
-		gpus = tresGPUs(j.TRESPerNode) * nodes
-	case j.TRESPerSocket != "":
-		gpus = tresGPUs(j.TRESPerSocket) * nodes // at least one socket per node
-	case j.TRESPerTask != "":
-		gpus = tresGPUs(j.TRESPerTask) * tasks
+	} else {
+		spec, mul := gpuSpec(j)
+		gpus = tresGPUs(spec) * mul
 	}
 	return cpus, gpus
+}
+
+// gpuSpec is a record's GPU request as squeue prints it (per job, node,
+// socket or task; the first one set) and what multiplies it into the
+// job's total: 1, its nodes (a socket request counts one socket per
+// node), or its tasks.
+func gpuSpec(j *slurm.SqueueJob) (spec string, mul int64) {
+	switch {
+	case j.TRESPerJob != "":
+		return j.TRESPerJob, 1
+	case j.TRESPerNode != "":
+		return j.TRESPerNode, max(j.NodeCount, 1)
+	case j.TRESPerSocket != "":
+		return j.TRESPerSocket, max(j.NodeCount, 1)
+	case j.TRESPerTask != "":
+		return j.TRESPerTask, max(j.Tasks, 1)
+	}
+	return "", 1
 }
 
 // gpuTypes splits a pending record's GPUs (gpus, from demand) by type:
@@ -53,17 +63,7 @@ func gpuTypes(j *slurm.SqueueJob, gpus int64) map[string]int64 {
 		}
 	}
 	if typed == 0 {
-		nodes, tasks := max(j.NodeCount, 1), max(j.Tasks, 1)
-		spec, mul := j.TRESPerJob, int64(1)
-		switch {
-		case j.TRESPerJob != "":
-		case j.TRESPerNode != "":
-			spec, mul = j.TRESPerNode, nodes
-		case j.TRESPerSocket != "":
-			spec, mul = j.TRESPerSocket, nodes
-		case j.TRESPerTask != "":
-			spec, mul = j.TRESPerTask, tasks
-		}
+		spec, mul := gpuSpec(j)
 		for _, e := range strings.Split(spec, ",") {
 			e = strings.TrimPrefix(strings.TrimPrefix(strings.TrimSpace(e), "gres:"), "gres/")
 			if g, err := parseGresEntry(e); err == nil && g.Name == "gpu" && g.Type != "" && g.Count > 0 {
