@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path"
 	"regexp"
 	"strconv"
@@ -34,7 +33,7 @@ type artefact struct {
 // readDeb reads a .deb's control file: an ar archive whose control.tar.gz
 // holds ./control (dpkg's format, as nfpm writes it).
 func readDeb(file string) (artefact, error) {
-	f, err := os.Open(file)
+	f, err := openFile(file)
 	if err != nil {
 		return artefact{}, err
 	}
@@ -124,7 +123,12 @@ const (
 // readRPM reads an .rpm's header: the 96-byte lead, the signature header
 // (padded to 8 bytes), then the header with the package's tags.
 func readRPM(file string) (artefact, error) {
-	b, err := os.ReadFile(file)
+	f, err := openFile(file)
+	if err != nil {
+		return artefact{}, err
+	}
+	b, err := io.ReadAll(f)
+	f.Close()
 	if err != nil {
 		return artefact{}, err
 	}

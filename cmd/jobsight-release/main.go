@@ -77,7 +77,7 @@ var releaseVersion = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+$`)
 // the executable's build info), package-lock.json, and plugin.json,
 // which holds %VERSION% for the build to fill in, or the version.
 func version(root string) (string, error) {
-	b, err := os.ReadFile(filepath.Join(root, "VERSION"))
+	b, err := readIn(root, "VERSION")
 	if err != nil {
 		return "", fmt.Errorf("the version file: %w", err)
 	}
@@ -87,7 +87,7 @@ func version(root string) (string, error) {
 	}
 	var problems []string
 	read := func(file string, into any) bool {
-		b, err := os.ReadFile(filepath.Join(root, file))
+		b, err := readIn(root, file)
 		if err == nil {
 			err = json.Unmarshal(b, into)
 		}
@@ -182,7 +182,7 @@ func check(root string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	b, err := os.ReadFile(filepath.Join(root, "CHANGELOG.md"))
+	b, err := readIn(root, "CHANGELOG.md")
 	if err != nil {
 		return "", err
 	}
@@ -297,7 +297,7 @@ func finish(root, dir string, arches []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cl, err := os.ReadFile(filepath.Join(root, "CHANGELOG.md"))
+	cl, err := readIn(root, "CHANGELOG.md")
 	if err != nil {
 		return err
 	}
@@ -322,18 +322,45 @@ func finish(root, dir string, arches []string, stdout io.Writer) error {
 		notes += "- `" + n + "`\n"
 	}
 	notes += "\nVerify them with `sha256sum -c SHA256SUMS`. Installing: README.md (Install) and docs/packages.md.\n"
-	if err := os.WriteFile(filepath.Join(dir, "SHA256SUMS"), []byte(sums.String()), 0o644); err != nil {
+	out, err := os.OpenRoot(dir)
+	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "RELEASE_NOTES.md"), []byte(notes), 0o644); err != nil {
+	defer out.Close()
+	if err := out.WriteFile("SHA256SUMS", []byte(sums.String()), 0o644); err != nil {
+		return err
+	}
+	if err := out.WriteFile("RELEASE_NOTES.md", []byte(notes), 0o644); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "release %s in %s: %d artefacts, each saying %s inside; SHA256SUMS, RELEASE_NOTES.md written\n", v, dir, len(names), v)
 	return nil
 }
 
+// readIn reads the file name inside dir through an os.Root: a name or
+// link leading out of dir is refused.
+func readIn(dir, name string) ([]byte, error) {
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return r.ReadFile(name)
+}
+
+// openFile opens file through an os.Root on its directory, so that a
+// release directory's entry linking out of it is refused.
+func openFile(file string) (*os.File, error) {
+	r, err := os.OpenRoot(filepath.Dir(file))
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return r.Open(filepath.Base(file))
+}
+
 func fileSHA256(file string) (string, error) {
-	f, err := os.Open(file)
+	f, err := openFile(file)
 	if err != nil {
 		return "", err
 	}
