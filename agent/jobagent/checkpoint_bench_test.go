@@ -15,9 +15,10 @@ import (
 )
 
 // BenchmarkCheckpoint is one job's checkpoint of an hour's samples,
-// encoded and written into a state directory: atomically (a new file
-// renamed over the old, at a watch's start and end) and in place into the
-// two kept-open slots (at every flush of a running watch).
+// encoded and written into a state directory: durably (a new file synced
+// and renamed over the old, at a watch's start, handover and end, and
+// once a DurableCheckpointEvery while it runs) and in place into the two
+// kept-open slots (at every other flush of a running watch).
 func BenchmarkCheckpoint(b *testing.B) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	st := monitor.NewNodeState(start, time.Second, 0.05)
@@ -43,7 +44,20 @@ func BenchmarkCheckpoint(b *testing.B) {
 		}
 	})
 	b.Run("in-place", func(b *testing.B) {
-		w := newCheckpointWriter(f)
+		w := newCheckpointWriter(f, time.Now)
+		defer w.close()
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := w.save(ck); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	// durable: what a save costs when it replaces the checkpoint and
+	// syncs it and its directory (once a DurableCheckpointEvery).
+	b.Run("durable", func(b *testing.B) {
+		w := newCheckpointWriter(f, time.Now)
+		w.every = 0
 		defer w.close()
 		b.ReportAllocs()
 		for b.Loop() {
@@ -119,7 +133,7 @@ func benchmarkCheckpointGPUs(b *testing.B, noActivity bool, noise float64) {
 		b.Fatal(err)
 	}
 	f := jobFiles(dir, "c1", "n001", 4243)
-	w := newCheckpointWriter(f)
+	w := newCheckpointWriter(f, time.Now)
 	defer w.close()
 	b.ReportAllocs()
 	for b.Loop() {

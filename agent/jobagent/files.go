@@ -37,9 +37,14 @@ func (f files) checkpoint() string { return f.base + ".checkpoint.json" }
 func (f files) stopped() string    { return f.base + ".stop" }
 func (f files) done() string       { return f.base + ".done" }
 
-// checkpointTwin is the checkpoint's second slot, which a running watch
-// writes in turn with the first (checkpointWriter).
-func (f files) checkpointTwin() string { return f.base + ".checkpoint.2.json" }
+// checkpointTwin and checkpointThird are the checkpoint's in-place
+// slots, which a running watch writes in turn (checkpointWriter); the
+// checkpoint itself is only ever replaced whole and synced to disk.
+func (f files) checkpointTwin() string  { return f.base + ".checkpoint.2.json" }
+func (f files) checkpointThird() string { return f.base + ".checkpoint.3.json" }
+
+// inPlaceSlots are checkpointWriter's slots, in the order it writes them.
+func (f files) inPlaceSlots() [2]string { return [2]string{f.checkpointTwin(), f.checkpointThird()} }
 
 // tryLock takes the job's lock without waiting. ok is false when another
 // watch holds it (in this process or another). The lock is released when
@@ -77,6 +82,10 @@ type Checkpoint struct {
 	// finds it writes them again as they were (same agent state and end)
 	// instead of resuming the job or finalizing it as lost.
 	Finalized *Finalized `json:"finalized,omitempty"`
+	// HandedOver is when the agent that wrote this checkpoint handed the
+	// job over to a new agent (an upgrade): the job was running then, and
+	// a resume within two intervals is no gap.
+	HandedOver *jobmodel.Time `json:"handed_over,omitempty"`
 }
 
 // Finalized is how a job was finalized on this node.
@@ -85,50 +94,58 @@ type Finalized struct {
 	End        jobmodel.Time `json:"end"`
 }
 
-// saveCheckpoint writes the checkpoint atomically (a new file renamed over
-// the old): at a watch's start and end. While it runs, a checkpointWriter
-// writes it at every flush.
+// saveCheckpoint writes the checkpoint durably (a new file, synced, renamed
+// over the old, and the directory synced): at a watch's start, at a
+// handover and at its end. While it runs, a checkpointWriter writes it at
+// every flush.
 //
-// The twin is removed once the checkpoint is in place: whatever it held
-// is older (the same watch's earlier in-place save) or another job's (an
-// id reused while a finalized job's checkpoint stayed), whose save number
-// could otherwise outrank this one.
+// The in-place slots are removed once the checkpoint is in place: what
+// they held is older (the same watch's earlier in-place saves) or another
+// job's (an id reused while a finalized job's checkpoint stayed), whose
+// save number could otherwise outrank this one.
 func (f files) saveCheckpoint(c *Checkpoint) error {
 	c.Seq++
 	b, err := json.Marshal(c)
 	if err != nil {
 		return err
 	}
-	if err := writeAtomic(f.checkpoint(), b); err != nil {
+	if err := writeDurable(f.checkpoint(), b); err != nil {
 		return err
 	}
-	if err := os.Remove(f.checkpointTwin()); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("removing %s: %w", f.checkpointTwin(), err)
+	for _, p := range f.inPlaceSlots() {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("removing %s: %w", p, err)
+		}
 	}
 	return nil
 }
 
-// loadCheckpoint reads the checkpoint: of its two slots, the newer one
-// that reads whole. A slot a crash left torn (cut short, or longer text
-// left behind) does not parse, and the other is read.
+// loadCheckpoint reads the checkpoint: of the durable checkpoint and its
+// two in-place slots, the newest one that reads whole. A slot a crash left
+// torn (cut short, or longer text left behind) does not parse, and
+// another is read; after a power loss, when neither in-place slot may
+// have reached the disk, the durable checkpoint is read (at most
+// DurableCheckpointEvery old).
 func (f files) loadCheckpoint() (*Checkpoint, error) {
-	first, err := f.readCheckpoint(f.checkpoint())
+	best, err := f.readCheckpoint(f.checkpoint())
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, err // no checkpoint: the second slot never stands alone
+		return nil, err // no checkpoint: the in-place slots never stand alone
 	}
-	second, err2 := f.readCheckpoint(f.checkpointTwin())
-	if err2 == nil && err == nil && second.Job.DocID != first.Job.DocID {
-		// Another job's (a crash between removing the two slots, and the
-		// id reused): never read in place of this one's.
-		err2 = fmt.Errorf("checkpoint %s: job %s, not %s", f.checkpointTwin(), second.Job.DocID, first.Job.DocID)
+	for _, p := range f.inPlaceSlots() {
+		c, err2 := f.readCheckpoint(p)
+		switch {
+		case err2 != nil:
+		case best != nil && c.Job.DocID != best.Job.DocID:
+			// Another job's (a crash between removing the slots, and the
+			// id reused): never read in place of this one's.
+		case best == nil || c.Seq > best.Seq:
+			best, err = c, nil
+		}
 	}
-	switch {
-	case err == nil && (err2 != nil || first.Seq >= second.Seq):
-		return first, nil
-	case err2 == nil:
-		return second, nil
+	if best == nil {
+		return nil, err
 	}
-	return nil, err
+	return best, nil
 }
 
 func (f files) readCheckpoint(path string) (*Checkpoint, error) {
@@ -146,33 +163,61 @@ func (f files) readCheckpoint(path string) (*Checkpoint, error) {
 	return &c, nil
 }
 
-// removeCheckpoint removes both slots.
+// removeCheckpoint removes the checkpoint and its slots.
 func (f files) removeCheckpoint() {
 	_ = os.Remove(f.checkpoint())
-	_ = os.Remove(f.checkpointTwin())
+	for _, p := range f.inPlaceSlots() {
+		_ = os.Remove(p)
+	}
 }
 
-// checkpointWriter writes a watched job's checkpoint at every flush
-// without creating a file: its two slots (the checkpoint and its twin)
-// are kept open and overwritten in place, in turn, so that one always
-// holds a whole earlier save however the agent dies while it writes the
-// other, and loadCheckpoint reads the newer whole one. A new file renamed
-// over the old one each time cost 30 times more (an inode made and freed,
-// and the journal's work, 156 µs against 5 µs a save on ext4).
+// DurableCheckpointEvery is how often a running watch's checkpoint is
+// written durably (checkpointWriter): a node's power loss costs a job at
+// most this much of its samples.
+const DurableCheckpointEvery = time.Minute
+
+// checkpointWriter writes a watched job's checkpoint at every flush. Most
+// saves go in place, without creating a file, into two slots kept open
+// and overwritten in turn, so that one always holds a whole earlier save
+// however the agent dies while it writes the other, and loadCheckpoint
+// reads the newer whole one. A new file renamed over the old one each
+// time cost 30 times more (an inode made and freed, and the journal's
+// work, 156 µs against 5 µs a save on ext4).
+//
+// Neither slot is synced, so after a power loss both may be torn or
+// empty: once DurableCheckpointEvery has passed since the last durable
+// save, the save replaces the checkpoint itself and syncs it
+// (saveCheckpoint's way, its cost in docs/performance.md), which a power
+// loss cannot tear.
 type checkpointWriter struct {
-	f     files
-	slots [2]*os.File
-	next  int
-	buf   bytes.Buffer
+	f           files
+	now         func() time.Time
+	lastDurable time.Time
+	every       time.Duration
+	slots       [2]*os.File
+	next        int
+	buf         bytes.Buffer
 }
 
-func newCheckpointWriter(f files) *checkpointWriter {
-	// The first in-place save goes to the twin: the checkpoint itself was
-	// just written whole when the watch began.
-	return &checkpointWriter{f: f, next: 1}
+// newCheckpointWriter begins the in-place saves of a watch whose
+// checkpoint was just written durably (saveCheckpoint, at its start).
+func newCheckpointWriter(f files, now func() time.Time) *checkpointWriter {
+	return &checkpointWriter{f: f, now: now, lastDurable: now(), every: DurableCheckpointEvery}
 }
 
 func (w *checkpointWriter) save(c *Checkpoint) error {
+	if t := w.now(); t.Sub(w.lastDurable) >= w.every {
+		c.Seq++
+		b, err := json.Marshal(c)
+		if err != nil {
+			return err
+		}
+		if err := writeDurable(w.f.checkpoint(), b); err != nil {
+			return err
+		}
+		w.lastDurable = t
+		return nil
+	}
 	c.Seq++
 	w.buf.Reset()
 	if err := json.NewEncoder(&w.buf).Encode(c); err != nil {
@@ -180,10 +225,7 @@ func (w *checkpointWriter) save(c *Checkpoint) error {
 	}
 	slot := w.slots[w.next]
 	if slot == nil {
-		path := w.f.checkpoint()
-		if w.next == 1 {
-			path = w.f.checkpointTwin()
-		}
+		path := w.f.inPlaceSlots()[w.next]
 		var err error
 		if slot, err = os.OpenFile(path, os.O_CREATE|os.O_WRONLY|syscall.O_NOFOLLOW, 0o600); err != nil {
 			return fmt.Errorf("writing checkpoint: %w", err)
@@ -268,6 +310,39 @@ func ensureStateDirs(stateDir string) error {
 		if err := privdir.Ensure(d); err != nil {
 			return fmt.Errorf("state_dir: %w", err)
 		}
+	}
+	return nil
+}
+
+// writeDurable is writeAtomic made to survive a power loss: the new file
+// is synced before it is renamed over the old, and the directory after.
+func writeDurable(path string, data []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	d, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return fmt.Errorf("syncing %s: %w", filepath.Dir(path), err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("syncing %s: %w", filepath.Dir(path), err)
 	}
 	return nil
 }

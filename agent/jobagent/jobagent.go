@@ -127,6 +127,10 @@ type Agent struct {
 	// runtime start-up); the resource-use log line splits the agent's cost
 	// by phase from it.
 	CPUAtMain time.Duration
+	// Successor is set when the node agent handed its jobs over (an
+	// upgrade): the executable the process must exec now, with Resume's
+	// command, to resume them.
+	Successor string
 
 	// unsaved are the jobs (by state file) whose final documents this
 	// process could neither store nor spool: Health.FinalUnsaved.

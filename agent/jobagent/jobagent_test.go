@@ -71,9 +71,15 @@ type memOutputs struct {
 	jobs    []jobmodel.Job
 	nodes   []jobmodel.Node
 	results []jobmodel.Result
+	series  []monitor.Series
 }
 
-func (m *memOutputs) PushSeries(context.Context, []monitor.Series) error { return nil }
+func (m *memOutputs) PushSeries(_ context.Context, s []monitor.Series) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.series = append(m.series, s...)
+	return nil
+}
 func (m *memOutputs) PutNode(_ context.Context, n jobmodel.Node) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()

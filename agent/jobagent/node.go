@@ -45,9 +45,18 @@ import (
 
 // Request is what a launch asks of the node agent.
 type Request struct {
-	Op    string `json:"op"` // "start" or "stop"
+	// Op is "start" or "stop" (a job's launch), "status" (who is the
+	// node agent) or "handover" (an upgrade: hand every job over to the
+	// executable Exec names, which must be this agent's own path).
+	Op    string `json:"op"`
 	JobID uint64 `json:"job_id"`
-	UID   uint32 `json:"uid,omitempty"`
+	// Exec is the handover's successor: the path of the agent executable
+	// the package just installed.
+	Exec string `json:"exec,omitempty"`
+	// resumed: the request is for a job an earlier agent left (its
+	// checkpoint), never one read from the socket.
+	resumed bool
+	UID     uint32 `json:"uid,omitempty"`
 	// GPUs is SLURM_JOB_GPUS as slurmd gave the prolog; GPUsGiven whether
 	// it was set at all.
 	GPUs      string `json:"gpus,omitempty"`
@@ -86,8 +95,21 @@ func hostlistChars(s string) bool {
 
 // Validate names what is wrong with a request.
 func (r Request) Validate() error {
-	if r.Op != "start" && r.Op != "stop" {
-		return fmt.Errorf("request: op %q is neither start nor stop", r.Op)
+	switch r.Op {
+	case "start", "stop":
+	case "status", "handover":
+		if r.JobID != 0 || r.GPUs != "" || r.Nodes != "" || r.SLUID != "" || (r.Op == "status" && r.Exec != "") {
+			return fmt.Errorf("request: %s takes no job", r.Op)
+		}
+		if r.Op == "handover" && !filepath.IsAbs(r.Exec) {
+			return fmt.Errorf("request: handover: exec %.200q is not an absolute path", r.Exec)
+		}
+		return nil
+	default:
+		return fmt.Errorf("request: op %q is not start, stop, status or handover", r.Op)
+	}
+	if r.Exec != "" {
+		return fmt.Errorf("request: %s takes no exec", r.Op)
 	}
 	if r.JobID == 0 || r.JobID > 1<<32-1 {
 		return fmt.Errorf("request: job_id %d is not a Slurm job id", r.JobID)
@@ -159,7 +181,7 @@ func (a *Agent) Launch(ctx context.Context, req Request) (joined bool, err error
 		}
 		if ok {
 			defer release()
-			return false, newNodeAgent(a, p).serve(ctx, req)
+			return false, newNodeAgent(a, p).serve(ctx, &req)
 		}
 		if time.Now().After(deadline) {
 			return false, fmt.Errorf("no node agent took the request within %s (last answer %q, %v)", JoinTimeout, reply, err)
@@ -167,6 +189,98 @@ func (a *Agent) Launch(ctx context.Context, req Request) (joined bool, err error
 		time.Sleep(wait)
 		wait = min(2*wait, 200*time.Millisecond)
 	}
+}
+
+// Resume becomes the node agent when none runs, and resumes every job an
+// earlier agent left a checkpoint of: the second half of a handover (the
+// agent that handed its jobs over execs the new executable with it), and
+// a way to resume after a crash without waiting for the next job's
+// launch. joined is true when another node agent runs (it resumed them).
+func (a *Agent) Resume(ctx context.Context) (joined bool, err error) {
+	if err := ensureStateDirs(a.Config.StateDir); err != nil {
+		return false, err
+	}
+	p := nodeFiles(a.Config.StateDir, a.Config.Node)
+	deadline := time.Now().Add(JoinTimeout)
+	for {
+		if _, err := AgentStatus(a.Config.StateDir, a.Config.Node); err == nil {
+			return true, nil
+		}
+		release, ok, err := tryFlock(p.lock)
+		if err != nil {
+			return false, err
+		}
+		if ok {
+			defer release()
+			return false, newNodeAgent(a, p).serve(ctx, nil)
+		}
+		if time.Now().After(deadline) {
+			return false, fmt.Errorf("the node lock %s stayed held for %s and no agent answered on %s", p.lock, JoinTimeout, p.sock)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Status is what a node agent says of itself (Request op "status").
+type Status struct {
+	Version string
+	PID     int
+	// Since is when this process became the node agent (Unix
+	// nanoseconds): an agent that execs its successor keeps its pid.
+	Since int64
+	Jobs  int
+}
+
+func (s Status) String() string {
+	return fmt.Sprintf("ok version=%s pid=%d since=%d jobs=%d", s.Version, s.PID, s.Since, s.Jobs)
+}
+
+// AgentStatus asks node's agent who it is; an error when none answers.
+func AgentStatus(stateDir, node string) (Status, error) {
+	reply, err := send(nodeFiles(stateDir, node).sock, Request{Op: "status"})
+	if err != nil {
+		return Status{}, err
+	}
+	var st Status
+	if _, err := fmt.Sscanf(reply, "ok version=%s pid=%d since=%d jobs=%d", &st.Version, &st.PID, &st.Since, &st.Jobs); err != nil {
+		return Status{}, fmt.Errorf("node agent answered %q", reply)
+	}
+	return st, nil
+}
+
+// AskHandover asks node's agent to hand its jobs over to the executable
+// exec: it checkpoints every job, delivers what it holds, releases the
+// node and execs exec, which resumes them (Resume).
+func AskHandover(stateDir, node, exec string) error {
+	reply, err := send(nodeFiles(stateDir, node).sock, Request{Op: "handover", Exec: exec})
+	if err != nil {
+		return err
+	}
+	if reply != replyOK {
+		return fmt.Errorf("node agent answered %q", reply)
+	}
+	return nil
+}
+
+// AgentNodes are the nodes with a node agent socket in stateDir (one per
+// slurmd on the host).
+func AgentNodes(stateDir string) []string {
+	socks, _ := filepath.Glob(filepath.Join(stateDir, "agent@*.sock"))
+	var nodes []string
+	for _, s := range socks {
+		nodes = append(nodes, strings.TrimSuffix(strings.TrimPrefix(filepath.Base(s), "agent@"), ".sock"))
+	}
+	return nodes
+}
+
+// ownExecutable is the path this process was started from, as the
+// package installed it: a replaced file's old inode reads "(deleted)".
+func ownExecutable() string {
+	p, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSuffix(p, " (deleted)")
 }
 
 // Handover hands req to the node's agent when one runs and takes it.
@@ -257,19 +371,25 @@ type nodeAgent struct {
 	ctx   context.Context // the process's: ends every watch (SIGTERM)
 
 	mu      sync.Mutex
-	jobs    map[uint64]context.CancelFunc // watched or being finalized
+	jobs    map[uint64]context.CancelCauseFunc // watched or being finalized
 	exiting bool
 	changed chan struct{} // a job came or went
-	wg      sync.WaitGroup
+	since   time.Time     // when it became the node agent
+	// successor is the executable a handover asked for: once every job
+	// is checkpointed the process execs it (Agent.Successor).
+	successor  string
+	handoverAt time.Time
+	wg         sync.WaitGroup
 }
 
 func newNodeAgent(a *Agent, p nodePaths) *nodeAgent {
-	return &nodeAgent{a: a, paths: p, jobs: map[uint64]context.CancelFunc{}, changed: make(chan struct{}, 1)}
+	return &nodeAgent{a: a, paths: p, jobs: map[uint64]context.CancelCauseFunc{}, changed: make(chan struct{}, 1), since: time.Now()}
 }
 
-// serve is the node agent's life: from the launch that became it (first)
-// until no job is left and the spool is delivered.
-func (n *nodeAgent) serve(ctx context.Context, first Request) error {
+// serve is the node agent's life: from the launch that became it (first;
+// nil for Resume) until no job is left and the spool is delivered, or
+// until it has handed every job over (Agent.Successor is set then).
+func (n *nodeAgent) serve(ctx context.Context, first *Request) error {
 	a := n.a
 	started := a.now()
 	_ = os.Remove(n.paths.sock)
@@ -302,7 +422,9 @@ func (n *nodeAgent) serve(ctx context.Context, first Request) error {
 	// The launch's own request first: a job reusing the id of a job left
 	// here is started with its own request (its watch finishes the older
 	// job's checkpoint), and a stop finalizes its job as lost.
-	n.take(first)
+	if first != nil {
+		n.take(*first)
+	}
 	for _, r := range n.leftJobs() {
 		if n.has(r.JobID) {
 			continue
@@ -334,6 +456,10 @@ func (n *nodeAgent) serve(ctx context.Context, first Request) error {
 	}
 	_ = os.Remove(n.paths.pid)
 	a.logUsage(a.now().Sub(started), 0, 0, 0)
+	if n.successor != "" {
+		a.Successor = n.successor
+		a.Log.Info("jobs handed over; executing the new agent", "exec", n.successor, "handover_seconds", a.now().Sub(n.handoverAt).Seconds())
+	}
 	return nil
 }
 
@@ -436,6 +562,22 @@ func (n *nodeAgent) handle(c net.Conn) {
 		fmt.Fprintf(c, "error: %v\n", err)
 		return
 	}
+	switch req.Op {
+	case "status":
+		n.mu.Lock()
+		st := Status{Version: Version, PID: os.Getpid(), Since: n.since.UnixNano(), Jobs: len(n.jobs)}
+		n.mu.Unlock()
+		fmt.Fprintln(c, st)
+		return
+	case "handover":
+		if err := n.handover(req.Exec); err != nil {
+			n.a.Log.Warn("handover refused", "err", err)
+			fmt.Fprintf(c, "error: %v\n", err)
+			return
+		}
+		fmt.Fprintln(c, replyOK)
+		return
+	}
 	if !n.take(req) {
 		fmt.Fprintln(c, replyBye)
 		return
@@ -455,11 +597,11 @@ func (n *nodeAgent) take(req Request) bool {
 			// The marker tells a watch still setting up (or resuming)
 			// that the job has ended; cancel ends a running one.
 			n.a.jobFiles(req.JobID).recordStop()
-			cancel()
+			cancel(nil)
 		}
 		return true // a second start for a watched job: nothing to do
 	}
-	jobCtx, cancel := context.WithCancel(n.ctx)
+	jobCtx, cancel := context.WithCancelCause(n.ctx)
 	n.jobs[req.JobID] = cancel
 	n.signal()
 	n.wg.Add(1)
@@ -478,7 +620,7 @@ func (n *nodeAgent) take(req Request) bool {
 		n.mu.Lock()
 		delete(n.jobs, req.JobID)
 		n.mu.Unlock()
-		cancel()
+		cancel(nil)
 		n.signal()
 	}()
 	return true
@@ -502,8 +644,36 @@ func (n *nodeAgent) cancelAll() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for _, c := range n.jobs {
-		c()
+		c(nil)
 	}
+}
+
+// handover begins an upgrade's handover to exec, which must be the path
+// this agent runs from (the package replaced the file there): no new job
+// is taken (a launch meanwhile waits for the lock and becomes, or hands
+// its job to, the successor), every watch ends with a last sample and a
+// checkpoint and no final documents, and once they all have, serve
+// returns and the process execs exec, which resumes them.
+func (n *nodeAgent) handover(exec string) error {
+	own := ownExecutable()
+	if own == "" || filepath.Clean(exec) != own {
+		return fmt.Errorf("handover to %.200q: this agent runs from %q; only an executable installed there takes over", exec, own)
+	}
+	if st, err := os.Stat(exec); err != nil || !st.Mode().IsRegular() || st.Mode().Perm()&0o111 == 0 {
+		return fmt.Errorf("handover to %q: not an executable file (%v)", exec, err)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.exiting {
+		return errors.New("the agent is exiting already")
+	}
+	n.exiting, n.successor, n.handoverAt = true, exec, n.a.now()
+	n.a.Log.Info("handing every job over to a new agent", "exec", exec, "jobs", len(n.jobs))
+	for _, c := range n.jobs {
+		c(monitor.ErrHandover)
+	}
+	n.signal()
+	return nil
 }
 
 // The node agent as its jobs' watchHost: its one timer samples every job,
@@ -562,7 +732,7 @@ func (n *nodeAgent) leftJobs() []Request {
 			a.Log.Warn("unreadable checkpoint left by an earlier agent", "path", p, "err", err)
 			continue
 		}
-		out = append(out, Request{Op: "start", JobID: id, UID: uidOf(ck.Job), GPUs: ck.GPUs, GPUsGiven: ck.GPUsGiven, SLUID: ck.SLUID, Nodes: ck.Nodes})
+		out = append(out, Request{Op: "start", JobID: id, UID: uidOf(ck.Job), GPUs: ck.GPUs, GPUsGiven: ck.GPUsGiven, SLUID: ck.SLUID, Nodes: ck.Nodes, resumed: true})
 	}
 	return out
 }

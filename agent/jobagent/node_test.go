@@ -3,8 +3,12 @@ package jobagent
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/jobsight/jobsight/agent/collector"
+	"github.com/jobsight/jobsight/agent/monitor"
 	"github.com/jobsight/jobsight/internal/jobmodel"
 )
 
@@ -162,12 +167,19 @@ func TestNextAgentResumesAJobFromItsCheckpoint(t *testing.T) {
 	// The agent "dies": its checkpoint stays, nothing is finalized. (A
 	// cancelled Start would finalize, so the checkpoint is copied aside
 	// before and put back after, as a SIGKILL would leave it.)
-	saved, _ := os.ReadFile(f.checkpoint())
+	saved := map[string][]byte{}
+	for _, p := range []string{f.checkpoint(), f.checkpointTwin(), f.checkpointThird()} {
+		if b, err := os.ReadFile(p); err == nil {
+			saved[p] = b
+		}
+	}
 	kill()
 	<-first
 	_ = os.Remove(f.done())
-	if err := os.WriteFile(f.checkpoint(), saved, 0o600); err != nil {
-		t.Fatal(err)
+	for p, b := range saved {
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	var before jobmodel.Job
 	out.mu.Lock()
@@ -275,4 +287,135 @@ func gaugeValue(t *testing.T, a *Agent, name string) float64 {
 		}
 	}
 	return -1
+}
+
+// An upgrade's handover: the node agent watching two jobs is asked to
+// hand them over to the executable it runs from. It ends each watch with
+// a last sample and a durable checkpoint, writes no final document and
+// no staleness marker, and returns with Successor set (the process execs
+// it). The successor (Resume) takes both jobs on without asking Slurm
+// again and without a gap, and finalizes them whole at their end.
+func TestHandoverToANewAgentKeepsEveryJobWhole(t *testing.T) {
+	t.Parallel()
+	slurm := &fakeSlurm{state: jobmodel.StateRunning}
+	out := &memOutputs{}
+	a := testAgent(t, slurm, out, busySources)
+	a.Config.Interval = 100 * time.Millisecond
+	a.Config.FlushInterval = 100 * time.Millisecond
+	a.Config.Prometheus.PushInterval = 100 * time.Millisecond
+	served := make(chan error, 1)
+	go func() {
+		_, err := a.Launch(context.Background(), Request{Op: "start", JobID: 7})
+		served <- err
+	}()
+	waitFor(t, "the node agent", func() bool { _, err := AgentStatus(a.Config.StateDir, "n1"); return err == nil })
+	if !Handover(a.Config.StateDir, "n1", Request{Op: "start", JobID: 8}) {
+		t.Fatal("job 8 not taken")
+	}
+	for _, id := range []uint64{7, 8} {
+		f := jobFiles(a.Config.StateDir, "c", "n1", id)
+		waitFor(t, fmt.Sprintf("job %d's samples", id), func() bool {
+			ck, err := f.loadCheckpoint()
+			return err == nil && ck.State.Count >= 3
+		})
+	}
+	st, err := AgentStatus(a.Config.StateDir, "n1")
+	if err != nil || st.Jobs != 2 || st.PID != os.Getpid() || st.Version != Version {
+		t.Fatalf("status %+v, %v: want this process with 2 jobs", st, err)
+	}
+	// Only the executable the agent runs from may take over.
+	if err := AskHandover(a.Config.StateDir, "n1", "/bin/sh"); err == nil || !strings.Contains(err.Error(), "only an executable installed there") {
+		t.Fatalf("handover to /bin/sh: %v, want it refused", err)
+	}
+	self := ownExecutable()
+	if err := AskHandover(a.Config.StateDir, "n1", self); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+	if a.Successor != self {
+		t.Fatalf("Successor %q, want %q", a.Successor, self)
+	}
+	out.mu.Lock()
+	for _, j := range out.jobs {
+		if j.Final {
+			t.Errorf("job %s finalized by the agent that handed it over", j.DocID)
+		}
+	}
+	for _, sr := range out.series {
+		for _, p := range sr.Samples {
+			if math.IsNaN(p.Value) && math.Float64bits(p.Value) == math.Float64bits(monitor.StaleNaN) && !strings.HasPrefix(sr.Name, "jobsight_agent_") {
+				t.Errorf("staleness marker for %s %v at the handover: the job's series must go on", sr.Name, sr.Labels)
+			}
+		}
+	}
+	samplesBefore := map[uint64]int64{}
+	for _, id := range []uint64{7, 8} {
+		ck, err := jobFiles(a.Config.StateDir, "c", "n1", id).readCheckpoint(jobFiles(a.Config.StateDir, "c", "n1", id).checkpoint())
+		if err != nil || ck.HandedOver == nil {
+			t.Fatalf("job %d: the durable checkpoint %+v, %v: want one marked handed over", id, ck, err)
+		}
+		samplesBefore[id] = ck.State.Count
+	}
+	out.mu.Unlock()
+
+	slurm.mu.Lock()
+	lookups := slurm.calls
+	slurm.mu.Unlock()
+	b := testAgent(t, slurm, out, busySources)
+	b.Config = a.Config
+	resumed := make(chan error, 1)
+	go func() {
+		joined, err := b.Resume(context.Background())
+		if joined {
+			err = errors.New("Resume joined another agent; none runs")
+		}
+		resumed <- err
+	}()
+	waitFor(t, "the successor with both jobs", func() bool {
+		st, err := AgentStatus(b.Config.StateDir, "n1")
+		return err == nil && st.Jobs == 2
+	})
+	time.Sleep(500 * time.Millisecond)
+	slurm.set(jobmodel.StateCompleted)
+	for _, id := range []uint64{7, 8} {
+		if !Handover(b.Config.StateDir, "n1", Request{Op: "stop", JobID: id}) {
+			t.Fatalf("stop of job %d not taken by the successor", id)
+		}
+	}
+	if err := <-resumed; err != nil {
+		t.Fatal(err)
+	}
+	out.mu.Lock()
+	defer out.mu.Unlock()
+	final := map[uint64]jobmodel.Job{}
+	for _, j := range out.jobs {
+		if j.Final {
+			final[j.SlurmJobID] = j
+		}
+	}
+	for _, id := range []uint64{7, 8} {
+		j, ok := final[id]
+		if !ok {
+			t.Errorf("job %d: no final document", id)
+			continue
+		}
+		if j.Sampling.Gaps != 0 || j.Sampling.Count < samplesBefore[id]+3 || j.State != jobmodel.StateCompleted {
+			t.Errorf("job %d: state %s sampling %+v; want no gap and the first agent's %d samples and more", id, j.State, j.Sampling, samplesBefore[id])
+		}
+		if slices.ContainsFunc(j.MissingMetrics, func(m string) bool { return strings.Contains(m, "agent") }) {
+			t.Errorf("job %d: missing %v", id, j.MissingMetrics)
+		}
+	}
+	for _, n := range out.nodes {
+		if n.Final && n.AgentState != jobmodel.AgentFinished {
+			t.Errorf("final node document of %s: agent_state %q", n.JobDocID, n.AgentState)
+		}
+	}
+	// The successor asked Slurm only for the jobs' final state, never at
+	// their resume.
+	if extra := slurm.calls - lookups; extra > 4 {
+		t.Errorf("%d Slurm lookups after the handover for 2 jobs, want only their final state (the resume takes the checkpoint's)", extra)
+	}
 }

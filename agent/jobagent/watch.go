@@ -89,7 +89,15 @@ func (w *jobWatch) start(ctx context.Context, req Request) error {
 	// writing its documents must not end with it.
 	lctx := context.WithoutCancel(ctx)
 
-	job := w.lookup(lctx, req.UID)
+	var job jobmodel.Job
+	if ho := w.handedOver(req); ho != nil {
+		// A job its last agent handed over a moment ago (an upgrade):
+		// running then, and Slurm is not asked again for every job of
+		// every node being upgraded at once.
+		job = ho.Job
+	} else {
+		job = w.lookup(lctx, req.UID)
+	}
 	// The job's SLUID: the prolog's SLURM_JOB_SLUID, else squeue's (one
 	// that is not a SLUID is passed over, with a warning).
 	job.SLUID = w.sluid(req.SLUID, "", job.SLUID)
@@ -107,13 +115,20 @@ func (w *jobWatch) start(ctx context.Context, req Request) error {
 		ckSLUID = ck.SLUID
 	}
 	if ck != nil && ck.State.Count > 0 {
-		if terminal(job.State) || ctx.Err() != nil || w.f.stopAsked(timeOf(job.StartTime)) {
+		if terminal(job.State) || stopped(ctx) || w.f.stopAsked(timeOf(job.StartTime)) {
 			a.Log.Warn("the job ended while no agent watched it; finalizing from its checkpoint", "job_id", w.jobID, "samples", ck.State.Count)
 			return w.finalize(context.Background(), ck, jobmodel.AgentLost)
 		}
-		ck.State.NoteGap(started)
-		a.Log.Warn("resuming a job after an agent restart", "job_id", w.jobID, "samples", ck.State.Count,
-			"gap_seconds", started.Sub(ck.State.LastSample).Seconds())
+		gap := started.Sub(ck.State.LastSample)
+		if ck.HandedOver != nil && gap <= 2*a.Config.Interval {
+			// An upgrade's handover: the samples go on within two
+			// intervals, as if one agent had taken them.
+			a.Log.Info("resuming a job handed over by the previous agent", "job_id", w.jobID, "samples", ck.State.Count, "gap_seconds", gap.Seconds())
+		} else {
+			ck.State.NoteGap(started)
+			a.Log.Warn("resuming a job after an agent restart", "job_id", w.jobID, "samples", ck.State.Count, "gap_seconds", gap.Seconds())
+		}
+		ck.HandedOver = nil
 	} else {
 		ck = w.newCheckpoint(lctx, job, started, true)
 		ck.GPUs, ck.GPUsGiven, ck.Nodes = req.GPUs, req.GPUsGiven, req.Nodes
@@ -130,7 +145,42 @@ func (w *jobWatch) start(ctx context.Context, req Request) error {
 	} else {
 		w.watch(ctx, cmp.Or(uidOf(ck.Job), req.UID), ck)
 	}
+	if handingOver(ctx) && !w.f.stopAsked(timeOf(ck.Job.StartTime)) {
+		// The job goes on under the new agent: its checkpoint, written
+		// durably, holds every sample so far, and no final documents are
+		// made here.
+		ck.HandedOver = jobmodel.At(a.now())
+		if err := w.f.saveCheckpoint(ck); err != nil {
+			a.Log.Error("handover: the job's checkpoint was not written; finalizing it here", "job_id", w.jobID, "err", err)
+			return w.finalize(context.Background(), ck, jobmodel.AgentFinished)
+		}
+		a.Log.Info("job handed over", "job_id", w.jobID, "samples", ck.State.Count)
+		return nil
+	}
 	return w.finalize(context.Background(), ck, jobmodel.AgentFinished)
+}
+
+// handingOver: ctx ended because the node agent hands its jobs over to a
+// new agent (an upgrade), not because the job stopped.
+func handingOver(ctx context.Context) bool {
+	return errors.Is(context.Cause(ctx), monitor.ErrHandover)
+}
+
+// stopped: ctx ended because the job's stop came (or a signal ended the
+// agent), not because of a handover.
+func stopped(ctx context.Context) bool { return ctx.Err() != nil && !handingOver(ctx) }
+
+// handedOver is the checkpoint of a job the previous agent handed over,
+// for the successor's resumed request; nil otherwise.
+func (w *jobWatch) handedOver(req Request) *Checkpoint {
+	if !req.resumed {
+		return nil
+	}
+	ck, err := w.f.loadCheckpoint()
+	if err != nil || ck.HandedOver == nil || ck.Finalized != nil || ck.Job.DocID == "" {
+		return nil
+	}
+	return ck
 }
 
 // stop finalizes the job when no watch of it runs here (its agent crashed
@@ -330,7 +380,7 @@ func (w *jobWatch) watch(ctx context.Context, uid uint32, ck *Checkpoint) {
 	}
 	src = a.addEnergy(src, ck.State)
 	defer src.Close()
-	ckw := newCheckpointWriter(w.f)
+	ckw := newCheckpointWriter(w.f, a.now)
 	defer ckw.close()
 	opts := monitor.Options{
 		Interval:        a.Config.Interval,

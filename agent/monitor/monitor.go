@@ -91,7 +91,23 @@ type StopReason string
 const (
 	StopRequested StopReason = "stop requested" // ctx ended: the epilog or a signal asked
 	StopJobGone   StopReason = "job gone"       // the job's cgroup and processes vanished
+	// StopHandedOver: ctx ended with cause ErrHandover. A new agent
+	// takes the job on from its checkpoint, so its series get a last
+	// sample and no staleness marker: they go on under the new agent.
+	StopHandedOver StopReason = "handed over"
 )
+
+// ErrHandover is the cause a watch's context is cancelled with when the
+// node agent hands its jobs over to a new agent (an upgrade).
+var ErrHandover = errors.New("handed over to a new agent")
+
+// stopReason is why a watch whose ctx ended stops.
+func stopReason(ctx context.Context) StopReason {
+	if errors.Is(context.Cause(ctx), ErrHandover) {
+		return StopHandedOver
+	}
+	return StopRequested
+}
 
 // Run samples until ctx ends or the job is gone, on a ticker and a sender
 // of its own (the standalone mode; on a node the Scheduler drives every
@@ -112,12 +128,13 @@ func (m *Monitor) Run(ctx context.Context) StopReason {
 	for {
 		select {
 		case <-ctx.Done():
-			m.End(true)
-			return StopRequested
+			why := stopReason(ctx)
+			m.End(why)
+			return why
 		case <-tick.C:
 		}
 		if m.Tick() {
-			m.End(false)
+			m.End(StopJobGone)
 			return StopJobGone
 		}
 	}
@@ -173,17 +190,20 @@ func (m *Monitor) tick(due func(now time.Time) (push, flush bool)) (gone bool) {
 	return false
 }
 
-// End finishes the watch: a last sample when the job may still run
-// (sampleLast: the watch was asked to stop), the buffered points, and a
-// staleness marker for every series of the job.
-func (m *Monitor) End(sampleLast bool) {
-	if sampleLast {
+// End finishes the watch: a last sample when the job may still run (the
+// watch was asked to stop, or hands over), the buffered points, and a
+// staleness marker for every series of the job unless another agent goes
+// on with them (StopHandedOver).
+func (m *Monitor) End(why StopReason) {
+	if why != StopJobGone {
 		m.sample(&m.sampleBuf)
 	}
 	m.health.ProcessesUnheld.Sub(float64(m.unheld)) // its collectors close
 	m.unheld = 0
 	m.push()
-	m.pushStale()
+	if why != StopHandedOver {
+		m.pushStale()
+	}
 }
 
 // sample takes one pass over the collectors.

@@ -32,6 +32,7 @@ type watch struct {
 type schedReq struct {
 	w    *watch
 	stop bool
+	why  StopReason // stop's
 }
 
 // NewScheduler makes a scheduler waking every interval; every job's
@@ -67,7 +68,7 @@ func (s *Scheduler) Run(ctx context.Context) {
 				r.w.m.Begin(s.snd)
 				s.watching[r.w] = true
 			case s.watching[r.w]:
-				s.end(r.w, StopRequested)
+				s.end(r.w, r.why)
 			}
 			s.health.JobsWatched.Set(float64(len(s.watching)))
 		case <-tick.C:
@@ -102,7 +103,7 @@ func (s *Scheduler) Run(ctx context.Context) {
 
 // end finishes one watch and tells its Watch why.
 func (s *Scheduler) end(w *watch, why StopReason) {
-	w.m.End(why == StopRequested)
+	w.m.End(why)
 	delete(s.watching, w)
 	w.done <- why
 }
@@ -137,7 +138,7 @@ func (s *Scheduler) Watch(ctx context.Context, m *Monitor) StopReason {
 	case <-ctx.Done():
 	}
 	select {
-	case s.reqs <- schedReq{w: w, stop: true}:
+	case s.reqs <- schedReq{w: w, stop: true, why: stopReason(ctx)}:
 	case why := <-w.done:
 		return why
 	}

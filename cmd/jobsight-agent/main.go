@@ -53,7 +53,28 @@ func main() {
 	if os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(1)
 	}
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	code := run(os.Args[1:], os.Stdout, os.Stderr)
+	if successor.exec != "" {
+		execSuccessor()
+	}
+	os.Exit(code)
+}
+
+// successor is set when this process, the node agent, handed its jobs over
+// (takeover): it execs the new executable with `resume`, keeping its pid,
+// environment (the slurmd node name) and log.
+var successor struct{ exec, config string }
+
+func execSuccessor() {
+	argv := []string{successor.exec, "resume"}
+	if successor.config != "" {
+		argv = append(argv, "--config", successor.config)
+	}
+	err := syscall.Exec(successor.exec, argv, os.Environ()) // #nosec G204 -- the path this agent runs from, which the package replaced (checked by the handover)
+	// Only on failure: the checkpoints stay, and the next job's launch
+	// on the node resumes every job from them.
+	fmt.Fprintf(os.Stderr, "jobsight-agent: handover: executing %s: %v; the next launch on this node resumes the jobs\n", successor.exec, err)
+	os.Exit(1)
 }
 
 func usage(w io.Writer) {
@@ -70,6 +91,11 @@ func usage(w io.Writer) {
   check-config [--config F]                 validate a config file
   check-stores [--config F]                 connect to the stores as the agent does and make each of its
                                             calls: one line per call, ok or what is missing (exit 1)
+  takeover [--config F] [--force]           an upgrade (the package's post-install runs it): every running
+                                            node agent hands its jobs over to this executable, which
+                                            resumes them; --force also when it runs this version already
+  resume [--config F]                       become the node agent if none runs and resume every job an
+                                            earlier agent left a checkpoint of
   version
 `)
 }
@@ -87,6 +113,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	uid := fs.Int("uid", -1, "the job's user id as slurmd gave it (start; -1 when unknown)")
 	interval := fs.Duration("interval", 0, "sampling interval (run; default 1s)")
 	outDir := fs.String("output-dir", "", "where the job document file goes when no Elasticsearch is configured (run)")
+	force := fs.Bool("force", false, "takeover: also when the running agent is this version")
 	switch cmd {
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "jobsight-agent", jobagent.Version)
@@ -94,7 +121,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "help", "--help", "-h":
 		usage(stdout)
 		return 0
-	case "run", "start", "stop", "setup", "check-config", "check-stores", "resend-rejected":
+	case "run", "start", "stop", "setup", "check-config", "check-stores", "resend-rejected", "takeover", "resume":
 	default:
 		fmt.Fprintf(stderr, "jobsight-agent: unknown command %q\n", cmd)
 		usage(stderr)
@@ -138,6 +165,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if cmd == "check-stores" {
 		return checkStores(cfg, stdout)
 	}
+	if cmd == "takeover" {
+		return takeover(cfg, *force, stdout, stderr)
+	}
 	log, closeLog := logger(cfg, cmd, stderr)
 	defer closeLog()
 
@@ -173,7 +203,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		ctx = context.Background()
 	}
 
-	if (cmd == "start" || cmd == "stop") && cfg.Cluster == "" {
+	if (cmd == "start" || cmd == "stop" || cmd == "resume") && cfg.Cluster == "" {
 		if cfg.Cluster, err = clusterName(ctx, cfg); err != nil {
 			log.Error("no cluster name", "err", err)
 			return 1
@@ -238,7 +268,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		log.Error("emissions", "err", err)
 		return 1
 	}
-	if cmd == "start" || cmd == "stop" || cmd == "run" {
+	if cmd == "start" || cmd == "stop" || cmd == "resume" || cmd == "run" {
 		if agent.Energy = openEnergy(cfg, log); agent.Energy != nil {
 			defer agent.Energy.Close()
 		}
@@ -249,8 +279,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	switch cmd {
-	case "start", "stop":
-		if _, err = agent.Launch(ctx, req); err != nil {
+	case "start", "stop", "resume":
+		if cmd == "resume" {
+			var joined bool
+			if joined, err = agent.Resume(ctx); joined {
+				log.Info("resume: a node agent runs already; it resumed the jobs left")
+			}
+		} else {
+			_, err = agent.Launch(ctx, req)
+		}
+		if agent.Successor != "" {
+			successor.exec, successor.config = agent.Successor, *cfgPath
+		}
+		if err != nil {
 			log.Error(cmd, "err", err)
 			return 1
 		}

@@ -121,3 +121,47 @@ func PromQuery(ctx context.Context, base, query string) (v float64, ok bool, err
 	v, err = strconv.ParseFloat(s, 64)
 	return v, err == nil, err
 }
+
+// PromSampleTimes returns the sample timestamps of every series a range
+// query (e.g. `metric{job_id="7"}[10m]`) selects, by series (its labels
+// as Prometheus prints them), oldest first.
+func PromSampleTimes(ctx context.Context, base, rangeQuery string) (map[string][]time.Time, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/query?query="+url.QueryEscape(rangeQuery), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var ans struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Data   struct {
+			ResultType string `json:"resultType"`
+			Result     []struct {
+				Metric map[string]string `json:"metric"`
+				Values [][2]any          `json:"values"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil {
+		return nil, fmt.Errorf("query %q: %w", rangeQuery, err)
+	}
+	if ans.Status != "success" || ans.Data.ResultType != "matrix" {
+		return nil, fmt.Errorf("query %q: %s %s (want a matrix: a range selector)", rangeQuery, ans.Status, ans.Error)
+	}
+	out := map[string][]time.Time{}
+	for _, r := range ans.Data.Result {
+		key := fmt.Sprint(r.Metric)
+		for _, v := range r.Values {
+			ts, ok := v[0].(float64)
+			if !ok {
+				return nil, fmt.Errorf("query %q: timestamp %v", rangeQuery, v[0])
+			}
+			out[key] = append(out[key], time.UnixMilli(int64(ts*1000)))
+		}
+	}
+	return out, nil
+}

@@ -6,4 +6,13 @@ set -e
 echo "jobsight-agent: build and install the SPANK plugin for this node's Slurm with"
 echo "  jobsight-spank-install [SLURM_PREFIX [PLUGINDIR]]"
 echo "and again after every Slurm upgrade (README, 'Deploying on a cluster')."
+# An upgrade under running jobs: each running node agent hands its jobs
+# over to the executable just installed, which resumes them from their
+# checkpoints (docs/upgrading.md). A node without an agent does nothing;
+# JOBSIGHT_NO_TAKEOVER=1 leaves the old agents to run until their node is
+# empty. It never fails the installation.
+if [ -z "${JOBSIGHT_NO_TAKEOVER:-}" ] && [ -x /usr/sbin/jobsight-agent ]; then
+	/usr/sbin/jobsight-agent takeover ||
+		echo "jobsight-agent: an agent did not take over (above); the next job's launch on that node resumes its jobs" >&2
+fi
 exit 0
