@@ -38,6 +38,14 @@
 
 SPANK_PLUGIN(jobsight, 1);
 
+/* The release this plugin was built for, readable without loading it
+ * (slurmd refuses one built for another release):
+ * `jobsight-spank-install --ensure` compares it with slurmd's before
+ * slurmd starts, and rebuilds the plugin when they differ. */
+#define JOBSIGHT_STR2(x) #x
+#define JOBSIGHT_STR(x) JOBSIGHT_STR2(x)
+const char jobsight_built_for[] = "jobsight SPANK plugin for SLURM_VERSION_NUMBER " JOBSIGHT_STR(SLURM_VERSION_NUMBER) ";";
+
 #define DEFAULT_AGENT "/usr/sbin/jobsight-agent"
 #define DEFAULT_CONFIG "/etc/jobsight/agent.yaml"
 #define DEFAULT_STATE_DIR "/var/lib/jobsight"

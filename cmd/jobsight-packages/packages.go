@@ -110,6 +110,10 @@ func agentPackage(in input, format string) *nfpm.Info {
 		file(src("agent/spank/jobsight-spank-install"), "/usr/sbin/jobsight-spank-install", 0o755),
 		file(src("agent/spank/jobsight.c"), "/usr/share/jobsight/spank/jobsight.c", 0o644),
 		file(src("agent/spank/Makefile"), "/usr/share/jobsight/spank/Makefile", 0o644),
+		// Rebuilds the plugin before slurmd starts when a Slurm upgrade
+		// left it built for the old release (jobsight-spank-install
+		// --ensure).
+		file(src("agent/spank/slurmd-jobsight-spank.conf"), "/usr/lib/systemd/system/slurmd.service.d/jobsight-spank.conf", 0o644),
 		file(src("LICENSE"), "/usr/share/doc/jobsight-agent/copyright", 0o644),
 		// Directories of the package's own, listed so that an rpm removal
 		// takes them away too (dpkg does so anyway).

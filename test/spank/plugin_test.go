@@ -535,3 +535,128 @@ func TestPluginHandsJobsToTheRunningNodeAgent(t *testing.T) {
 		t.Errorf("job %s: %d requests reached the exiting agent, want its start and stop offered", id, n)
 	}
 }
+
+// A Slurm upgrade from 25.11 to 26.05 on a node whose plugin was built for
+// 25.11: slurmd refuses it and jobs run unmonitored, until the check the
+// package's slurmd.service drop-in runs before slurmd starts
+// (jobsight-spank-install --ensure) rebuilds it against the Slurm that
+// slurmd is; the next job is handed to the agent. A second check finds
+// it in step and leaves it alone. The 25.11 plugin is built from Slurm
+// 25.11.7's own headers (../shared/slurm), slurm_version.h filled in as
+// its configure does.
+func TestPluginBuiltForTheOldReleaseIsRebuiltBeforeSlurmdStarts(t *testing.T) {
+	if stack.SlurmRelease() != "26.05" {
+		t.Skip("the upgrade is 25.11 to 26.05: the cluster runs " + stack.SlurmRelease())
+	}
+	old := slurmHeaders(t, "25.11.7", 0x190b07)
+	c := start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	in, err := stack.FindSlurm(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, _ := filepath.Abs("../../agent/spank")
+	pluginDir := filepath.Join(t.TempDir(), "plugins")
+	if out, err := exec.Command("make", "-s", "-B", "-C", src, "OUT="+pluginDir, "SLURM_INCLUDE="+old).CombinedOutput(); err != nil {
+		t.Fatalf("building the plugin for 25.11: %v\n%s", err, out)
+	}
+	c.plugin = filepath.Join(pluginDir, "jobsight.so")
+	c.writePlugstackAs(t, "optional", c.stub)
+
+	// Without the check: refused, the job unmonitored.
+	if err := c.RestartSlurmd(ctx); err != nil {
+		t.Fatal(err)
+	}
+	id, err := c.Sbatch(ctx, "--output=/dev/null", "--wrap", "sleep 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.WaitJobState(ctx, id, "COMPLETED"); err != nil {
+		t.Fatal(err)
+	}
+	if calls := c.callsFor(id); len(calls) != 0 {
+		t.Fatalf("the 25.11 plugin was loaded by slurmd 26.05 (calls %q): the test proves nothing", calls)
+	}
+
+	// slurmd restarts as systemd would start it: the drop-in's check first.
+	if err := c.StopSlurmd(); err != nil {
+		t.Fatal(err)
+	}
+	ensure := func() string {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, filepath.Join(src, "jobsight-spank-install"), "--ensure")
+		cmd.Env = append(os.Environ(), in.PathEnv(), "PLUGSTACK="+c.plugstack, "JOBSIGHT_SPANK_SRC="+src)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("jobsight-spank-install --ensure: %v\n%s", err, out)
+		}
+		return string(out)
+	}
+	out := ensure()
+	t.Logf("--ensure:\n%s", out)
+	if !strings.Contains(out, c.plugin+" is built for Slurm 25.11 but") || !strings.Contains(out, "rebuilt "+c.plugin+" for Slurm 26.05") {
+		t.Errorf("--ensure said\n%s\nwant the 25.11 plugin named and rebuilt for 26.05", out)
+	}
+	got, err := pluginVersion(c.plugin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := headerVersion(filepath.Join(in.Include(), "slurm", "slurm_version.h"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Fatalf("after --ensure the plugin's plugin_version is %#x, want slurmd's %#x", got, want)
+	}
+	if err := c.StartSlurmd(ctx); err != nil {
+		t.Fatal(err)
+	}
+	id, err = c.Sbatch(ctx, "--output=/dev/null", "--wrap", "sleep 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.checkStartStop(t, id, c.waitCalls(t, ctx, id))
+
+	// In step now: the next check is quiet and rebuilds nothing.
+	before, _ := os.Stat(c.plugin)
+	if out := ensure(); !strings.Contains(out, "is built for Slurm 26.05, as ") {
+		t.Errorf("a second --ensure said\n%s\nwant it in step", out)
+	}
+	if after, _ := os.Stat(c.plugin); !after.ModTime().Equal(before.ModTime()) {
+		t.Error("a second --ensure rebuilt a plugin already in step")
+	}
+}
+
+// slurmHeaders unpacks the public headers of Slurm version from
+// ../shared/slurm's release tarball into a temporary include directory,
+// with slurm_version.h as configure writes it (SLURM_VERSION_NUMBER
+// number), and returns the directory.
+func slurmHeaders(t *testing.T, version string, number uint32) string {
+	t.Helper()
+	tarball, _ := filepath.Abs(filepath.Join("../../../shared/slurm", "slurm-"+version+".tar.gz"))
+	if _, err := os.Stat(tarball); err != nil {
+		stack.Unavailable(t, "Slurm %s's sources: %v", version, err)
+	}
+	dir := t.TempDir()
+	top := "slurm-" + version
+	if out, err := exec.Command("tar", "-xzf", tarball, "-C", dir, top+"/slurm").CombinedOutput(); err != nil {
+		t.Fatalf("unpacking %s: %v\n%s", tarball, err, out)
+	}
+	inc := filepath.Join(dir, "include")
+	if err := os.Rename(filepath.Join(dir, top), inc); err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := os.ReadFile(filepath.Join(inc, "slurm", "slurm_version.h.in"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := strings.Replace(string(tmpl), "#undef SLURM_VERSION_NUMBER", fmt.Sprintf("#define SLURM_VERSION_NUMBER 0x%06x", number), 1)
+	if h == string(tmpl) {
+		t.Fatalf("%s's slurm_version.h.in has no #undef SLURM_VERSION_NUMBER", version)
+	}
+	if err := os.WriteFile(filepath.Join(inc, "slurm", "slurm_version.h"), []byte(h), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return inc
+}
