@@ -131,15 +131,20 @@ func (f files) loadCheckpoint() (*Checkpoint, error) {
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, err // no checkpoint: the in-place slots never stand alone
 	}
+	docID := ""
+	if best != nil {
+		docID = best.Job.DocID
+	}
 	for _, p := range f.inPlaceSlots() {
 		c, err2 := f.readCheckpoint(p)
 		switch {
 		case err2 != nil:
-		case best != nil && c.Job.DocID != best.Job.DocID:
+		case docID != "" && c.Job.DocID != docID:
 			// Another job's (a crash between removing the slots, and the
 			// id reused): never read in place of this one's.
 		case best == nil || c.Seq > best.Seq:
 			best, err = c, nil
+			docID = c.Job.DocID
 		}
 	}
 	if best == nil {
@@ -206,18 +211,27 @@ func newCheckpointWriter(f files, now func() time.Time) *checkpointWriter {
 }
 
 func (w *checkpointWriter) save(c *Checkpoint) error {
+	var durableErr error
 	if t := w.now(); t.Sub(w.lastDurable) >= w.every {
+		// Tried once a DurableCheckpointEvery: a disk that cannot take it
+		// (full, failing) gets the in-place save below instead.
+		w.lastDurable = t
 		c.Seq++
 		b, err := json.Marshal(c)
 		if err != nil {
 			return err
 		}
-		if err := writeDurable(w.f.checkpoint(), b); err != nil {
-			return err
+		if durableErr = writeDurable(w.f.checkpoint(), b); durableErr == nil {
+			return nil
 		}
-		w.lastDurable = t
-		return nil
 	}
+	if err := w.saveInPlace(c); err != nil {
+		return errors.Join(durableErr, err)
+	}
+	return durableErr
+}
+
+func (w *checkpointWriter) saveInPlace(c *Checkpoint) error {
 	c.Seq++
 	w.buf.Reset()
 	if err := json.NewEncoder(&w.buf).Encode(c); err != nil {

@@ -373,7 +373,12 @@ type nodeAgent struct {
 	mu      sync.Mutex
 	jobs    map[uint64]context.CancelCauseFunc // watched or being finalized
 	exiting bool
-	changed chan struct{} // a job came or went
+	// handingOver: a handover began (successor is set). Requests are
+	// still taken until every watch has ended: a job that starts
+	// meanwhile is checkpointed at once for the successor, and a stop
+	// ends its job's watch as usual.
+	handingOver bool
+	changed     chan struct{} // a job came or went
 	since   time.Time     // when it became the node agent
 	// successor is the executable a handover asked for: once every job
 	// is checkpointed the process execs it (Agent.Successor).
@@ -456,7 +461,7 @@ func (n *nodeAgent) serve(ctx context.Context, first *Request) error {
 	}
 	_ = os.Remove(n.paths.pid)
 	a.logUsage(a.now().Sub(started), 0, 0, 0)
-	if n.successor != "" {
+	if n.successor != "" && ctx.Err() == nil {
 		a.Successor = n.successor
 		a.Log.Info("jobs handed over; executing the new agent", "exec", n.successor, "handover_seconds", a.now().Sub(n.handoverAt).Seconds())
 	}
@@ -475,7 +480,7 @@ func (n *nodeAgent) waitIdle(ctx context.Context) {
 		busy := len(n.jobs)
 		if busy == 0 {
 			switch {
-			case ctx.Err() != nil, a.Outputs.Pending() == 0, a.Config.Spool.Linger <= 0,
+			case n.handingOver, ctx.Err() != nil, a.Outputs.Pending() == 0, a.Config.Spool.Linger <= 0,
 				!lingerUntil.IsZero() && a.now().After(lingerUntil):
 				n.exiting = true
 			}
@@ -602,6 +607,9 @@ func (n *nodeAgent) take(req Request) bool {
 		return true // a second start for a watched job: nothing to do
 	}
 	jobCtx, cancel := context.WithCancelCause(n.ctx)
+	if n.handingOver {
+		cancel(monitor.ErrHandover) // set up, checkpointed, left to the successor
+	}
 	n.jobs[req.JobID] = cancel
 	n.signal()
 	n.wg.Add(1)
@@ -649,11 +657,13 @@ func (n *nodeAgent) cancelAll() {
 }
 
 // handover begins an upgrade's handover to exec, which must be the path
-// this agent runs from (the package replaced the file there): no new job
-// is taken (a launch meanwhile waits for the lock and becomes, or hands
-// its job to, the successor), every watch ends with a last sample and a
-// checkpoint and no final documents, and once they all have, serve
-// returns and the process execs exec, which resumes them.
+// this agent runs from (the package replaced the file there): every watch
+// ends with a last sample and a checkpoint and no final documents (a job
+// already finalizing finishes first), requests are still taken meanwhile
+// (a new job is checkpointed at once for the successor), and once no
+// watch is left, serve returns and the process execs exec, which resumes
+// them. A launch after that waits for the node lock and becomes, or hands
+// its job to, the successor.
 func (n *nodeAgent) handover(exec string) error {
 	own := ownExecutable()
 	if own == "" || filepath.Clean(exec) != own {
@@ -664,10 +674,10 @@ func (n *nodeAgent) handover(exec string) error {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.exiting {
+	if n.exiting || n.handingOver || n.ctx.Err() != nil {
 		return errors.New("the agent is exiting already")
 	}
-	n.exiting, n.successor, n.handoverAt = true, exec, n.a.now()
+	n.handingOver, n.successor, n.handoverAt = true, exec, n.a.now()
 	n.a.Log.Info("handing every job over to a new agent", "exec", exec, "jobs", len(n.jobs))
 	for _, c := range n.jobs {
 		c(monitor.ErrHandover)

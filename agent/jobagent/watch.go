@@ -116,6 +116,10 @@ func (w *jobWatch) start(ctx context.Context, req Request) error {
 	}
 	if ck != nil && ck.State.Count > 0 {
 		if terminal(job.State) || stopped(ctx) || w.f.stopAsked(timeOf(job.StartTime)) {
+			if ck.handedOverRecently(started) {
+				a.Log.Info("the job ended during a handover; finalizing from its checkpoint", "job_id", w.jobID, "samples", ck.State.Count)
+				return w.finalize(context.Background(), ck, jobmodel.AgentFinished)
+			}
 			a.Log.Warn("the job ended while no agent watched it; finalizing from its checkpoint", "job_id", w.jobID, "samples", ck.State.Count)
 			return w.finalize(context.Background(), ck, jobmodel.AgentLost)
 		}
@@ -140,12 +144,13 @@ func (w *jobWatch) start(ctx context.Context, req Request) error {
 	w.host.watching()
 	_ = w.f.saveCheckpoint(ck)
 
+	handedOver := false
 	if w.f.stopAsked(timeOf(ck.Job.StartTime)) {
 		a.Log.Info("job ended before the agent started; finalizing", "job_id", w.jobID)
 	} else {
-		w.watch(ctx, cmp.Or(uidOf(ck.Job), req.UID), ck)
+		handedOver = w.watch(ctx, cmp.Or(uidOf(ck.Job), req.UID), ck)
 	}
-	if handingOver(ctx) && !w.f.stopAsked(timeOf(ck.Job.StartTime)) {
+	if handedOver && !w.f.stopAsked(timeOf(ck.Job.StartTime)) {
 		// The job goes on under the new agent: its checkpoint, written
 		// durably, holds every sample so far, and no final documents are
 		// made here.
@@ -177,10 +182,22 @@ func (w *jobWatch) handedOver(req Request) *Checkpoint {
 		return nil
 	}
 	ck, err := w.f.loadCheckpoint()
-	if err != nil || ck.HandedOver == nil || ck.Finalized != nil || ck.Job.DocID == "" {
+	if err != nil || !ck.handedOverRecently(w.a.now()) || ck.Finalized != nil || ck.Job.DocID == "" {
 		return nil
 	}
 	return ck
+}
+
+// HandoverFresh bounds how long after its handover a checkpoint is taken
+// for a running job without asking Slurm (the successor starts within
+// seconds; an exec that failed, or a node that went down mid-handover,
+// leaves one older, and Slurm is asked then).
+const HandoverFresh = time.Minute
+
+// handedOverRecently: the checkpoint's agent handed the job over less
+// than HandoverFresh before now.
+func (c *Checkpoint) handedOverRecently(now time.Time) bool {
+	return c.HandedOver != nil && now.Sub(c.HandedOver.Time) < HandoverFresh && !now.Before(c.HandedOver.Time.Add(-time.Minute))
 }
 
 // stop finalizes the job when no watch of it runs here (its agent crashed
@@ -216,6 +233,12 @@ func (w *jobWatch) stop(ctx context.Context) error {
 			return nil
 		}
 		ck = w.newCheckpoint(ctx, job, a.now(), false)
+	}
+	if ck.handedOverRecently(a.now()) {
+		// It ended while its agent handed it over (an upgrade): watched to
+		// seconds before its end, not lost.
+		a.Log.Info("the job ended during a handover; finalizing from its checkpoint", "job_id", w.jobID, "samples", ck.State.Count)
+		return w.finalize(ctx, ck, jobmodel.AgentFinished)
 	}
 	a.Log.Warn("no running agent for the job; finalizing from its checkpoint", "job_id", w.jobID, "samples", ck.State.Count)
 	return w.finalize(ctx, ck, jobmodel.AgentLost)
@@ -359,8 +382,9 @@ func (w *jobWatch) newCheckpoint(ctx context.Context, job jobmodel.Job, at time.
 		State: monitor.NewNodeState(at, a.Config.Interval, a.Config.ActiveThresholdCores)}
 }
 
-// watch samples the job until ctx ends or the job is gone.
-func (w *jobWatch) watch(ctx context.Context, uid uint32, ck *Checkpoint) {
+// watch samples the job until ctx ends or the job is gone. handedOver:
+// it stopped for a handover, the job still running as far as it saw.
+func (w *jobWatch) watch(ctx context.Context, uid uint32, ck *Checkpoint) (handedOver bool) {
 	a := w.a
 	target := collector.Target{JobID: w.jobID, UID: uid, SLUID: ck.SLUID, Host: a.Config.Node}
 	if a.Energy != nil {
@@ -371,9 +395,11 @@ func (w *jobWatch) watch(ctx context.Context, uid uint32, ck *Checkpoint) {
 		a.addGPU(nil, target, ck.State, ck.GPUs, ck.GPUsGiven) // a job holding GPUs says they are missing
 		if ctx.Err() == nil {
 			a.Log.Warn("no cgroup for the job; its usage will be missing", "job_id", w.jobID, "err", err)
-			w.waitForEnd(ctx, ck.Job)
+			if w.waitForEnd(ctx, ck.Job) {
+				return false
+			}
 		}
-		return
+		return handingOver(ctx)
 	}
 	if set, ok := src.(collector.Set); ok {
 		src = a.addGPU(set, target, ck.State, ck.GPUs, ck.GPUsGiven)
@@ -397,6 +423,7 @@ func (w *jobWatch) watch(ctx context.Context, uid uint32, ck *Checkpoint) {
 	mon := monitor.New(opts, src, a.Outputs, a.Health, ck.Node, ck.State, a.Log)
 	reason := w.host.drive(ctx, mon)
 	a.Log.Info("stopped sampling", "job_id", w.jobID, "reason", string(reason), "samples", ck.State.Count)
+	return reason == monitor.StopHandedOver
 }
 
 // DefaultEndPoll is how often an agent with nothing to sample asks Slurm
@@ -407,18 +434,18 @@ const DefaultEndPoll = 30 * time.Second
 // Slurm says the job has ended or no longer knows it: processes started
 // from a SPANK hook outlive the job, so the agent must end by itself when
 // no epilog comes.
-func (w *jobWatch) waitForEnd(ctx context.Context, job jobmodel.Job) {
+func (w *jobWatch) waitForEnd(ctx context.Context, job jobmodel.Job) (ended bool) {
 	a := w.a
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return false
 		case <-time.After(cmp.Or(a.EndPoll, DefaultEndPoll)):
 		}
 		got, err := a.Slurm.Lookup(ctx, job.Cluster, job.SlurmJobID, uidOf(job))
 		if (err != nil && errors.Is(err, slurm.ErrJobNotFound)) || (err == nil && terminal(got.State)) {
 			a.Log.Info("job ended without an epilog stop; finishing", "job_id", job.SlurmJobID)
-			return
+			return true
 		}
 	}
 }

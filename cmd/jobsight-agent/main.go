@@ -96,6 +96,7 @@ func usage(w io.Writer) {
                                             resumes them; --force also when it runs this version already
   resume [--config F]                       become the node agent if none runs and resume every job an
                                             earlier agent left a checkpoint of
+  spank-release PLUGIN.so                   the Slurm release a SPANK plugin was built for (its plugin_version)
   version
 `)
 }
@@ -121,6 +122,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "help", "--help", "-h":
 		usage(stdout)
 		return 0
+	case "spank-release":
+		if len(args) != 1 {
+			fmt.Fprintln(stderr, "usage: jobsight-agent spank-release PLUGIN.so")
+			return 2
+		}
+		return spankRelease(args[0], stdout, stderr)
 	case "run", "start", "stop", "setup", "check-config", "check-stores", "resend-rejected", "takeover", "resume":
 	default:
 		fmt.Fprintf(stderr, "jobsight-agent: unknown command %q\n", cmd)

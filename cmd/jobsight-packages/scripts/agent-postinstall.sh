@@ -6,6 +6,11 @@ set -e
 echo "jobsight-agent: build and install the SPANK plugin for this node's Slurm with"
 echo "  jobsight-spank-install [SLURM_PREFIX [PLUGINDIR]]"
 echo "and again after every Slurm upgrade (README, 'Deploying on a cluster')."
+# The slurmd.service drop-in that keeps the plugin in step with Slurm
+# takes effect at slurmd's next start.
+if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+	systemctl daemon-reload || true
+fi
 # An upgrade under running jobs: each running node agent hands its jobs
 # over to the executable just installed, which resumes them from their
 # checkpoints (docs/upgrading.md). A node without an agent does nothing;
