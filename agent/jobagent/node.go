@@ -379,7 +379,7 @@ type nodeAgent struct {
 	// ends its job's watch as usual.
 	handingOver bool
 	changed     chan struct{} // a job came or went
-	since   time.Time     // when it became the node agent
+	since       time.Time     // when it became the node agent
 	// successor is the executable a handover asked for: once every job
 	// is checkpointed the process execs it (Agent.Successor).
 	successor  string
