@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -64,6 +65,11 @@ type Collector struct {
 	pollErrors  uint64
 	lastSuccess time.Time
 	lastLost    time.Time // the last check for lost jobs
+	// The queue's last answer, when it was read, and when it is read next
+	// (queue_cpu_budget); only the polling goroutine touches them.
+	queue              []byte
+	queueAt, nextQueue time.Time
+	childCPU           func() time.Duration
 	// nextRetention is when retention runs next (retention.go).
 	nextRetention time.Time
 	// The unreported check's log state: the nodes last reported, and
@@ -94,12 +100,18 @@ type Options struct {
 	Logger     *slog.Logger
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// ChildCPU is the CPU time the process's finished children used
+	// (the Slurm commands it runs); getrusage(RUSAGE_CHILDREN) when nil.
+	ChildCPU func() time.Duration
 }
 
 // New builds a collector; credentials are read from their files here and
 // errors name the option, never the secret. It contacts no server.
 func New(cfg Config, opts Options) (*Collector, error) {
-	c := &Collector{cfg: cfg, src: opts.Source, log: opts.Logger, now: opts.Now}
+	c := &Collector{cfg: cfg, src: opts.Source, log: opts.Logger, now: opts.Now, childCPU: opts.ChildCPU}
+	if c.childCPU == nil {
+		c.childCPU = childrenCPU
+	}
 	if c.log == nil {
 		c.log = slog.Default()
 	}
@@ -283,17 +295,39 @@ func (c *Collector) read(ctx context.Context, now time.Time) (*Snapshot, error) 
 		c.metrics.errors.WithLabelValues("slurm").Inc()
 		return nil, err
 	}
-	jobs, err := c.src.Jobs(ctx)
-	if err != nil {
-		c.metrics.errors.WithLabelValues("slurm").Inc()
-		return nil, err
+	jobs, at := c.queue, c.queueAt
+	if jobs == nil || !now.Before(c.nextQueue) {
+		cpu := c.childCPU()
+		if jobs, err = c.src.Jobs(ctx); err != nil {
+			c.metrics.errors.WithLabelValues("slurm").Inc()
+			return nil, err
+		}
+		at = now
+		if b := c.cfg.QueueCPUBudget; b > 0 {
+			// The next read once this one's CPU, spread over the time
+			// until then, fits the budget.
+			c.nextQueue = now.Add(time.Duration(float64(c.childCPU()-cpu) / b))
+		}
 	}
 	snap, err := Build(c.cfg.Cluster, now, nodes, jobs)
 	if err != nil {
 		c.metrics.errors.WithLabelValues("parse").Inc()
+		c.queue = nil // read again at the next poll
 		return nil, err
 	}
+	c.queue, c.queueAt = jobs, at
+	snap.QueueTime = at
 	return snap, nil
+}
+
+// childrenCPU is the user and system CPU time of the process's finished
+// children.
+func childrenCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // push writes series by remote write; a batch refused for a reason that

@@ -83,7 +83,7 @@ func TestPollSpoolsAndCounts(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	now := time.Unix(1795455000, 0)
 	c, err := New(cfg, Options{Source: src, Registerer: reg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Now: func() time.Time { return now }})
+		Now: func() time.Time { return now }, ChildCPU: func() time.Duration { return 0 }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,4 +132,77 @@ func counterValue(t *testing.T, c prometheus.Metric) float64 {
 		t.Fatal(err)
 	}
 	return m.GetCounter().GetValue()
+}
+
+// queue_cpu_budget: a queue whose reading costs squeue 0.8 s of CPU (about
+// 100,000 jobs) is read every other 30 s poll with the default 1.5 %, the
+// poll between reusing its answer, with the series saying how old it is;
+// a cheap one (10,000 jobs, 55 ms) at every poll; 0 reads it every time.
+func TestQueueReadWithinItsCPUBudget(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		budget float64
+		cost   time.Duration
+		reads  []bool // per poll, 30 s apart: was the queue read?
+	}{
+		{0.015, 800 * time.Millisecond, []bool{true, false, true, false, true, false}},
+		{0.015, 55 * time.Millisecond, []bool{true, true, true, true, true, true}},
+		{0.015, 2 * time.Second, []bool{true, false, false, false, false, true}},
+		{0, 2 * time.Second, []bool{true, true, true, true, true, true}},
+	} {
+		cfg := DefaultConfig()
+		cfg.Cluster = "csclu"
+		cfg.QueueCPUBudget = tc.budget
+		cfg.Spool.Dir = filepath.Join(t.TempDir(), "spool")
+		src := &countingSource{fixtureSource: fixtureSource{t: t}}
+		now := time.Unix(1795455000, 0)
+		var cpu time.Duration
+		src.onJobs = func() { cpu += tc.cost }
+		c, err := New(cfg, Options{Source: src, Registerer: prometheus.NewRegistry(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			Now: func() time.Time { return now }, ChildCPU: func() time.Duration { return cpu }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lastRead := now
+		for i, want := range tc.reads {
+			before := src.jobs.Load()
+			snap, err := c.Poll(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			read := src.jobs.Load() > before
+			if read {
+				lastRead = now
+			}
+			if read != want {
+				t.Errorf("budget %v, squeue %v: poll %d read the queue %v, want %v", tc.budget, tc.cost, i, read, want)
+			}
+			if !snap.QueueTime.Equal(lastRead) || snap.PendingJobs == 0 {
+				t.Errorf("budget %v: poll %d: queue time %v (want %v), %d pending: the reused answer must stand in whole", tc.budget, i, snap.QueueTime, lastRead, snap.PendingJobs)
+			}
+			var age float64 = -1
+			for _, s := range Series(snap, Health{}, false) {
+				if s.Name == MetricQueueAge {
+					age = s.Samples[0].Value
+				}
+			}
+			if want := now.Sub(lastRead).Seconds(); age != want {
+				t.Errorf("budget %v: poll %d: %s = %v, want %v", tc.budget, i, MetricQueueAge, age, want)
+			}
+			now = now.Add(30 * time.Second)
+		}
+	}
+}
+
+// countingSource counts the queue's reads and runs onJobs at each.
+type countingSource struct {
+	fixtureSource
+	jobs   atomic.Int64
+	onJobs func()
+}
+
+func (c *countingSource) Jobs(ctx context.Context) ([]byte, error) {
+	c.jobs.Add(1)
+	c.onJobs()
+	return c.fixtureSource.Jobs(ctx)
 }

@@ -26,6 +26,14 @@ type Config struct {
 	// document per cluster per bucket, from the bucket's first poll.
 	// Default 5m; at least Interval.
 	DocumentInterval time.Duration `yaml:"document_interval"`
+	// QueueCPUBudget is the share of one core the queue's reading (squeue,
+	// whose cost grows with the queue) may take on average: after each
+	// read the next waits until its CPU time fits the budget, and the
+	// polls between reuse the last answer (the series say how old:
+	// jobsight_clusterstate_queue_age_seconds). Default 0.015 (1.5 %):
+	// at 10,000 queued jobs the queue is read at every poll, at 100,000
+	// about every other one. 0 reads it at every poll.
+	QueueCPUBudget float64 `yaml:"queue_cpu_budget"`
 	// NodeSeries writes the per-node series (jobsight_node_*); false keeps
 	// only the partition and health series. Default true.
 	NodeSeries bool `yaml:"node_series"`
@@ -109,6 +117,7 @@ func DefaultConfig() Config {
 	return Config{
 		Interval:         30 * time.Second,
 		DocumentInterval: 5 * time.Minute,
+		QueueCPUBudget:   0.015,
 		NodeSeries:       true,
 		Listen:           "127.0.0.1:9310",
 		Slurm:            SlurmConfig{Sinfo: "sinfo", Squeue: "squeue", Timeout: 20 * time.Second},
@@ -142,6 +151,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Interval < 5*time.Second {
 		bad("interval", "%s is below 5s: each poll is a call to slurmctld", c.Interval)
+	}
+	if c.QueueCPUBudget < 0 || c.QueueCPUBudget > 1 || c.QueueCPUBudget != c.QueueCPUBudget {
+		bad("queue_cpu_budget", "%v: a share of one core from 0 (read the queue at every poll) to 1", c.QueueCPUBudget)
 	}
 	if c.DocumentInterval < c.Interval {
 		bad("document_interval", "%s is shorter than interval (%s)", c.DocumentInterval, c.Interval)

@@ -38,6 +38,9 @@ const (
 	// polls the cluster's series keep their last good values, and this
 	// says how old they are.
 	MetricLastSuccess = "jobsight_clusterstate_last_success_timestamp_seconds"
+	// MetricQueueAge is how old the queue's reading behind the partition
+	// series is (queue_cpu_budget: 0 when read at this poll).
+	MetricQueueAge = "jobsight_clusterstate_queue_age_seconds"
 )
 
 // MetricHelp gives each series' Prometheus type and help text (for
@@ -144,6 +147,9 @@ func Series(s *Snapshot, h Health, perNode bool) []promremote.Series {
 		for _, n := range u.Nodes {
 			b.add(MetricNodeUnreportedJobs, float64(n.Jobs), "cluster", c, "node", n.Node)
 		}
+	}
+	if !s.QueueTime.IsZero() {
+		b.add(MetricQueueAge, s.Time.Sub(s.QueueTime).Seconds(), "cluster", c)
 	}
 	b.add(MetricPollDuration, h.PollSeconds, "cluster", c)
 	b.add(MetricSlurmCalls, float64(h.SlurmCalls), "cluster", c)

@@ -17,11 +17,15 @@ type Snapshot struct {
 	Cluster      string
 	Time         time.Time
 	SlurmRelease string
-	Nodes        []Node      // by name
-	Partitions   []Partition // by name
-	RunningJobs  int64
-	PendingJobs  int64 // waiting for resources or priority (array tasks counted one by one)
-	HeldJobs     int64 // pending but not competing: held, dependency, begin time
+	// QueueTime is when the queue (squeue) was read: Time, or an earlier
+	// poll's when queue_cpu_budget let this poll reuse its answer; zero
+	// when unknown.
+	QueueTime   time.Time
+	Nodes       []Node      // by name
+	Partitions  []Partition // by name
+	RunningJobs int64
+	PendingJobs int64 // waiting for resources or priority (array tasks counted one by one)
+	HeldJobs    int64 // pending but not competing: held, dependency, begin time
 	// Listed are the keys (jobmodel.Identity.Key: "123", "123_4",
 	// "200+1") of the jobs Slurm still lists in a state that is not
 	// final (pending, running, suspended, completing, ...): the jobs whose
