@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -33,7 +35,7 @@ import (
 // controller holds records as a queue of single jobs does, plus pending
 // arrays counted by their tasks, a het job, jobs pending for typed and
 // untyped GPUs, one submitted to two partitions, and running jobs.
-func clusterStatePolls(queued, rounds, whole int, narrowOnly bool) error {
+func clusterStatePolls(queued, rounds, whole int, narrowOnly bool, collectorPolls int) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
 	defer cancel()
 	dir, err := os.MkdirTemp("", "jobsight-clusterstate-")
@@ -151,6 +153,11 @@ func clusterStatePolls(queued, rounds, whole int, narrowOnly bool) error {
 		fmt.Printf("%-26s %s\n", f.name, m)
 		series = append(series, seriesLines(last))
 	}
+	if collectorPolls > 0 {
+		if err := collectorCost(ctx, sl, client, dir, collectorPolls); err != nil {
+			return err
+		}
+	}
 	if len(series) < 2 {
 		return nil
 	}
@@ -264,4 +271,53 @@ func seriesLines(s *clusterstate.Snapshot) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// collectorCost runs the collector itself (clusterstate.Collector with its
+// default queue_cpu_budget) for polls polls, 30 s apart on a simulated
+// clock, and prints its average cost per poll with everything counted:
+// the commands' CPU, its own, slurmctld's RPCs.
+func collectorCost(ctx context.Context, sl *stack.Slurm, client *slurm.Client, dir string, polls int) error {
+	cfg := clusterstate.DefaultConfig()
+	cfg.Cluster, cfg.Listen = "bench", ""
+	cfg.Spool.Dir = filepath.Join(dir, "collector-spool")
+	now := time.Now()
+	c, err := clusterstate.New(cfg, clusterstate.Options{Source: client, Now: func() time.Time { return now },
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		return err
+	}
+	rpc0, err := sdiagRPCs(ctx, sl)
+	if err != nil {
+		return err
+	}
+	ch0, self0 := rusage(syscall.RUSAGE_CHILDREN), rusage(syscall.RUSAGE_SELF)
+	calls0 := client.Calls()
+	reads := 0
+	for i := 0; i < polls; i++ {
+		snap, err := c.Poll(ctx)
+		if err != nil {
+			return err
+		}
+		if snap.QueueTime.Equal(now) {
+			reads++
+		}
+		now = now.Add(cfg.Interval)
+	}
+	ch, self := rusage(syscall.RUSAGE_CHILDREN)-ch0, rusage(syscall.RUSAGE_SELF)-self0
+	rpc1, err := sdiagRPCs(ctx, sl)
+	if err != nil {
+		return err
+	}
+	var rpcs int64
+	for k, v := range rpc1 {
+		if k != "REQUEST_STATS_INFO" { // sdiag's own
+			rpcs += v[0] - rpc0[k][0]
+		}
+	}
+	per := (ch + self) / time.Duration(polls)
+	fmt.Printf("collector, %d polls of %s (queue_cpu_budget %v): queue read %d times, %d commands; per poll: commands' CPU %d ms, collector's %d ms, %.1f slurmctld RPCs: %.2f %% of a core\n",
+		polls, cfg.Interval, cfg.QueueCPUBudget, reads, client.Calls()-calls0, (ch / time.Duration(polls)).Milliseconds(), (self / time.Duration(polls)).Milliseconds(),
+		float64(rpcs)/float64(polls), 100*per.Seconds()/cfg.Interval.Seconds())
+	return nil
 }
