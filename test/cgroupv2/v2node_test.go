@@ -166,7 +166,7 @@ func TestCgroupV2Node(t *testing.T) {
 		// (slurmstepd, the shell): seconds under emulation.
 		d, _ = doc(t, "idle")
 		if cs := d.num("cpu.core_seconds"); !(cs < 0.35*busy) {
-			t.Errorf("idle: slept 8 s, core_seconds %.2f (the busy job's %.2f)", cs, busy)
+			t.Errorf("idle: slept 15 s, core_seconds %.2f (the busy job's %.2f)", cs, busy)
 		}
 		d, _ = doc(t, "alloc")
 		if p := d.num("memory.peak_bytes"); p < 300<<20 {

@@ -228,7 +228,7 @@ all_done() { [ -z "$(squeue -h -o %i)" ]; }
 
 say "phase 1: usage figures, several jobs at once, ZincSearch down for 20 s in the middle"
 job cpu "-c 1 --mem=256M" "v2work burn 12 1"
-job idle "-c 1 --mem=256M" "sleep 8"
+job idle "-c 1 --mem=256M" "sleep 15"
 job alloc "-c 1 --mem=640M" "v2work alloc 300 6"
 job write "-c 1 --mem=256M" "v2work write /var/tmp 64"
 job many "-c 1 --mem=640M" "v2work spawn 40 8"
