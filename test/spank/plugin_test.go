@@ -543,8 +543,9 @@ func TestPluginHandsJobsToTheRunningNodeAgent(t *testing.T) {
 // slurmd is; the next job is handed to the agent. A second check finds
 // it in step and leaves it alone. The 25.11 plugin is built from Slurm
 // 25.11.7's own headers (../shared/slurm), slurm_version.h filled in as
-// its configure does.
-func TestPluginBuiltForTheOldReleaseIsRebuiltBeforeSlurmdStarts(t *testing.T) {
+// its configure does. (A short name: slurmstepd's socket path under
+// t.TempDir must fit in 108 bytes.)
+func TestOldPluginRebuiltBeforeSlurmd(t *testing.T) {
 	if stack.SlurmRelease() != "26.05" {
 		t.Skip("the upgrade is 25.11 to 26.05: the cluster runs " + stack.SlurmRelease())
 	}
@@ -573,7 +574,9 @@ func TestPluginBuiltForTheOldReleaseIsRebuiltBeforeSlurmdStarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := c.WaitJobState(ctx, id, "COMPLETED"); err != nil {
-		t.Fatal(err)
+		q, _ := c.Squeue(context.Background(), "-h", "-o", "%i %T %r")
+		log, _ := os.ReadFile(c.SlurmdLog)
+		t.Fatalf("%v\nsqueue: %s\nslurmd's log ends:\n%s", err, q, tail(string(log), 3000))
 	}
 	if calls := c.callsFor(id); len(calls) != 0 {
 		t.Fatalf("the 25.11 plugin was loaded by slurmd 26.05 (calls %q): the test proves nothing", calls)
@@ -659,4 +662,11 @@ func slurmHeaders(t *testing.T, version string, number uint32) string {
 		t.Fatal(err)
 	}
 	return inc
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
 }
