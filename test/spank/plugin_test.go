@@ -7,7 +7,6 @@ import (
 	"bufio"
 	"cmp"
 	"context"
-	"debug/elf"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -22,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jobsight/jobsight/internal/slurm"
 	"github.com/jobsight/jobsight/test/stack"
 )
 
@@ -295,7 +295,7 @@ func TestPluginBuildsForEveryRelease(t *testing.T) {
 			stack.Unavailable(t, "Slurm %s: %v", rel, err)
 		}
 		so := buildPlugin(t, t.TempDir(), in)
-		got, err := pluginVersion(so)
+		got, err := slurm.PluginVersion(so)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -345,34 +345,6 @@ func TestStalePluginIsRefusedAndJobsRunUnmonitored(t *testing.T) {
 	if !strings.Contains(string(log), c.plugin+": Incompatible plugin version") {
 		t.Errorf("slurmd's log does not name the refused plugin %s", c.plugin)
 	}
-}
-
-// pluginVersion reads the plugin_version symbol of a built plugin.
-func pluginVersion(so string) (uint32, error) {
-	f, err := elf.Open(so)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	syms, err := f.DynamicSymbols()
-	if err != nil {
-		return 0, err
-	}
-	for _, s := range syms {
-		if s.Name != "plugin_version" {
-			continue
-		}
-		for _, sec := range f.Sections {
-			if sec.Addr <= s.Value && s.Value+4 <= sec.Addr+sec.Size && sec.Type == elf.SHT_PROGBITS {
-				b := make([]byte, 4)
-				if _, err := sec.ReadAt(b, int64(s.Value-sec.Addr)); err != nil {
-					return 0, err
-				}
-				return f.ByteOrder.Uint32(b), nil
-			}
-		}
-	}
-	return 0, fmt.Errorf("%s has no plugin_version", so)
 }
 
 // headerVersion reads SLURM_VERSION_NUMBER from slurm_version.h.
@@ -601,7 +573,7 @@ func TestOldPluginRebuiltBeforeSlurmd(t *testing.T) {
 	if !strings.Contains(out, c.plugin+" is built for Slurm 25.11 but") || !strings.Contains(out, "rebuilt "+c.plugin+" for Slurm 26.05") {
 		t.Errorf("--ensure said\n%s\nwant the 25.11 plugin named and rebuilt for 26.05", out)
 	}
-	got, err := pluginVersion(c.plugin)
+	got, err := slurm.PluginVersion(c.plugin)
 	if err != nil {
 		t.Fatal(err)
 	}
