@@ -35,7 +35,7 @@ import (
 // controller holds records as a queue of single jobs does, plus pending
 // arrays counted by their tasks, a het job, jobs pending for typed and
 // untyped GPUs, one submitted to two partitions, and running jobs.
-func clusterStatePolls(queued, rounds, whole int, narrowOnly bool, collectorPolls int) error {
+func clusterStatePolls(queued, rounds, whole int, narrowOnly, expanded bool, collectorPolls int) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
 	defer cancel()
 	dir, err := os.MkdirTemp("", "jobsight-clusterstate-")
@@ -116,6 +116,18 @@ func clusterStatePolls(queued, rounds, whole int, narrowOnly bool, collectorPoll
 	if narrowOnly {
 		forms = forms[1:]
 	}
+	if expanded {
+		// One line per array task (squeue -r): what a queue of as many
+		// independently submitted jobs prints, each on its own line.
+		forms = append(forms, struct {
+			name string
+			jobs func(context.Context) ([]byte, error)
+		}{"squeue -O -r (a line a job)", func(ctx context.Context) ([]byte, error) {
+			cmd := sl.Command(ctx, "squeue", "--noheader", "--all", "-r", "-O", slurm.PollFormat())
+			cmd.Env = append(cmd.Env, slurm.PollEnv...)
+			return cmd.Output()
+		}})
+	}
 	var series [][]string
 	for _, f := range forms {
 		var m pollFigures
@@ -158,23 +170,25 @@ func clusterStatePolls(queued, rounds, whole int, narrowOnly bool, collectorPoll
 			return err
 		}
 	}
-	if len(series) < 2 {
-		return nil
-	}
-	if !slices.Equal(series[0], series[1]) {
+	for i := 1; i < len(series); i++ {
+		if slices.Equal(series[0], series[i]) {
+			continue
+		}
 		for _, l := range series[0] {
-			if !slices.Contains(series[1], l) {
-				fmt.Printf("  only from --json: %s\n", l)
+			if !slices.Contains(series[i], l) {
+				fmt.Printf("  only from %s: %s\n", forms[0].name, l)
 			}
 		}
-		for _, l := range series[1] {
+		for _, l := range series[i] {
 			if !slices.Contains(series[0], l) {
-				fmt.Printf("  only from -O:     %s\n", l)
+				fmt.Printf("  only from %s: %s\n", forms[i].name, l)
 			}
 		}
-		return fmt.Errorf("the two answers give different series")
+		return fmt.Errorf("%s and %s give different series", forms[0].name, forms[i].name)
 	}
-	fmt.Printf("both answers give the same %d series\n", len(series[0]))
+	if len(series) > 1 {
+		fmt.Printf("every answer gives the same %d series\n", len(series[0]))
+	}
 	return nil
 }
 

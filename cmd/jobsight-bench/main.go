@@ -64,6 +64,7 @@ func main() {
 	rounds := flag.Int("rounds", 20, "with -slurm-lookups or -clusterstate: calls of each kind")
 	csQueued := flag.Int("clusterstate", 0, "only measure one cluster-state poll, whole (commands, collector, slurmctld's RPCs), on a cluster holding this many queued jobs, with squeue --json and with the narrow squeue, and check both give the same series")
 	csNarrow := flag.Bool("narrow-only", false, "with -clusterstate: only the narrow squeue (squeue --json for 100,000 jobs runs for minutes and holds about a GiB)")
+	csExpanded := flag.Bool("expanded", false, "with -clusterstate: also squeue -r, one line per array task, as a queue of as many independently submitted jobs prints")
 	csPolls := flag.Int("collector-polls", 0, "with -clusterstate: then run the collector itself for this many 30 s polls (a simulated clock; queue_cpu_budget at its default) and print its average cost per poll")
 	csWhole := flag.Int("whole-arrays", 2, "with -clusterstate: the pending arrays of 1000 tasks left whole (one record each); the others' tasks are split into records")
 	flag.Parse()
@@ -75,7 +76,7 @@ func main() {
 		idleTicker(*idle)
 		return
 	case *csQueued > 0:
-		if err := clusterStatePolls(*csQueued, max(*rounds, 1), *csWhole, *csNarrow, *csPolls); err != nil {
+		if err := clusterStatePolls(*csQueued, max(*rounds, 1), *csWhole, *csNarrow, *csExpanded, *csPolls); err != nil {
 			fmt.Fprintln(os.Stderr, "jobsight-bench:", err)
 			os.Exit(1)
 		}
