@@ -198,9 +198,22 @@ wait_for 120 "ZincSearch" curl -sf -u "admin:$(cat $H/es-password)" http://127.0
 wait_for 120 "Prometheus" curl -sf http://127.0.0.1:9090/-/ready
 jobsight-agent setup --config /etc/jobsight/agent.yaml || fail "jobsight-agent setup"
 
+# A Slurm upgrade under systemd: the plugin installed is one built for
+# 25.11 (headers that say 25.11.7, as slurmd reads plugin_version), and the
+# agent package's slurmd.service drop-in must rebuild it for this 26.05
+# slurmd before slurmd starts; every job below depends on it.
+cp -r $SLURM/include /var/tmp/include-25.11
+sed -i 's/^#define SLURM_VERSION_NUMBER .*/#define SLURM_VERSION_NUMBER 0x190b07/' /var/tmp/include-25.11/slurm/slurm_version.h
+make -s -C /usr/share/jobsight/spank SLURM_INCLUDE=/var/tmp/include-25.11 OUT=/var/tmp/old-plugin >/dev/null || fail "building a plugin for 25.11"
+install -m 0755 /var/tmp/old-plugin/jobsight.so $SLURM/lib/slurm/jobsight.so
+[ "$(jobsight-agent spank-release $SLURM/lib/slurm/jobsight.so)" = 25.11 ] || fail "the stale plugin does not say 25.11"
+printf 'SLURMD=%s\nPLUGSTACK=%s\n' $SLURM/sbin/slurmd $SLURM/etc/plugstack.conf > /etc/default/jobsight-spank
+
 say "starting slurmctld and slurmd"
 systemctl daemon-reload
 systemctl start slurmctld slurmd || fail "systemctl start slurmctld slurmd"
+say "slurmd.service's ExecStartPre said: $(journalctl -u slurmd -o cat --no-pager | grep jobsight-spank-install | tr '\n' ' ')"
+[ "$(jobsight-agent spank-release $SLURM/lib/slurm/jobsight.so)" = 26.05 ] || fail "the 25.11 plugin was not rebuilt for 26.05 before slurmd started"
 wait_for 120 "the node to be idle" sh -c "sinfo -h -n v2node -o %T | grep -qx idle"
 say "slurmd's cgroup: $(cat /proc/$(systemctl show -p MainPID --value slurmd)/cgroup); delegated: $(cat /sys/fs/cgroup/system.slice/slurmd.service/cgroup.controllers 2>&1)"
 
