@@ -12,10 +12,16 @@ import (
 	"github.com/jobsight/jobsight/agent/jobagent"
 )
 
-// takeoverWait bounds how long takeover waits for one node's handover:
-// the old agent's last samples and checkpoints, its last delivery
-// (jobagent.ExitBudget) and the new agent's start.
-const takeoverWait = time.Minute
+// takeoverWait bounds how long takeover waits for one node's new agent
+// once no agent answers (the old one's last delivery, jobagent.ExitBudget,
+// and the new one's start); while the old agent still answers it is
+// finishing a job that ended (its final documents wait up to
+// slurm.final_state_wait for Slurm's final state), and takeover waits on,
+// up to takeoverMax.
+const (
+	takeoverWait = time.Minute
+	takeoverMax  = 10 * time.Minute
+)
 
 // takeover asks every node agent running from cfg's state directory to
 // hand its jobs over to this executable (an upgrade: the package's
@@ -51,13 +57,17 @@ func takeover(cfg config.Config, force bool, stdout, stderr io.Writer) int {
 			continue
 		}
 		var now jobagent.Status
-		for deadline := began.Add(takeoverWait); ; time.Sleep(50 * time.Millisecond) {
+		deadline := began.Add(takeoverWait)
+		for ; ; time.Sleep(50 * time.Millisecond) {
 			now, err = jobagent.AgentStatus(cfg.StateDir, node)
 			if err == nil && now.Since != old.Since {
 				break
 			}
 			if err != nil && old.Jobs == 0 && !alive(old.PID) {
 				break // nothing to resume: the new agent exits at once
+			}
+			if err == nil && time.Since(began) < takeoverMax {
+				deadline = time.Now().Add(takeoverWait) // the old agent is still finishing a job
 			}
 			if time.Now().After(deadline) {
 				break
@@ -70,8 +80,8 @@ func takeover(cfg config.Config, force bool, stdout, stderr io.Writer) int {
 		case err != nil && old.Jobs == 0:
 			fmt.Fprintf(stdout, "node %s: %s (pid %d) had no job and exited; the next job starts %s\n", node, old.Version, old.PID, jobagent.Version)
 		default:
-			fmt.Fprintf(stdout, "node %s: no %s agent answered within %s of the handover (now: %+v, %v); the next job's launch resumes the jobs from their checkpoints (agent log: %s)\n",
-				node, jobagent.Version, takeoverWait, now, err, cfg.LogFile)
+			fmt.Fprintf(stdout, "node %s: no %s agent answered within %.0f s of the handover (now: %+v, %v); the next job's launch resumes the jobs from their checkpoints (agent log: %s)\n",
+				node, jobagent.Version, time.Since(began).Seconds(), now, err, cfg.LogFile)
 			code = 1
 		}
 	}
