@@ -25,11 +25,11 @@ func PluginVersion(path string) (uint32, error) {
 		}
 		for _, sec := range f.Sections {
 			if sec.Type == elf.SHT_PROGBITS && sec.Addr <= s.Value && s.Value+4 <= sec.Addr+sec.Size {
-				b := make([]byte, 4)
-				if _, err := sec.ReadAt(b, int64(s.Value-sec.Addr)); err != nil {
-					return 0, fmt.Errorf("%s: plugin_version: %w", path, err)
+				data, err := sec.Data() // a small plugin's read-only data
+				if err != nil || uint64(len(data)) < s.Value-sec.Addr+4 {
+					return 0, fmt.Errorf("%s: plugin_version: its section does not read whole (%v)", path, err)
 				}
-				return f.ByteOrder.Uint32(b), nil
+				return f.ByteOrder.Uint32(data[s.Value-sec.Addr:]), nil
 			}
 		}
 	}
