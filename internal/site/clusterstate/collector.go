@@ -67,9 +67,9 @@ type Collector struct {
 	lastLost    time.Time // the last check for lost jobs
 	// The queue's last answer, when it was read, and when it is read next
 	// (queue_cpu_budget); only the polling goroutine touches them.
-	queue              []byte
+	queue              *slurm.SqueueAnswer // decoded
 	queueAt, nextQueue time.Time
-	childCPU           func() time.Duration
+	childCPU, selfCPU  func() time.Duration
 	// nextRetention is when retention runs next (retention.go).
 	nextRetention time.Time
 	// The unreported check's log state: the nodes last reported, and
@@ -103,6 +103,9 @@ type Options struct {
 	// ChildCPU is the CPU time the process's finished children used
 	// (the Slurm commands it runs); getrusage(RUSAGE_CHILDREN) when nil.
 	ChildCPU func() time.Duration
+	// SelfCPU is the process's own CPU time; getrusage(RUSAGE_SELF) when
+	// nil.
+	SelfCPU func() time.Duration
 }
 
 // New builds a collector; credentials are read from their files here and
@@ -111,6 +114,10 @@ func New(cfg Config, opts Options) (*Collector, error) {
 	c := &Collector{cfg: cfg, src: opts.Source, log: opts.Logger, now: opts.Now, childCPU: opts.ChildCPU}
 	if c.childCPU == nil {
 		c.childCPU = childrenCPU
+	}
+	c.selfCPU = opts.SelfCPU
+	if c.selfCPU == nil {
+		c.selfCPU = ownCPU
 	}
 	if c.log == nil {
 		c.log = slog.Default()
@@ -297,22 +304,29 @@ func (c *Collector) read(ctx context.Context, now time.Time) (*Snapshot, error) 
 	}
 	jobs, at := c.queue, c.queueAt
 	if jobs == nil || !now.Before(c.nextQueue) {
-		cpu := c.childCPU()
-		if jobs, err = c.src.Jobs(ctx); err != nil {
+		// The read's cost: squeue's CPU and the collector's own for
+		// decoding its answer (a queue printing a line a job is MiBs).
+		cpu := c.childCPU() + c.selfCPU()
+		out, err := c.src.Jobs(ctx)
+		if err != nil {
 			c.metrics.errors.WithLabelValues("slurm").Inc()
+			return nil, err
+		}
+		if jobs, err = decodeJobs(out); err != nil {
+			c.metrics.errors.WithLabelValues("parse").Inc()
+			c.queue = nil // read again at the next poll
 			return nil, err
 		}
 		at = now
 		if b := c.cfg.QueueCPUBudget; b > 0 {
 			// The next read once this one's CPU, spread over the time
 			// until then, fits the budget.
-			c.nextQueue = now.Add(time.Duration(float64(c.childCPU()-cpu) / b))
+			c.nextQueue = now.Add(time.Duration(float64(c.childCPU()+c.selfCPU()-cpu) / b))
 		}
 	}
-	snap, err := Build(c.cfg.Cluster, now, nodes, jobs)
+	snap, err := build(c.cfg.Cluster, now, nodes, jobs)
 	if err != nil {
 		c.metrics.errors.WithLabelValues("parse").Inc()
-		c.queue = nil // read again at the next poll
 		return nil, err
 	}
 	c.queue, c.queueAt = jobs, at
@@ -320,11 +334,14 @@ func (c *Collector) read(ctx context.Context, now time.Time) (*Snapshot, error) 
 	return snap, nil
 }
 
-// childrenCPU is the user and system CPU time of the process's finished
-// children.
-func childrenCPU() time.Duration {
+// childrenCPU and ownCPU are the user and system CPU time of the
+// process's finished children and of the process itself.
+func childrenCPU() time.Duration { return rusageCPU(syscall.RUSAGE_CHILDREN) }
+func ownCPU() time.Duration      { return rusageCPU(syscall.RUSAGE_SELF) }
+
+func rusageCPU(who int) time.Duration {
 	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
+	if err := syscall.Getrusage(who, &ru); err != nil {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())

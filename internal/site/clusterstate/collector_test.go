@@ -136,19 +136,23 @@ func counterValue(t *testing.T, c prometheus.Metric) float64 {
 
 // queue_cpu_budget: a queue whose reading costs squeue 0.8 s of CPU (about
 // 100,000 jobs) is read every other 30 s poll with the default 1.5 %, the
-// poll between reusing its answer, with the series saying how old it is;
-// a cheap one (10,000 jobs, 55 ms) at every poll; 0 reads it every time.
+// poll between reusing its decoded answer, with the series saying how old
+// it is; a cheap one (10,000 jobs, 55 ms) at every poll; the collector's
+// own decoding counts as well; 0 reads it every time.
 func TestQueueReadWithinItsCPUBudget(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		budget float64
-		cost   time.Duration
-		reads  []bool // per poll, 30 s apart: was the queue read?
+		cost   time.Duration // squeue's CPU a read
+		own    time.Duration // the collector's own a read (decoding)
+		reads  []bool        // per poll, 30 s apart: was the queue read?
 	}{
-		{0.015, 800 * time.Millisecond, []bool{true, false, true, false, true, false}},
-		{0.015, 55 * time.Millisecond, []bool{true, true, true, true, true, true}},
-		{0.015, 2 * time.Second, []bool{true, false, false, false, false, true}},
-		{0, 2 * time.Second, []bool{true, true, true, true, true, true}},
+		{0.015, 800 * time.Millisecond, 0, []bool{true, false, true, false, true, false}},
+		{0.015, 55 * time.Millisecond, 0, []bool{true, true, true, true, true, true}},
+		{0.015, 2 * time.Second, 0, []bool{true, false, false, false, false, true}},
+		{0, 2 * time.Second, 0, []bool{true, true, true, true, true, true}},
+		// A queue printing a line a job: its decoding counts too.
+		{0.015, 400 * time.Millisecond, 500 * time.Millisecond, []bool{true, false, true, false, true, false}},
 	} {
 		cfg := DefaultConfig()
 		cfg.Cluster = "csclu"
@@ -156,10 +160,10 @@ func TestQueueReadWithinItsCPUBudget(t *testing.T) {
 		cfg.Spool.Dir = filepath.Join(t.TempDir(), "spool")
 		src := &countingSource{fixtureSource: fixtureSource{t: t}}
 		now := time.Unix(1795455000, 0)
-		var cpu time.Duration
-		src.onJobs = func() { cpu += tc.cost }
+		var cpu, own time.Duration
+		src.onJobs = func() { cpu += tc.cost; own += tc.own }
 		c, err := New(cfg, Options{Source: src, Registerer: prometheus.NewRegistry(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-			Now: func() time.Time { return now }, ChildCPU: func() time.Duration { return cpu }})
+			Now: func() time.Time { return now }, ChildCPU: func() time.Duration { return cpu }, SelfCPU: func() time.Duration { return own }})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -141,11 +141,17 @@ var heldReasons = map[string]bool{
 // snapshot. Only a malformed answer is an error; a node whose gres cannot
 // be read keeps its CPUs and memory and is named in Problems.
 func Build(cluster string, now time.Time, sinfoOut, squeueOut []byte) (*Snapshot, error) {
-	si, err := slurm.DecodeSinfo(sinfoOut)
+	sq, err := decodeJobs(squeueOut)
 	if err != nil {
 		return nil, err
 	}
-	sq, err := decodeJobs(squeueOut)
+	return build(cluster, now, sinfoOut, sq)
+}
+
+// build is Build with the queue decoded already (the collector keeps it
+// between the polls that reuse it); sq is only read.
+func build(cluster string, now time.Time, sinfoOut []byte, sq *slurm.SqueueAnswer) (*Snapshot, error) {
+	si, err := slurm.DecodeSinfo(sinfoOut)
 	if err != nil {
 		return nil, err
 	}
