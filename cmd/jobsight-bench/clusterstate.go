@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -166,8 +167,14 @@ func clusterStatePolls(queued, rounds, whole int, narrowOnly, expanded bool, col
 		series = append(series, seriesLines(last))
 	}
 	if collectorPolls > 0 {
-		if err := collectorCost(ctx, sl, client, dir, collectorPolls); err != nil {
+		if err := collectorCost(ctx, sl, client, "", dir, collectorPolls); err != nil {
 			return err
+		}
+		if expanded {
+			src := expandedSource{Client: client, jobs: forms[len(forms)-1].jobs, reads: new(atomic.Uint64)}
+			if err := collectorCost(ctx, sl, src, " (squeue -r: a line a job)", dir, collectorPolls); err != nil {
+				return err
+			}
 		}
 	}
 	for i := 1; i < len(series); i++ {
@@ -291,7 +298,7 @@ func seriesLines(s *clusterstate.Snapshot) []string {
 // default queue_cpu_budget) for polls polls, 30 s apart on a simulated
 // clock, and prints its average cost per poll with everything counted:
 // the commands' CPU, its own, slurmctld's RPCs.
-func collectorCost(ctx context.Context, sl *stack.Slurm, client *slurm.Client, dir string, polls int) error {
+func collectorCost(ctx context.Context, sl *stack.Slurm, client clusterstate.Source, what, dir string, polls int) error {
 	cfg := clusterstate.DefaultConfig()
 	cfg.Cluster, cfg.Listen = "bench", ""
 	cfg.Spool.Dir = filepath.Join(dir, "collector-spool")
@@ -330,8 +337,22 @@ func collectorCost(ctx context.Context, sl *stack.Slurm, client *slurm.Client, d
 		}
 	}
 	per := (ch + self) / time.Duration(polls)
-	fmt.Printf("collector, %d polls of %s (queue_cpu_budget %v): queue read %d times, %d commands; per poll: commands' CPU %d ms, collector's %d ms, %.1f slurmctld RPCs: %.2f %% of a core\n",
-		polls, cfg.Interval, cfg.QueueCPUBudget, reads, client.Calls()-calls0, (ch / time.Duration(polls)).Milliseconds(), (self / time.Duration(polls)).Milliseconds(),
+	fmt.Printf("collector%s, %d polls of %s (queue_cpu_budget %v): queue read %d times, %d commands; per poll: commands' CPU %d ms, collector's %d ms, %.1f slurmctld RPCs: %.2f %% of a core\n",
+		what, polls, cfg.Interval, cfg.QueueCPUBudget, reads, client.Calls()-calls0, (ch / time.Duration(polls)).Milliseconds(), (self / time.Duration(polls)).Milliseconds(),
 		float64(rpcs)/float64(polls), 100*per.Seconds()/cfg.Interval.Seconds())
 	return nil
 }
+
+// expandedSource is the cluster with squeue -r for the queue: a line a job.
+type expandedSource struct {
+	*slurm.Client
+	jobs  func(context.Context) ([]byte, error)
+	reads *atomic.Uint64
+}
+
+func (e expandedSource) Jobs(ctx context.Context) ([]byte, error) {
+	e.reads.Add(1)
+	return e.jobs(ctx)
+}
+
+func (e expandedSource) Calls() uint64 { return e.Client.Calls() + e.reads.Load() }
