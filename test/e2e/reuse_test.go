@@ -71,15 +71,22 @@ func TestReusedIDAfterNodeCrashAndControllerReset(t *testing.T) {
 	// The earlier job: its agent checkpoints a few samples, then dies.
 	earlier := sbatch("-J", "earlier", "--wrap", "sleep 301")
 	jobs := filepath.Join(st.Agent.StateDir, "jobs")
-	checkpoint := filepath.Join(jobs, fmt.Sprintf("%s_%s@rnode.checkpoint.json", name, earlier))
+	// The checkpoint and its two in-place slots (written at every flush;
+	// the checkpoint itself only once a minute): any of them with samples.
+	base := filepath.Join(jobs, fmt.Sprintf("%s_%s@rnode.checkpoint", name, earlier))
 	e.poll(t, time.Minute, "the earlier job's checkpoint with samples", func(context.Context) bool {
-		b, err := os.ReadFile(checkpoint)
-		var ck struct {
-			State struct {
-				Count int `json:"count"`
-			} `json:"state"`
+		for _, p := range []string{base + ".json", base + ".2.json", base + ".3.json"} {
+			b, err := os.ReadFile(p)
+			var ck struct {
+				State struct {
+					Count int `json:"count"`
+				} `json:"state"`
+			}
+			if err == nil && json.Unmarshal(b, &ck) == nil && ck.State.Count >= 3 {
+				return true
+			}
 		}
-		return err == nil && json.Unmarshal(b, &ck) == nil && ck.State.Count >= 3
+		return false
 	})
 	b, err := os.ReadFile(filepath.Join(st.Agent.StateDir, "agent@rnode.pid"))
 	if err != nil {
