@@ -259,7 +259,7 @@ say "ZincSearch started again"
 wait_for 600 "phase 1's jobs to end" all_done
 
 say "phase 2: pressure stalls, an OOM kill, a job array"
-job cpustall "-c 1 --mem=256M" "v2work burn 10 4"
+job cpustall "-c 1 --mem=256M" "v2work burn 25 4"
 job iostall "-c 1 --mem=256M" "v2work slowread /slow 8 12"
 job memstall "-c 1 --mem=160M" "v2work thrash /var/tmp 320 12"
 job oom "-c 1 --mem=160M" "v2work alloc 400 5"
