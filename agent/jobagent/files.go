@@ -104,12 +104,7 @@ type Finalized struct {
 // job's (an id reused while a finalized job's checkpoint stayed), whose
 // save number could otherwise outrank this one.
 func (f files) saveCheckpoint(c *Checkpoint) error {
-	c.Seq++
-	b, err := json.Marshal(c)
-	if err != nil {
-		return err
-	}
-	if err := writeDurable(f.checkpoint(), b); err != nil {
+	if err := f.writeCheckpoint(c); err != nil {
 		return err
 	}
 	for _, p := range f.inPlaceSlots() {
@@ -118,6 +113,17 @@ func (f files) saveCheckpoint(c *Checkpoint) error {
 		}
 	}
 	return nil
+}
+
+// writeCheckpoint numbers the save and replaces the checkpoint itself
+// durably; the in-place slots stay as they are.
+func (f files) writeCheckpoint(c *Checkpoint) error {
+	c.Seq++
+	b, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	return writeDurable(f.checkpoint(), b)
 }
 
 // loadCheckpoint reads the checkpoint: of the durable checkpoint and its
@@ -216,12 +222,7 @@ func (w *checkpointWriter) save(c *Checkpoint) error {
 		// Tried once a DurableCheckpointEvery: a disk that cannot take it
 		// (full, failing) gets the in-place save below instead.
 		w.lastDurable = t
-		c.Seq++
-		b, err := json.Marshal(c)
-		if err != nil {
-			return err
-		}
-		if durableErr = writeDurable(w.f.checkpoint(), b); durableErr == nil {
+		if durableErr = w.f.writeCheckpoint(c); durableErr == nil {
 			return nil
 		}
 	}
