@@ -326,16 +326,7 @@ func TestStalePluginIsRefusedAndJobsRunUnmonitored(t *testing.T) {
 	}
 	c.plugin = buildPlugin(t, t.TempDir(), old)
 	c.writePlugstackAs(t, "optional", c.stub)
-	if err := c.RestartSlurmd(ctx); err != nil {
-		t.Fatal(err)
-	}
-	id, err := c.Sbatch(ctx, "--output=/dev/null", "--wrap", "sleep 1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st, err := c.WaitJobState(ctx, id, "COMPLETED"); err != nil {
-		t.Fatalf("job under a stale optional plugin ended %s: %v", st, err)
-	}
+	id := c.restartAndRunJob(t, ctx)
 	if calls := c.callsFor(id); len(calls) != 0 {
 		t.Errorf("a stale plugin handed job %s to the agent: %q", id, calls)
 	}
@@ -530,26 +521,11 @@ func TestOldPluginRebuiltBeforeSlurmd(t *testing.T) {
 		t.Fatal(err)
 	}
 	src, _ := filepath.Abs("../../agent/spank")
-	pluginDir := filepath.Join(t.TempDir(), "plugins")
-	if out, err := exec.Command("make", "-s", "-B", "-C", src, "OUT="+pluginDir, "SLURM_INCLUDE="+old).CombinedOutput(); err != nil {
-		t.Fatalf("building the plugin for 25.11: %v\n%s", err, out)
-	}
-	c.plugin = filepath.Join(pluginDir, "jobsight.so")
+	c.plugin = buildPlugin(t, filepath.Join(t.TempDir(), "plugins"), stack.SlurmInstall{Release: "25.11", Prefix: filepath.Dir(old)})
 	c.writePlugstackAs(t, "optional", c.stub)
 
 	// Without the check: refused, the job unmonitored.
-	if err := c.RestartSlurmd(ctx); err != nil {
-		t.Fatal(err)
-	}
-	id, err := c.Sbatch(ctx, "--output=/dev/null", "--wrap", "sleep 1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.WaitJobState(ctx, id, "COMPLETED"); err != nil {
-		q, _ := c.Squeue(context.Background(), "-h", "-o", "%i %T %r")
-		log, _ := os.ReadFile(c.SlurmdLog)
-		t.Fatalf("%v\nsqueue: %s\nslurmd's log ends:\n%s", err, q, tail(string(log), 3000))
-	}
+	id := c.restartAndRunJob(t, ctx)
 	if calls := c.callsFor(id); len(calls) != 0 {
 		t.Fatalf("the 25.11 plugin was loaded by slurmd 26.05 (calls %q): the test proves nothing", calls)
 	}
@@ -634,6 +610,26 @@ func slurmHeaders(t *testing.T, version string, number uint32) string {
 		t.Fatal(err)
 	}
 	return inc
+}
+
+// restartAndRunJob restarts slurmd (it reads plugstack.conf when it
+// starts) and runs one job to its end; on a job that does not end it
+// prints squeue's reason and the end of slurmd's log.
+func (c *cluster) restartAndRunJob(t *testing.T, ctx context.Context) string {
+	t.Helper()
+	if err := c.RestartSlurmd(ctx); err != nil {
+		t.Fatal(err)
+	}
+	id, err := c.Sbatch(ctx, "--output=/dev/null", "--wrap", "sleep 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := c.WaitJobState(ctx, id, "COMPLETED"); err != nil {
+		q, _ := c.Squeue(context.Background(), "-h", "-o", "%i %T %r")
+		log, _ := os.ReadFile(c.SlurmdLog)
+		t.Fatalf("job %s ended %s: %v\nsqueue: %s\nslurmd's log ends:\n%s", id, st, err, q, tail(string(log), 3000))
+	}
+	return id
 }
 
 func tail(s string, n int) string {
