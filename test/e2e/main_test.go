@@ -135,7 +135,7 @@ func (e *env) submit(t *testing.T, args ...string) string {
 func (e *env) finalJob(t *testing.T, docID string, within time.Duration) jobmodel.Job {
 	t.Helper()
 	var job jobmodel.Job
-	e.poll(t, within, "final job document "+docID, func(ctx context.Context) bool {
+	e.pollExplain(t, within, "final job document "+docID, func(ctx context.Context) bool {
 		got, err := e.es.GetByIDs(ctx, jobmodel.SearchIndices(jobmodel.DefaultJobIndex), []string{docID})
 		if err != nil || got[docID] == nil {
 			return false
@@ -145,8 +145,22 @@ func (e *env) finalJob(t *testing.T, docID string, within time.Duration) jobmode
 			t.Fatalf("job document %s does not decode: %v\n%s", docID, err, got[docID])
 		}
 		return job.Final
-	})
+	}, func() string { return e.slurmSays(docID) })
 	return job
+}
+
+// slurmSays is what squeue says of the job of docID ("cluster:key"), for
+// a failure message: whether it is still pending (and why), running, or
+// ended, so a missing document is told apart from a job Slurm never ran.
+func (e *env) slurmSays(docID string) string {
+	_, key, _ := strings.Cut(docID, ":")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := e.st.Slurm.Squeue(ctx, "-h", "--states=all", "-j", key, "-o", "%i %T %r %N start=%S end=%e")
+	if err != nil {
+		return fmt.Sprintf("squeue -j %s: %v", key, err)
+	}
+	return "squeue: " + strings.TrimSpace(out)
 }
 
 // nodeDoc returns the node document of a job on the test node.
@@ -167,6 +181,12 @@ func (e *env) nodeDoc(t *testing.T, jobDocID string) jobmodel.Node {
 
 func (e *env) poll(t *testing.T, within time.Duration, what string, ok func(context.Context) bool) {
 	t.Helper()
+	e.pollExplain(t, within, what, ok, nil)
+}
+
+// pollExplain is poll whose failure message ends with explain's answer.
+func (e *env) pollExplain(t *testing.T, within time.Duration, what string, ok func(context.Context) bool, explain func() string) {
+	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -176,6 +196,9 @@ func (e *env) poll(t *testing.T, within time.Duration, what string, ok func(cont
 			return
 		}
 		if time.Now().After(deadline) {
+			if explain != nil {
+				t.Fatalf("waited %s for %s (%s)", within, what, explain())
+			}
 			t.Fatalf("waited %s for %s", within, what)
 		}
 		time.Sleep(500 * time.Millisecond)
