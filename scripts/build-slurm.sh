@@ -16,7 +16,12 @@
 # unpacked (seconds), else Slurm is built (5-20 minutes on two cores). The
 # script prints the prefix on its last line. Debian's build dependencies (libjson-c-dev for the JSON output,
 # libmunge-dev, libyaml-dev, liblz4-dev, libhttp-parser-dev, libjwt-dev,
-# libdbus-1-dev) must be installed: .ci/run installs them.
+# libdbus-1-dev, and liblua5.4-dev with pkg-config for the Lua plugins) must be
+# installed: .ci/run installs them.
+#
+# --with-lua: the cli_filter/lua plugin, which runs the site's cli_filter.lua
+# inside sbatch (`jobsight advise`, test/advise). configure leaves Lua out
+# silently when it finds none, so the build is checked for the plugin.
 #
 # --enable-multiple-slurmd: the test clusters run several slurmd on one host
 # (each its own NodeName and port); the v1 job cgroups are then
@@ -31,7 +36,7 @@ if ! mkdir -p "$root" 2>/dev/null || [[ ! -w "$root" ]]; then
 	echo "build-slurm: $root is not writable; installing under $cache, which other users (the tests' unprivileged jobs) may not reach: set JOBSIGHT_SLURM_ROOT" >&2
 	root="$cache"
 fi
-flags=(--disable-debug --without-rpath --enable-multiple-slurmd)
+flags=(--disable-debug --without-rpath --enable-multiple-slurmd --with-lua)
 key=$(printf '%s\n' "$root" "${flags[@]}" | sha256sum | cut -c1-8)
 name="slurm-${version}-${key}"
 prefix="${root}/${name}"
@@ -66,9 +71,9 @@ if [[ -z "$src" ]]; then
 	exit 1
 fi
 
-for h in json-c/json.h munge.h yaml.h lz4.h http_parser.h jwt.h dbus-1.0/dbus/dbus.h; do
+for h in json-c/json.h munge.h yaml.h lz4.h http_parser.h jwt.h dbus-1.0/dbus/dbus.h lua5.4/lua.h; do
 	if [[ ! -f "/usr/include/$h" ]]; then
-		echo "build-slurm: /usr/include/$h is missing: install libjson-c-dev libmunge-dev libyaml-dev liblz4-dev libhttp-parser-dev libjwt-dev libdbus-1-dev" >&2
+		echo "build-slurm: /usr/include/$h is missing: install libjson-c-dev libmunge-dev libyaml-dev liblz4-dev libhttp-parser-dev libjwt-dev libdbus-1-dev liblua5.4-dev pkg-config" >&2
 		exit 1
 	fi
 done
@@ -93,6 +98,10 @@ rm -rf "$prefix"
 	make -j"$(nproc)" >"$work/make.log" 2>&1 || { tail -60 "$work/make.log" >&2; exit 1; }
 	make install >"$work/install.log" 2>&1 || { tail -40 "$work/install.log" >&2; exit 1; }
 )
+if [[ ! -f "$prefix/lib/slurm/cli_filter_lua.so" ]]; then
+	echo "build-slurm: $prefix has no cli_filter_lua.so: configure found no Lua (liblua5.4-dev, pkg-config)" >&2
+	exit 1
+fi
 chmod -R go+rX "$prefix"
 chmod 755 "$root"
 printf '%s\n' "$version" "${flags[@]}" >"$prefix/.complete" # last: a complete prefix is a readable one

@@ -133,9 +133,9 @@ func agentPackage(in input, format string) *nfpm.Info {
 	return info
 }
 
-// sitePackage: the site command (reports, mail, history, export, the
-// cluster-state collector), its configuration, the collector's unit (not
-// enabled), user and spool.
+// sitePackage: the site command (reports, advice, mail, history, export,
+// the cluster-state collector), its configuration, the collector's unit
+// (not enabled), the login nodes' cli_filter.lua, user and spool.
 func sitePackage(in input, format string) *nfpm.Info {
 	info := base("jobsight", in, format,
 		"Jobsight site command: job reports, digests, history, cluster-state collector",
@@ -154,6 +154,12 @@ func sitePackage(in input, format string) *nfpm.Info {
 		config(src("examples/cluster-state.yaml"), "/etc/jobsight/cluster-state.yaml", 0o644),
 		config(src("examples/constants.yaml"), "/etc/jobsight/constants.yaml", 0o644),
 		file(src("examples/systemd/jobsight-cluster-state.service"), "/usr/lib/systemd/system/jobsight-cluster-state.service", 0o644),
+		// The login nodes' cli_filter (docs/advise.md): linked into
+		// Slurm's configuration directory by the admin, never by the
+		// package (a site may have a cli_filter.lua of its own).
+		dir("/usr/share/jobsight", 0o755, "root"),
+		dir("/usr/share/jobsight/slurm", 0o755, "root"),
+		file(src("examples/slurm/cli_filter.lua"), "/usr/share/jobsight/slurm/cli_filter.lua", 0o644),
 		// The preinstall script has made the user by the time this is
 		// unpacked; the postinstall script sets owner and mode again.
 		dir("/var/spool/jobsight-cluster-state", 0o700, "jobsight"),

@@ -162,6 +162,9 @@ var want = map[string]entries{
 		"/etc/jobsight/cluster-state.yaml":                       "-rw-r--r-- root/root",
 		"/etc/jobsight/constants.yaml":                           "-rw-r--r-- root/root",
 		"/usr/lib/systemd/system/jobsight-cluster-state.service": "-rw-r--r-- root/root",
+		"/usr/share/jobsight":                                    "drwxr-xr-x root/root",
+		"/usr/share/jobsight/slurm":                              "drwxr-xr-x root/root",
+		"/usr/share/jobsight/slurm/cli_filter.lua":               "-rw-r--r-- root/root",
 		"/var/spool/jobsight-cluster-state":                      "drwx------ jobsight/jobsight",
 	},
 }

@@ -2,6 +2,7 @@
 // login node (never on compute nodes; they only run the agent):
 //
 //	jobsight report [--format text|html|markdown|json] [--reanalyse] <cluster:jobid | jobid>
+//	jobsight advise [--json] [--mem 64G --cpus-per-task 16 --time 2:00:00 ...]   advice for a job about to be submitted
 //	jobsight analyze --since 24h | --from T --to T     re-analyse finished jobs, store the results
 //	jobsight notify [--every 5m] [--listen ADDR]       mail reports (digests) to job owners
 //	jobsight history [--end T]                         roll up per-user/per-account efficiency
@@ -71,6 +72,7 @@ func main() {
 const usage = `usage: jobsight <command> [--config FILE] [options]
 commands:
   report JOB       a job's report (JOB: cluster:jobid, or a job id on the configured cluster)
+  advise [sbatch options]   what your comparable finished jobs used, and the request that would have served them (--json; docs/advise.md)
   analyze          re-analyse finished jobs (--since DURATION, or --from/--to RFC 3339 times)
   notify           mail reports to job owners (--every DURATION keeps running; --listen ADDR serves /metrics)
   history          roll up per-user and per-account efficiency (--end TIME)
@@ -97,6 +99,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if cmd == "grafana-users" {
 		return grafanaUsersCmd(args[1:], stdout, stderr)
+	}
+	if cmd == "advise" {
+		return adviseCmd(args[1:], stdout, stderr)
 	}
 	fs := flag.NewFlagSet("jobsight "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -350,13 +355,14 @@ func notifyCmd(ctx context.Context, site *feedback.Site, cfg feedback.Config, re
 func privileged() bool { return os.Getegid() != os.Getgid() || os.Geteuid() != os.Getuid() }
 
 // restrict is what a privileged run allows: only `report` (which checks
-// that the job is the caller's) and `check-config`, only with the
+// that the job is the caller's), `advise` (which reads only the caller's
+// jobs) and `check-config`, only with the
 // installed configuration (a caller's own file could make them an admin or
 // send the stored password to a server of theirs), and only with the
 // allow-listed environment that main started it with.
 func restrict(cmd string, fs *flag.FlagSet) error {
-	if cmd != "report" && cmd != "check-config" {
-		return fmt.Errorf("%s: only `jobsight report` may be run through the setgid installation; admins run %s with their own access to the configuration", cmd, cmd)
+	if cmd != "report" && cmd != "advise" && cmd != "check-config" {
+		return fmt.Errorf("%s: only `jobsight report` and `jobsight advise` may be run through the setgid installation; admins run %s with their own access to the configuration", cmd, cmd)
 	}
 	var err error
 	fs.Visit(func(f *flag.Flag) {

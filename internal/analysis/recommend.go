@@ -30,13 +30,13 @@ func niceMiB(v float64) int64 {
 	return int64(math.Ceil(v))
 }
 
-// memRec is the right-sized memory per node: the peak per node × the
-// headroom, rounded up to a nice size, at least the floor. It also
-// returns the per-node request it replaces; ok only when the
-// recommendation is below the request.
-func (f *facts) memRec() (rec, from int64, ok bool) {
+// memNeed is the right-sized memory per node: the peak per node × the
+// headroom, rounded up to a nice size, at least the floor, whether or not
+// it is below the request. It also returns the per-node request it would
+// replace and the per-node peak it is computed from.
+func (f *facts) memNeed() (rec, from int64, peak float64, ok bool) {
 	if !f.hasMemEff {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
 	peak, req := f.memPeak, f.memReq
 	if !f.memPerNode() {
@@ -48,20 +48,22 @@ func (f *facts) memRec() (rec, from int64, ok bool) {
 	c := f.cfg.Recommend
 	want := peak * c.MemoryHeadroom
 	if !(want < maxBytes) || !(req < maxBytes) {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
 	recMiB := max(niceMiB(want/mib), int64(math.Ceil(c.MinMemoryGiB*1024)))
-	rec = recMiB << 20
-	from = int64(req)
-	return rec, from, rec < from
+	return recMiB << 20, int64(req), peak, true
 }
 
-// timeRec is the right-sized time limit: elapsed × the headroom, rounded
-// up to the time step, at least the floor; ok only when it is below the
-// job's limit.
-func (f *facts) timeRec() (int64, bool) {
-	limit, ok := okI(f.job.TimeLimitSeconds)
-	if !ok || limit <= 0 || !f.hasElapsed {
+// memRec is memNeed where it is below the request.
+func (f *facts) memRec() (rec, from int64, ok bool) {
+	rec, from, _, ok = f.memNeed()
+	return rec, from, ok && rec < from
+}
+
+// timeNeed is the right-sized time limit: elapsed × the headroom, rounded
+// up to the time step, at least the floor.
+func (f *facts) timeNeed() (int64, bool) {
+	if !f.hasElapsed {
 		return 0, false
 	}
 	c := f.cfg.Recommend
@@ -71,18 +73,28 @@ func (f *facts) timeRec() (int64, bool) {
 	}
 	want := f.elapsed * c.TimeHeadroom
 	recF := max(math.Ceil(want/step-1e-9)*step, c.MinTime.Seconds())
-	if !(recF < float64(limit)) {
+	if !(recF < maxBytes) {
 		return 0, false
 	}
-	rec := int64(recF)
-	return rec, rec < limit
+	return int64(recF), true
 }
 
-// cpuRec is the right-sized CPU count (total over the job): the 95th
+// timeRec is timeNeed where it is below the job's limit.
+func (f *facts) timeRec() (int64, bool) {
+	limit, ok := okI(f.job.TimeLimitSeconds)
+	if !ok || limit <= 0 {
+		return 0, false
+	}
+	rec, ok := f.timeNeed()
+	return rec, ok && rec < limit
+}
+
+// cpuNeed is the right-sized CPU count (total over the job): the 95th
 // percentile of sampled cores (else the peak, else the average) × the
-// headroom, less the slack, rounded up, at least 1.
-func (f *facts) cpuRec() (rec int64, used float64, ok bool) {
-	if !f.hasCPUs || f.job.CPU == nil {
+// headroom, less the slack, rounded up, at least 1; and the cores used it
+// is computed from.
+func (f *facts) cpuNeed() (rec int64, used float64, ok bool) {
+	if f.job.CPU == nil {
 		return 0, 0, false
 	}
 	c := f.job.CPU
@@ -97,10 +109,19 @@ func (f *facts) cpuRec() (rec int64, used float64, ok bool) {
 		return 0, 0, false
 	}
 	want := math.Ceil(base*f.cfg.Recommend.CPUHeadroom - f.cfg.Recommend.CPUSlack)
-	if !(want < float64(f.cpus)) {
-		return 0, base, false
+	if !(want < maxBytes) {
+		return 0, 0, false
 	}
 	return max(1, int64(want)), base, true
+}
+
+// cpuRec is cpuNeed where it is below the job's CPUs.
+func (f *facts) cpuRec() (rec int64, used float64, ok bool) {
+	if !f.hasCPUs {
+		return 0, 0, false
+	}
+	rec, used, ok = f.cpuNeed()
+	return rec, used, ok && rec < f.cpus
 }
 
 // recommend turns the causes into a right-sized request, its #SBATCH

@@ -8,6 +8,7 @@ import (
 	"github.com/jobsight/jobsight/internal/analysis"
 	"github.com/jobsight/jobsight/internal/config"
 	"github.com/jobsight/jobsight/internal/jobmodel"
+	"github.com/jobsight/jobsight/internal/site/advise"
 	"github.com/jobsight/jobsight/internal/site/notify"
 )
 
@@ -41,6 +42,9 @@ type Config struct {
 	JobURL string `yaml:"job_url"`
 	// StateDir keeps the notify command's progress.
 	StateDir string `yaml:"state_dir"`
+	// Advise is `jobsight advise`, the advice sbatch shows through the
+	// site's cli_filter.lua (docs/advise.md).
+	Advise advise.Config `yaml:"advise"`
 }
 
 // PrometheusQuery is how to query Prometheus (the HTTP API, not remote write).
@@ -113,6 +117,7 @@ func DefaultConfig() Config {
 		Notify:        notify.Default(),
 		History:       HistoryConfig{Index: jobmodel.DefaultHistoryIndex, Period: 24 * time.Hour, Advisory: DefaultAdvisory},
 		StateDir:      "/var/lib/jobsight-site",
+		Advise:        advise.Default(),
 	}
 }
 
@@ -155,6 +160,7 @@ func (c *Config) Validate() error {
 	if c.Prometheus.BearerTokenFile != "" && c.Prometheus.PasswordFile != "" {
 		bad("prometheus.bearer_token_file", "set either a bearer token or a username/password, not both")
 	}
+	c.Advise.Validate(bad)
 	if (c.Report.Username == "") != (c.Report.PasswordFile == "") {
 		bad("report.username", "username and password_file go together")
 	}

@@ -280,3 +280,71 @@ func (s *Store) PutTemplates(ctx context.Context) error {
 	}
 	return s.ES.PutTemplate(ctx, s.Indices.Result, jobmodel.ResultMapping())
 }
+
+// UserJobs selects the final job documents of one user that UserFinalJobs
+// reads: the uid's, ended since Since, in Account and one of Partitions
+// when they are given; the newest Size of them.
+type UserJobs struct {
+	UID        uint32
+	Account    string
+	Partitions []string
+	Since      time.Time
+	Size       int
+}
+
+// userJobFields are the fields of a job document `jobsight advise` reads:
+// what analysis.Needs needs, and no more.
+var userJobFields = []string{"doc_id", "job_id", "cluster", "name", "user", "uid", "account", "partition", "state", "final",
+	"start_time", "end_time", "elapsed_seconds", "time_limit_seconds", "requested", "node_count", "nodes",
+	"cpu", "memory", "gpu", "gpus", "updated_at"}
+
+// UserFinalJobs returns the final job documents q selects, newest first,
+// in one search. Only documents whose uid is q.UID are returned, however
+// the store answers.
+func (s *Store) UserFinalJobs(ctx context.Context, q UserJobs) ([]jobmodel.Job, error) {
+	if q.Size < 1 || q.Size > MaxRange {
+		return nil, fmt.Errorf("UserFinalJobs: size %d, want 1 to %d", q.Size, MaxRange)
+	}
+	index := jobmodel.SearchIndices(s.Indices.Job)
+	term := func(field string, v any) any { return map[string]any{"term": map[string]any{field: v}} }
+	filters := []any{term("final", true), term("uid", q.UID),
+		map[string]any{"range": map[string]any{ByEndTime: map[string]any{"gte": q.Since.UTC().Format(time.RFC3339Nano)}}}}
+	if s.Cluster != "" {
+		filters = append(filters, term("cluster", s.Cluster))
+	}
+	if q.Account != "" {
+		filters = append(filters, term("account", q.Account))
+	}
+	if len(q.Partitions) > 0 {
+		filters = append(filters, map[string]any{"terms": map[string]any{"partition": q.Partitions}})
+	}
+	body, err := json.Marshal(map[string]any{
+		"size":    q.Size,
+		"query":   map[string]any{"bool": map[string]any{"filter": filters}},
+		"sort":    []any{map[string]any{ByEndTime: "desc"}},
+		"_source": userJobFields,
+	})
+	if err != nil {
+		return nil, err
+	}
+	raw, err := s.ES.Search(ctx, index, body)
+	if err != nil {
+		return nil, err
+	}
+	var ans store.SearchAnswer[json.RawMessage]
+	if err := json.Unmarshal(raw, &ans); err != nil {
+		return nil, fmt.Errorf("searching %s: %w", index, err)
+	}
+	out := make([]jobmodel.Job, 0, len(ans.Hits.Hits))
+	for _, h := range newest(ans.Hits.Hits) {
+		var j jobmodel.Job
+		if err := json.Unmarshal(h.Source, &j); err != nil {
+			return nil, fmt.Errorf("document %s in %s: %w", h.ID, h.Index, err)
+		}
+		if j.UID == nil || *j.UID != q.UID || !j.Final {
+			continue
+		}
+		out = append(out, j)
+	}
+	return out, nil
+}
