@@ -182,8 +182,9 @@ frontend-test:
 	fi
 
 # The second Slurm target, Debian's 22.05 (out of SchedMD's support, still
-# run by sites): the SPANK plugin, one job of each kind end to end, and the
-# cluster-state collector. Skipped when the first round already ran on 22.05.
+# run by sites): the SPANK plugin, one job of each kind end to end, the
+# cluster-state collector, and the advice in sbatch (Debian's
+# slurm-wlm-basic-plugins carries cli_filter/lua). Skipped when the first round already ran on 22.05.
 # (TestPluginBuildsForEveryRelease is not repeated: the first round builds
 # the plugin against 22.05's headers too; the plugin's behaviour without an
 # agent is the same code on every release and is tested in the first round;
@@ -195,6 +196,7 @@ slurm22-test:
 	@if [ "$${JOBSIGHT_SLURM:-26.05}" = "22.05" ]; then echo "slurm22-test: the first round ran on 22.05 already"; exit 0; fi; \
 	JOBSIGHT_SLURM=22.05 $(GO) test -count=1 -p 1 -timeout $(GOTEST_TIMEOUT) -run '$(SLURM22_SPANK)' ./test/spank && \
 	JOBSIGHT_SLURM=22.05 $(GO) test -count=1 -timeout $(GOTEST_TIMEOUT) -run TestCollectorOnRealCluster ./internal/site/clusterstate && \
+	JOBSIGHT_SLURM=22.05 $(GO) test -count=1 -timeout $(GOTEST_TIMEOUT) ./test/advise && \
 	JOBSIGHT_SLURM=22.05 $(GO) test -count=1 -timeout $(GOTEST_TIMEOUT) -run '$(SLURM22_E2E)' ./test/e2e
 
 # The cgroup v2 node (test/cgroupv2): Slurm 26.05 under systemd with

@@ -43,6 +43,12 @@ func adviseCmd(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.account, "account", "", "sbatch --account")
 	fs.StringVar(&o.name, "job-name", "", "sbatch --job-name")
 	fs.StringVar(&o.script, "script", "", "the batch script's path")
+	// sbatch's short options, for people typing the command.
+	for short, long := range map[string]string{"c": "cpus-per-task", "n": "ntasks", "N": "nodes", "G": "gpus", "t": "time",
+		"p": "partition", "A": "account", "J": "job-name"} {
+		f := fs.Lookup(long)
+		fs.Var(f.Value, short, "sbatch -"+short+" (--"+long+")")
+	}
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
