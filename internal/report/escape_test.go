@@ -237,3 +237,19 @@ func TestSafeURL(t *testing.T) {
 		t.Errorf("safeURL kept characters that end a link: %q %v", got, ok)
 	}
 }
+
+// The advise command in a report is copied into a shell: a job name,
+// account or partition that is not plain is left out, never quoted.
+func TestAdviseCommandShowsOnlyPlainValues(t *testing.T) {
+	job := jobmodel.Job{Name: "x; rm -rf ~ `id` $(id)", Account: "-A", Partition: "gpu",
+		Requested: jobmodel.Request{CPUs: jobmodel.Ptr(int64(8)), Tasks: jobmodel.Ptr(int64(2)), MemoryPerNodeBytes: jobmodel.Ptr(int64(16 << 30))},
+		TimeLimitSeconds: jobmodel.Ptr(int64(7200))}
+	got := adviseCommand(job)
+	if want := "jobsight advise -p gpu -n 2 -c 4 --mem 16G -t 02:00:00"; got != want {
+		t.Errorf("adviseCommand = %q, want %q", got, want)
+	}
+	job.Name = "train_v2.1"
+	if got := adviseCommand(job); !strings.HasSuffix(got, " -J train_v2.1") {
+		t.Errorf("a plain name left out: %q", got)
+	}
+}

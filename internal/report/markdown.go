@@ -182,6 +182,9 @@ func markdownSections(v *view) []section {
 				b.WriteString("- **" + mdEscape(name) + "**: " + mdEscape(c.reason) + "\n")
 			}
 		}
+		if v.advise != "" {
+			b.WriteString("\n" + mdEscape(adviseSentence) + "\n\n```sh\n" + v.advise + "\n```\n")
+		}
 		add(secRec, &b)
 
 		b.Reset()

@@ -177,6 +177,10 @@ func Text(in Input, colour bool) string {
 			}
 			t.fields(f)
 		}
+		if v.advise != "" {
+			t.wrapped("  ", adviseSentence)
+			t.line("    " + v.advise)
+		}
 
 		t.nl()
 		t.heading("Estimated savings", "-")

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/jobsight/jobsight/internal/analysis"
 	"github.com/jobsight/jobsight/internal/jobmodel"
 	"github.com/jobsight/jobsight/internal/textfmt"
 )
@@ -41,7 +42,10 @@ type view struct {
 	causes    []causeView
 	recAdvice string
 	changes   []changeView
-	savings   []string
+	// advise is the `jobsight advise` command for the next job like
+	// this one (same request), shown with a suggested change.
+	advise  string
+	savings []string
 	footer    string
 }
 
@@ -154,6 +158,9 @@ func buildView(in Input) *view {
 	v.figures = analysisFigures(a)
 	v.causes = causeViews(a.Causes)
 	v.recAdvice, v.changes = recommendation(a.Recommendation)
+	if len(v.changes) > 0 {
+		v.advise = adviseCommand(in.Job)
+	}
 	v.savings = savings(a.Savings)
 
 	foot := []string{}
@@ -811,4 +818,58 @@ func (v *view) savingsSentence() string {
 		return ""
 	}
 	return "With the suggested request, about " + joinAnd(v.savings) + " would have been free for other jobs."
+}
+
+// adviseSentence introduces the advise command in every format.
+const adviseSentence = "Before the next job like this one, sbatch shows what your last jobs like it used and the request that would have served them all (where the site runs Jobsight's cli_filter). To see it now:"
+
+// adviseCommand is `jobsight advise` with the job's request, for the user
+// to run before their next job like it. Values are shown only when they
+// are plain (letters, digits, ".", "_", "+", "-"): the line is copied into
+// a shell, and a job name or account a user typed may be anything.
+func adviseCommand(job jobmodel.Job) string {
+	plain := func(s string) bool {
+		if s == "" || len(s) > 64 {
+			return false
+		}
+		for _, r := range s {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._+-", r)) {
+				return false
+			}
+		}
+		return s[0] != '-'
+	}
+	args := []string{"jobsight", "advise"}
+	add := func(opt, v string) { args = append(args, opt, v) }
+	if plain(job.Partition) {
+		add("-p", job.Partition)
+	}
+	if plain(job.Account) {
+		add("-A", job.Account)
+	}
+	req := job.Requested
+	if req.CPUs != nil && *req.CPUs > 0 {
+		tasks := int64(1)
+		if req.Tasks != nil && *req.Tasks > 1 && *req.CPUs%*req.Tasks == 0 {
+			tasks = *req.Tasks
+			add("-n", strconv.FormatInt(tasks, 10))
+		}
+		add("-c", strconv.FormatInt(*req.CPUs/tasks, 10))
+	}
+	if req.Nodes != nil && *req.Nodes > 1 {
+		add("-N", strconv.FormatInt(*req.Nodes, 10))
+	}
+	if req.MemoryPerNodeBytes != nil && *req.MemoryPerNodeBytes > 0 {
+		add("--mem", analysis.SlurmMem(*req.MemoryPerNodeBytes))
+	}
+	if req.GPUs != nil && *req.GPUs > 0 {
+		add("--gpus", strconv.FormatInt(*req.GPUs, 10))
+	}
+	if job.TimeLimitSeconds != nil && *job.TimeLimitSeconds > 0 {
+		add("-t", analysis.SlurmTime(*job.TimeLimitSeconds))
+	}
+	if plain(job.Name) {
+		add("-J", job.Name)
+	}
+	return strings.Join(args, " ")
 }

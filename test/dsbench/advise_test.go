@@ -1,0 +1,142 @@
+package dsbench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jobsight/jobsight/internal/jobmodel"
+	"github.com/jobsight/jobsight/internal/store"
+	"github.com/jobsight/jobsight/internal/store/elasticsearch"
+)
+
+// TestAdviseLatency (JOBSIGHT_DSBENCH=1, as root) measures `jobsight
+// advise` end to end, the whole process as cli_filter.lua starts it (exec,
+// configuration, the store's info and one search, the advice), against the
+// generated history: JOBSIGHT_DSBENCH_JOBS finished jobs (10,000 over 7
+// days by default; 100000 with JOBSIGHT_DSBENCH_SPAN=365d for a year of a
+// mid-size site). Each call is for a different recent job, as its own user
+// (by uid) with that job's request, with no cache (no /run/user of those
+// uids): the cost of every first submission. It prints the percentiles;
+// it asserts nothing about time.
+func TestAdviseLatency(t *testing.T) {
+	if os.Getenv(EnvVar) != "1" || os.Geteuid() != 0 {
+		t.Skipf("a benchmark: JOBSIGHT_DSBENCH=1, as root (to run the command as the jobs' users)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Hour)
+	defer cancel()
+	e, err := Start(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if err := e.Seed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("seeded %d finished jobs (indexing took %s)", e.Finished, e.IndexTook.Round(time.Second))
+
+	dir, err := os.MkdirTemp("", "jsadvbench-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "jobsight")
+	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "./cmd/jobsight")
+	build.Dir = "../.."
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building: %v\n%s", err, out)
+	}
+	pw := filepath.Join(dir, "pw")
+	es := e.Stack.Elasticsearch
+	if err := os.WriteFile(pw, []byte(es.Password), 0o644); err != nil { // a benchmark's throwaway server
+		t.Fatal(err)
+	}
+	ca := ""
+	if es.CACertFile != "" {
+		ca = "\n  ca_file: " + es.CACertFile
+	}
+	cfg := filepath.Join(dir, "site.yaml")
+	site := fmt.Sprintf("elasticsearch:\n  urls: [%q]%s\n  username: %q\n  password_file: %s\n  job_index: %s\n",
+		es.URL, ca, es.User, pw, Index)
+	if err := os.WriteFile(cfg, []byte(site), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// The jobs to advise for: the most recent finished ones.
+	c, err := elasticsearch.New(elasticsearch.Config{URLs: []string{es.URL}, Username: es.User, Password: es.Password, CACertFile: es.CACertFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const calls = 60
+	raw, err := c.Search(ctx, jobmodel.SearchIndices(Index), []byte(fmt.Sprintf(
+		`{"size":%d,"query":{"bool":{"filter":[{"term":{"final":true}}]}},"sort":[{"end_time":"desc"}]}`, calls)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ans store.SearchAnswer[jobmodel.Job]
+	if err := json.Unmarshal(raw, &ans); err != nil {
+		t.Fatal(err)
+	}
+	var took []time.Duration
+	advised, based := 0, 0
+	for _, h := range ans.Hits.Hits {
+		j := h.Source
+		if j.UID == nil || j.Requested.CPUs == nil {
+			continue
+		}
+		args := []string{"advise", "--config", cfg, "--json", "--partition", j.Partition, "--account", j.Account,
+			"--job-name", j.Name, "--cpus-per-task", strconv.FormatInt(*j.Requested.CPUs, 10)}
+		if m := j.Requested.MemoryPerNodeBytes; m != nil {
+			args = append(args, "--mem", strconv.FormatInt(*m>>20, 10)+"M")
+		}
+		if l := j.TimeLimitSeconds; l != nil && *l > 0 {
+			args = append(args, "--time", strconv.FormatInt(*l/60, 10))
+		}
+		if g := j.Requested.GPUs; g != nil && *g > 0 {
+			args = append(args, "--gpus", strconv.FormatInt(*g, 10))
+		}
+		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: *j.UID, Gid: *j.UID, Groups: []uint32{}}}
+		cmd.Env = []string{"PATH=/usr/bin:/bin"}
+		cmd.Dir = "/"
+		start := time.Now()
+		out, err := cmd.CombinedOutput()
+		d := time.Since(start)
+		if err != nil {
+			t.Fatalf("advise for %s (uid %d): %v\n%s", j.DocID, *j.UID, err, out)
+		}
+		took = append(took, d)
+		var a struct {
+			Jobs    int   `json:"jobs"`
+			Changes []any `json:"changes"`
+		}
+		if err := json.Unmarshal(out, &a); err != nil {
+			t.Fatalf("advise for %s: %v\n%s", j.DocID, err, out)
+		}
+		if a.Jobs > 0 {
+			based++
+		}
+		if len(a.Changes) > 0 {
+			advised++
+		}
+	}
+	if len(took) == 0 {
+		t.Fatal("no job to advise for")
+	}
+	slices.Sort(took)
+	pct := func(p float64) time.Duration { return took[min(len(took)-1, int(p*float64(len(took))))] }
+	fmt.Printf("jobsight advise over %d finished jobs (%s): %d calls, p50 %s, p95 %s, max %s; %d based on comparable jobs, %d with advice; 2 store requests each (info, one search), no cache\n",
+		e.Finished, FinishedSpan, len(took), pct(0.5).Round(time.Millisecond), pct(0.95).Round(time.Millisecond),
+		took[len(took)-1].Round(time.Millisecond), based, advised)
+}
