@@ -242,7 +242,7 @@ func TestSafeURL(t *testing.T) {
 // account or partition that is not plain is left out, never quoted.
 func TestAdviseCommandShowsOnlyPlainValues(t *testing.T) {
 	job := jobmodel.Job{Name: "x; rm -rf ~ `id` $(id)", Account: "-A", Partition: "gpu",
-		Requested: jobmodel.Request{CPUs: jobmodel.Ptr(int64(8)), Tasks: jobmodel.Ptr(int64(2)), MemoryPerNodeBytes: jobmodel.Ptr(int64(16 << 30))},
+		Requested:        jobmodel.Request{CPUs: jobmodel.Ptr(int64(8)), Tasks: jobmodel.Ptr(int64(2)), MemoryPerNodeBytes: jobmodel.Ptr(int64(16 << 30))},
 		TimeLimitSeconds: jobmodel.Ptr(int64(7200))}
 	got := adviseCommand(job)
 	if want := "jobsight advise -p gpu -n 2 -c 4 --mem 16G -t 02:00:00"; got != want {

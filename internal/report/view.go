@@ -46,7 +46,7 @@ type view struct {
 	// this one (same request), shown with a suggested change.
 	advise  string
 	savings []string
-	footer    string
+	footer  string
 }
 
 type field struct{ label, value string }
