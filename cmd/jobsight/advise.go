@@ -126,7 +126,7 @@ func adviseHistory(ctx context.Context, cfg feedback.Config, uid uint32, req adv
 	if err != nil {
 		return nil, err
 	}
-	es, err := elasticsearch.FromConfig(esCfg, log)
+	es, err := elasticsearch.FromConfig(esCfg, log, elasticsearch.OncePerURL)
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +188,8 @@ func (o sbatchOptions) request() (advise.Request, error) {
 	if o.gpus != "" {
 		r.GPUs = count("gpus", lastField(o.gpus))
 	} else if n, ok := gresGPUs(o.gres); ok {
-		r.GPUs = n
+		// --gres counts per node.
+		r.GPUs, r.GPUsFromGres = n*max(1, r.Nodes), n > 0
 	} else if o.gres != "" && !ok {
 		errs = append(errs, fmt.Errorf("--gres %q: the GPU count is not a whole number", clipArg(o.gres)))
 	}

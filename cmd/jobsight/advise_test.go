@@ -12,9 +12,13 @@ func TestAdviseRequestFromSbatchOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.CPUs() != 8 || r.Nodes != 2 || r.MemPerNodeBytes != 8<<30 || r.GPUs != 2 || r.TimeLimitSeconds != 86400 ||
+	if r.CPUs() != 8 || r.Nodes != 2 || r.MemPerNodeBytes != 8<<30 || r.GPUs != 4 || !r.GPUsFromGres || r.TimeLimitSeconds != 86400 ||
 		strings.Join(r.Partitions(), ",") != "gpu,debug" || r.JobName() != "train" {
 		t.Errorf("request %+v", r)
+	}
+	// --gres is per node (2 GPUs on each of 2 nodes above), --gpus per job.
+	if r, _ = (sbatchOptions{nodes: "2", gpus: "a100:2"}).request(); r.GPUs != 2 || r.GPUsFromGres {
+		t.Errorf("--gpus a100:2 on 2 nodes: %+v", r)
 	}
 	// What Slurm's cli_filter passes for unset options ("0" CPUs per
 	// task, no memory) is not given.

@@ -23,13 +23,16 @@ advise.enabled: false in /etc/jobsight/site.yaml); for one user, set
 JOBSIGHT_NO_ADVICE=1 in the environment or create ~/.jobsight-no-advice.
 --]]
 
-jobsight_advice_settings = jobsight_advice_settings or {
+-- The settings. A site changes them by defining jobsight_advice_settings
+-- with the keys it wants different before this file runs (its own
+-- cli_filter.lua, then dofile of this one), or by editing them here.
+local jobsight_defaults = {
 	-- The site command (installed setgid to read the store with the
 	-- login node's read-only credential: docs/site-config.md).
 	command = "/usr/bin/jobsight",
-	-- Seconds the command may take in all, then it is killed and the
-	-- submission goes on in silence.
-	timeout = 0.5,
+	-- Seconds the command may take in all (with the opt-out file's
+	-- check), then it is killed and the submission goes on in silence.
+	timeout = 1,
 	-- The commands that show advice: sbatch only by default (add salloc
 	-- or srun to taste).
 	types = { sbatch = true },
@@ -43,12 +46,21 @@ jobsight_advice_settings = jobsight_advice_settings or {
 	user_off_env = "JOBSIGHT_NO_ADVICE",
 	user_off_file = ".jobsight-no-advice",
 }
+jobsight_advice_settings = jobsight_advice_settings or {}
+for k, v in pairs(jobsight_defaults) do
+	if jobsight_advice_settings[k] == nil then
+		jobsight_advice_settings[k] = v
+	end
+end
 
 -- The options passed on to `jobsight advise`, by Slurm's option names.
 local jobsight_passed = { "cpus-per-task", "ntasks", "nodes", "mem", "mem-per-cpu", "gpus", "gres", "time",
 	"partition", "account", "job-name" }
 
 local function jobsight_exists(path)
+	if path == nil or path == "" then
+		return false
+	end
 	local f = io.open(path, "r")
 	if f then
 		f:close()
@@ -63,20 +75,16 @@ local function jobsight_quote(s)
 	return "'" .. (string.gsub(tostring(s), "'", "'\\''")) .. "'"
 end
 
+-- The switches read here are an environment variable and a file on the
+-- login node's own disk; the user's file in their home (NFS, perhaps) is
+-- looked for by the shell under the time limit.
 local function jobsight_off()
 	local s = jobsight_advice_settings
 	local v = os.getenv(s.user_off_env)
 	if v ~= nil and v ~= "" and v ~= "0" then
 		return true
 	end
-	if jobsight_exists(s.site_off_file) then
-		return true
-	end
-	local home = os.getenv("HOME")
-	if home ~= nil and home ~= "" and jobsight_exists(home .. "/" .. s.user_off_file) then
-		return true
-	end
-	return false
+	return jobsight_exists(s.site_off_file)
 end
 
 local function jobsight_run(options, offset)
@@ -101,7 +109,11 @@ local function jobsight_run(options, offset)
 	if argv ~= nil and argv[1] ~= nil and options["wrap"] == nil then
 		args[#args + 1] = "--script=" .. jobsight_quote(argv[1])
 	end
-	local cmd = "exec timeout -k 0.1 " .. tostring(s.timeout) .. " " .. jobsight_quote(s.command) .. " advise "
+	-- sh -c gets the user's opt-out file as $1, the command as $2 and
+	-- its arguments after: nothing is quoted twice.
+	local script = 'test -e "$HOME/$1" && exit 0; shift; exec "$@"'
+	local cmd = "exec timeout -k 0.1 " .. tostring(tonumber(s.timeout) or 1) .. " sh -c " .. jobsight_quote(script)
+		.. " jobsight " .. jobsight_quote(s.user_off_file) .. " " .. jobsight_quote(s.command) .. " advise "
 		.. table.concat(args, " ") .. " </dev/null 2>/dev/null"
 	if s.interactive_only then
 		cmd = "test -t 2 || exit 0; " .. cmd

@@ -20,8 +20,8 @@ type Need struct {
 	CPUs          *int64
 	CPUsUsed      *float64
 	CPUsRequested *int64
-	// GPUs is the GPUs that did work (at least 1 of a GPU job);
-	// GPUsRequested the job's GPUs. Both nil for a job without GPUs.
+	// GPUs is the GPUs that did work, nil when none did (or it is not
+	// known); GPUsRequested the job's GPUs (nil for a job without GPUs).
 	GPUs          *int64
 	GPUsRequested *int64
 	// TimeLimitSeconds is the run time with headroom, rounded up to the
@@ -47,8 +47,8 @@ func Needs(job jobmodel.Job, cfg Config) Need {
 	}
 	if f.kind == jobmodel.KindGPU && f.hasGPUs {
 		n.GPUsRequested = ptr(f.gpus)
-		if w, _, _, ok := f.working(); ok {
-			n.GPUs = ptr(max(1, w))
+		if w, _, _, ok := f.working(); ok && w >= 1 {
+			n.GPUs = ptr(w)
 		}
 	}
 	if rec, ok := f.timeNeed(); ok {

@@ -821,7 +821,7 @@ func (v *view) savingsSentence() string {
 }
 
 // adviseSentence introduces the advise command in every format.
-const adviseSentence = "Before the next job like this one, sbatch shows what your last jobs like it used and the request that would have served them all (where the site runs Jobsight's cli_filter). To see it now:"
+const adviseSentence = "Before the next job like this one, sbatch shows its owner what their last jobs like it used and the request that would have served them all (where the site runs Jobsight's cli_filter). To see it now, as the owner:"
 
 // adviseCommand is `jobsight advise` with the job's request, for the user
 // to run before their next job like it. Values are shown only when they

@@ -117,7 +117,7 @@ func ParseSize(v string) (int64, error) {
 		mult, num = 1<<50, v[:len(v)-1]
 	}
 	f, err := strconv.ParseFloat(num, 64)
-	if err != nil || f < 0 || f*mult > 1<<62 {
+	if err != nil || !(f >= 0) || !(f*mult <= 1<<62) {
 		return 0, fmt.Errorf("%q is not a size (number with K/M/G/T/P suffix)", clip(v))
 	}
 	return int64(f * mult), nil

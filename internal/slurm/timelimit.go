@@ -9,8 +9,8 @@ import (
 // ParseTimeLimit parses a time limit as sbatch's --time takes it and as
 // Slurm prints one: "minutes", "minutes:seconds", "hours:minutes:seconds",
 // "days-hours", "days-hours:minutes", "days-hours:minutes:seconds", or
-// "UNLIMITED"/"INFINITE"/"-1" (unlimited; so is "0", as for sbatch). It
-// returns seconds, 0 when unlimited.
+// "UNLIMITED"/"INFINITE"/"-1" (unlimited; so is any all-zero limit,
+// "0" or "00:00:00", as for sbatch). It returns seconds, 0 when unlimited.
 func ParseTimeLimit(v string) (int64, error) {
 	s := strings.TrimSpace(v)
 	switch strings.ToUpper(s) {
@@ -58,7 +58,7 @@ func ParseTimeLimit(v string) (int64, error) {
 	}
 	sec += days * 86400
 	if sec <= 0 {
-		return bad()
+		return 0, nil // "00:00:00", "0-0": unlimited, as for sbatch
 	}
 	return sec, nil
 }

@@ -104,21 +104,19 @@ func setup(t *testing.T) *env {
 	if e.st.Elasticsearch.CACertFile != "" {
 		ca = "\n  ca_file: " + e.st.Elasticsearch.CACertFile
 	}
-	e.siteYAML = fmt.Sprintf("cluster: adv\nelasticsearch:\n  urls: [%q]%s\nreport: {username: %q, password_file: %s}\nadvise: {timeout: 2s}\n",
+	e.siteYAML = fmt.Sprintf("cluster: adv\nelasticsearch:\n  urls: [%q]%s\nreport: {username: %q, password_file: %s}\n",
 		e.st.Elasticsearch.URL, ca, e.st.Elasticsearch.User, pw)
 	e.writeConfig(t, e.siteYAML, adm)
 
-	// The shipped filter, loaded by the cluster's cli_filter.lua with
-	// this installation's settings (a site edits them in the file; the
-	// shipped defaults but for the command's path and the site switch).
+	// The shipped filter, loaded by the cluster's cli_filter.lua as a
+	// site with a filter of its own loads it: its settings are the
+	// shipped defaults (the 1 s limit among them) but for the command's
+	// path and the site switch's file.
 	shipped, err := os.ReadFile("../../examples/slurm/cli_filter.lua")
 	must(t, err)
 	lua := filepath.Join(e.dir, "jobsight-cli-filter.lua")
 	must(t, os.WriteFile(lua, shipped, 0o644))
-	conf := fmt.Sprintf(`jobsight_advice_settings = {
-	command = %q, timeout = 5, types = { sbatch = true }, interactive_only = true,
-	site_off_file = %q, user_off_env = "JOBSIGHT_NO_ADVICE", user_off_file = ".jobsight-no-advice",
-}
+	conf := fmt.Sprintf(`jobsight_advice_settings = { command = %q, site_off_file = %q }
 dofile(%q)
 `, e.bin, filepath.Join(e.dir, "advise.off"), lua)
 	must(t, os.WriteFile(filepath.Join(filepath.Dir(e.st.Slurm.Conf), "cli_filter.lua"), []byte(conf), 0o644))
@@ -284,43 +282,31 @@ func TestAdviceInSbatch(t *testing.T) {
 		e.unchanged(t, s.jobID)
 	})
 
-	t.Run("no terminal: a tool submitting gets nothing", func(t *testing.T) {
-		s := e.sbatch(t, false, nil, e.overAsk()...)
-		if strings.Contains(s.out, "jobsight") {
-			t.Errorf("advice without a terminal:\n%s", s.out)
-		}
-		e.unchanged(t, s.jobID)
-	})
-
-	t.Run("user opted out by environment", func(t *testing.T) {
-		s := e.sbatch(t, true, []string{"JOBSIGHT_NO_ADVICE=1"}, e.overAsk()...)
-		if strings.Contains(s.out, "jobsight") {
-			t.Errorf("advice despite JOBSIGHT_NO_ADVICE=1:\n%s", s.out)
-		}
-		e.unchanged(t, s.jobID)
-	})
-
-	t.Run("user opted out by file", func(t *testing.T) {
-		f := filepath.Join(e.home, ".jobsight-no-advice")
-		must(t, os.WriteFile(f, nil, 0o644))
-		defer os.Remove(f)
-		s := e.sbatch(t, true, nil, e.overAsk()...)
-		if strings.Contains(s.out, "jobsight") {
-			t.Errorf("advice despite ~/.jobsight-no-advice:\n%s", s.out)
-		}
-		e.unchanged(t, s.jobID)
-	})
-
-	t.Run("site switch", func(t *testing.T) {
-		f := filepath.Join(e.dir, "advise.off")
-		must(t, os.WriteFile(f, nil, 0o644))
-		defer os.Remove(f)
-		s := e.sbatch(t, true, nil, e.overAsk()...)
-		if strings.Contains(s.out, "jobsight") {
-			t.Errorf("advice despite the site's advise.off:\n%s", s.out)
-		}
-		e.unchanged(t, s.jobID)
-	})
+	// Submissions that must get no advice, and be submitted as typed: by
+	// a tool (no terminal), by users who opted out, with the site's switch.
+	for _, c := range []struct {
+		name string
+		tty  bool
+		env  []string
+		file string // created for the submission
+	}{
+		{"no terminal: a tool submitting gets nothing", false, nil, ""},
+		{"user opted out by environment", true, []string{"JOBSIGHT_NO_ADVICE=1"}, ""},
+		{"user opted out by file", true, nil, filepath.Join(e.home, ".jobsight-no-advice")},
+		{"site switch", true, nil, filepath.Join(e.dir, "advise.off")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.file != "" {
+				must(t, os.WriteFile(c.file, nil, 0o644))
+				defer os.Remove(c.file)
+			}
+			s := e.sbatch(t, c.tty, c.env, e.overAsk()...)
+			if strings.Contains(s.out, "jobsight") {
+				t.Errorf("advice although it must be quiet:\n%s", s.out)
+			}
+			e.unchanged(t, s.jobID)
+		})
+	}
 
 	t.Run("another user's history is never shown", func(t *testing.T) {
 		// The other user's "secret" jobs asked for 64G and used 1 GiB:
@@ -358,6 +344,24 @@ func TestAdviceInSbatch(t *testing.T) {
 		}
 	})
 
+	t.Run("a hostile job name runs nothing", func(t *testing.T) {
+		// Passed through Lua to a shell: each quote, substitution and
+		// separator must stay part of the name.
+		mark := filepath.Join(e.home, "pwned")
+		name := "x'; touch " + mark + "1; '$(touch " + mark + "2)`touch " + mark + "3`\"; touch " + mark + "4 #"
+		s := e.sbatch(t, true, nil, "-p", "debug", "-J", name, "-c", "2", "--mem=2G", e.script)
+		for i := 1; i <= 4; i++ {
+			if _, err := os.Stat(mark + strconv.Itoa(i)); err == nil {
+				t.Errorf("the job name ran a command: %s%d exists", mark, i)
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if out, err := e.st.Slurm.Squeue(ctx, "-h", "-j", s.jobID, "-o", "%j"); err != nil || strings.TrimSpace(out) != name {
+			t.Errorf("job %s is named %q (%v), want %q", s.jobID, strings.TrimSpace(out), err, name)
+		}
+	})
+
 	t.Run("store down: submitted, in silence", func(t *testing.T) {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		must(t, err)
@@ -388,16 +392,16 @@ func TestAdviceInSbatch(t *testing.T) {
 			}
 		}()
 		slow := strings.Replace(e.siteYAML, e.st.Elasticsearch.URL, "http://"+l.Addr().String(), 1)
-		slow = strings.Replace(slow, "advise: {timeout: 2s}", "advise: {timeout: 60s}", 1) // the filter's limit (5 s) must end it
+		slow += "advise: {timeout: 60s}\n" // the filter's limit (1 s) must end it
 		e.writeConfig(t, slow, -1)
 		defer e.writeConfig(t, e.siteYAML, -1)
 		s := e.sbatch(t, true, nil, e.overAsk()...)
-		t.Logf("sbatch with a store that never answers took %s (the filter's limit: 5 s)", s.took.Round(time.Millisecond))
+		t.Logf("sbatch with a store that never answers took %s (the filter's limit: 1 s)", s.took.Round(time.Millisecond))
 		if strings.Contains(s.out, "jobsight") {
 			t.Errorf("output with a store that never answers:\n%s", s.out)
 		}
 		if s.took > 30*time.Second {
-			t.Errorf("sbatch took %s: the filter's 5 s limit did not end the command", s.took)
+			t.Errorf("sbatch took %s: the filter's 1 s limit did not end the command", s.took)
 		}
 		e.unchanged(t, s.jobID)
 	})

@@ -48,8 +48,9 @@ type Config struct {
 	// MinElapsed is the shortest run that counts: a job that ended in
 	// seconds (a typo, a missing file) says nothing about the next one.
 	MinElapsed time.Duration `yaml:"min_elapsed"`
-	// Timeout bounds the store request; the cli_filter has its own
-	// hard limit on the whole command.
+	// Timeout bounds the store requests: below the cli_filter's own hard
+	// limit on the whole command (1 s), so that a slow store's answer is
+	// still cached for the next submission.
 	Timeout time.Duration `yaml:"timeout"`
 	// CacheTTL is how long the caller's history, once read, is reused
 	// from their private runtime directory (/run/user/UID); 0: never.
@@ -59,7 +60,7 @@ type Config struct {
 // Default is the advice's default configuration.
 func Default() Config {
 	return Config{Enabled: true, MinJobs: 3, MaxJobs: 20, Lookback: 180 * 24 * time.Hour, Fetch: 500,
-		MinSaving: 0.25, MaxSpread: 3, MinElapsed: time.Minute, Timeout: 2 * time.Second, CacheTTL: 5 * time.Minute}
+		MinSaving: 0.25, MaxSpread: 3, MinElapsed: time.Minute, Timeout: 800 * time.Millisecond, CacheTTL: 5 * time.Minute}
 }
 
 // Validate calls bad with each problem, naming its option.
@@ -101,7 +102,10 @@ type Request struct {
 	Nodes           int64
 	MemPerNodeBytes int64
 	MemPerCPUBytes  int64
-	GPUs            int64
+	// GPUs is the job's GPUs (all nodes); GPUsFromGres says they were
+	// asked for per node with --gres.
+	GPUs         int64
+	GPUsFromGres bool
 	// TimeLimitSeconds is 0 for none given or unlimited.
 	TimeLimitSeconds int64
 	Partition        string
@@ -190,7 +194,9 @@ func PastOf(job jobmodel.Job, cfg analysis.Config) Past {
 type Change struct {
 	Option string `json:"option"`
 	// From is the option as the request has it ("--mem=64G"), To as it
-	// would have served every comparable job ("--mem=8G").
+	// would have served every comparable job ("--mem=8G"). When they are
+	// different options (--mem in place of --mem-per-cpu), From's line
+	// must go: Slurm refuses the two together.
 	From string `json:"from"`
 	To   string `json:"to"`
 	// Used is what the comparable jobs used, for people.
@@ -239,8 +245,9 @@ func Advise(req Request, history []Past, cfg Config) Advice {
 			quiet = append(quiet, why)
 		}
 	}
-	add(memoryChange(req, jobs, cfg))
-	add(cpuChange(req, jobs, cfg))
+	mem, why := memoryChange(req, jobs, cfg)
+	add(mem, why)
+	add(cpuChange(req, jobs, cfg, mem != nil))
 	add(gpuChange(req, jobs, cfg))
 	add(timeChange(req, jobs, cfg))
 	if len(a.Changes) == 0 {
@@ -280,6 +287,9 @@ func comparable(req Request, history []Past, cfg Config) ([]Past, string) {
 				named = append(named, p)
 			}
 		}
+		// The same name on another number of nodes is another kind of
+		// run: memory is compared per node.
+		named = slices.DeleteFunc(named, func(p Past) bool { return p.Nodes != max(1, req.Nodes) })
 		if len(named) >= cfg.MinJobs {
 			return newest(named), "name"
 		}
@@ -340,8 +350,19 @@ var (
 // (MaxSpread), and it frees at least MinSaving of the request. Otherwise
 // ok is false, with why (empty when the request simply fits).
 func (fig figure) largest(jobs []Past, request float64, cfg Config) (need, used float64, ok bool, why string) {
+	top, used, why := fig.top(jobs, cfg)
+	if why != "" || !(top <= (1-cfg.MinSaving)*request) {
+		return 0, 0, false, why
+	}
+	return top, used, true, ""
+}
+
+// top is the largest need of fig over jobs and the most any of them used;
+// why says why there is none to go by: a job ran out of it, too few jobs
+// measured it, or the needs are too varied.
+func (fig figure) top(jobs []Past, cfg Config) (need, used float64, why string) {
 	if fig.starved != "" && slices.ContainsFunc(jobs, func(p Past) bool { return p.State == fig.starved }) {
-		return 0, 0, false, fig.what + ": a comparable job ran out of it"
+		return 0, 0, fig.what + ": a comparable job ran out of it"
 	}
 	var needs, useds []float64
 	for _, p := range jobs {
@@ -350,7 +371,7 @@ func (fig figure) largest(jobs []Past, request float64, cfg Config) (need, used 
 		}
 	}
 	if len(needs) < cfg.MinJobs {
-		return 0, 0, false, fmt.Sprintf("%s: measured in %d of the jobs, %d needed", fig.what, len(needs), cfg.MinJobs)
+		return 0, 0, fmt.Sprintf("%s: measured in %d of the jobs, %d needed", fig.what, len(needs), cfg.MinJobs)
 	}
 	top := slices.Max(needs)
 	sorted := slices.Sorted(slices.Values(needs))
@@ -359,12 +380,9 @@ func (fig figure) largest(jobs []Past, request float64, cfg Config) (need, used 
 		median = (sorted[len(sorted)/2-1] + median) / 2
 	}
 	if median <= 0 || top > cfg.MaxSpread*median {
-		return 0, 0, false, fmt.Sprintf("%s: too varied (the largest need is %s the median)", fig.what, timesText(top, median))
+		return 0, 0, fmt.Sprintf("%s: too varied (the largest need is %s the median)", fig.what, timesText(top, median))
 	}
-	if !(top <= (1-cfg.MinSaving)*request) {
-		return 0, 0, false, ""
-	}
-	return top, slices.Max(useds), true, ""
+	return top, slices.Max(useds), ""
 }
 
 func timesText(top, median float64) string {
@@ -392,7 +410,10 @@ func memoryChange(req Request, jobs []Past, cfg Config) (*Change, string) {
 			analysis.Size(float64(reqMem)), analysis.Size(peak))}, ""
 }
 
-func cpuChange(req Request, jobs []Past, cfg Config) (*Change, string) {
+// cpuChange advises fewer CPUs. Under --mem-per-cpu (and no memory advice
+// replacing it with --mem), fewer CPUs mean less memory: only as few as
+// still give every comparable job the memory it needed.
+func cpuChange(req Request, jobs []Past, cfg Config, memAdvised bool) (*Change, string) {
 	cpus := req.CPUs()
 	if cpus <= 1 {
 		return nil, ""
@@ -404,18 +425,32 @@ func cpuChange(req Request, jobs []Past, cfg Config) (*Change, string) {
 	used := fmt.Sprintf("at most %s of the %d you ask for", analysis.Cores(top), cpus)
 	rec := int64(need)
 	tasks, perTask := max(1, req.Tasks), max(1, req.CPUsPerTask)
+	var c Change
+	newCPUs := rec
 	switch {
 	case perTask > 1 || tasks == 1:
 		recPer := max(1, (rec-1)/tasks+1)
 		if recPer >= perTask {
 			return nil, ""
 		}
-		return &Change{Option: "--cpus-per-task", From: "--cpus-per-task=" + strconv.FormatInt(perTask, 10),
-			To: "--cpus-per-task=" + strconv.FormatInt(recPer, 10), Used: used}, ""
+		newCPUs = recPer * tasks
+		c = Change{Option: "--cpus-per-task", From: "--cpus-per-task=" + strconv.FormatInt(perTask, 10),
+			To: "--cpus-per-task=" + strconv.FormatInt(recPer, 10), Used: used}
 	default:
-		return &Change{Option: "--ntasks", From: "--ntasks=" + strconv.FormatInt(tasks, 10),
-			To: "--ntasks=" + strconv.FormatInt(rec, 10), Used: used}, ""
+		c = Change{Option: "--ntasks", From: "--ntasks=" + strconv.FormatInt(tasks, 10),
+			To: "--ntasks=" + strconv.FormatInt(rec, 10), Used: used}
 	}
+	if req.MemPerNodeBytes <= 0 && req.MemPerCPUBytes > 0 && !memAdvised {
+		memTop, _, why := memoryFigure.top(jobs, cfg)
+		if why != "" {
+			return nil, "CPUs: fewer would mean less memory at --mem-per-cpu, and the memory the jobs needed is not known (" + why + ")"
+		}
+		perNode := float64(newCPUs) / float64(max(1, req.Nodes)) * float64(req.MemPerCPUBytes)
+		if perNode < memTop {
+			return nil, "CPUs: fewer would leave the jobs too little memory at --mem-per-cpu"
+		}
+	}
+	return &c, ""
 }
 
 func gpuChange(req Request, jobs []Past, cfg Config) (*Change, string) {
@@ -429,8 +464,16 @@ func gpuChange(req Request, jobs []Past, cfg Config) (*Change, string) {
 	if !ok {
 		return nil, why
 	}
-	return &Change{Option: "--gpus", From: "--gpus=" + strconv.FormatInt(req.GPUs, 10), To: "--gpus=" + strconv.FormatInt(int64(need), 10),
-		Used: fmt.Sprintf("at most %d of the %d you ask for (with work on them)", int64(need), req.GPUs)}, ""
+	used := fmt.Sprintf("at most %d of the %d you ask for (with work on them)", int64(need), req.GPUs)
+	if req.GPUsFromGres {
+		// --gres counts per node: advised on one node only.
+		if max(1, req.Nodes) != 1 {
+			return nil, ""
+		}
+		return &Change{Option: "--gres", From: "--gres=gpu:" + strconv.FormatInt(req.GPUs, 10),
+			To: "--gres=gpu:" + strconv.FormatInt(int64(need), 10), Used: used}, ""
+	}
+	return &Change{Option: "--gpus", From: "--gpus=" + strconv.FormatInt(req.GPUs, 10), To: "--gpus=" + strconv.FormatInt(int64(need), 10), Used: used}, ""
 }
 
 func timeChange(req Request, jobs []Past, cfg Config) (*Change, string) {
@@ -456,7 +499,7 @@ func Text(a Advice) string {
 	if a.Basis == "name" {
 		which = fmt.Sprintf("your last %d jobs named %s", a.Jobs, quoteName(a.Name))
 	}
-	label := map[string]string{"--mem": "memory", "--cpus-per-task": "CPUs", "--ntasks": "CPUs", "--gpus": "GPUs", "--time": "time"}
+	label := map[string]string{"--mem": "memory", "--cpus-per-task": "CPUs", "--ntasks": "CPUs", "--gpus": "GPUs", "--gres": "GPUs", "--time": "time"}
 	used := make([]string, 0, len(a.Changes))
 	for _, c := range a.Changes {
 		used = append(used, label[c.Option]+" "+c.Used)
@@ -464,8 +507,12 @@ func Text(a Advice) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "jobsight: %s used %s.\n", which, strings.Join(used, "; "))
 	b.WriteString("jobsight: this request would have served every one of them (quiet: JOBSIGHT_NO_ADVICE=1 or ~/.jobsight-no-advice):\n")
-	for _, l := range a.SBATCH() {
-		b.WriteString("  " + l + "\n")
+	for _, c := range a.Changes {
+		b.WriteString("  #SBATCH " + c.To)
+		if from, _, _ := strings.Cut(c.From, "="); from != c.Option {
+			b.WriteString("   (in place of #SBATCH " + c.From + ")")
+		}
+		b.WriteString("\n")
 	}
 	return b.String()
 }

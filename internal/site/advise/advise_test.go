@@ -173,3 +173,43 @@ func TestRequestFigures(t *testing.T) {
 		t.Errorf("partitions %q", got)
 	}
 }
+
+// Under --mem-per-cpu, fewer CPUs mean less memory: CPUs are advised down
+// only as far as the memory still serves every job, and memory advice
+// replaces --mem-per-cpu with --mem, saying so.
+func TestMemPerCPURequests(t *testing.T) {
+	// 16 CPUs × 4G = 64G; the jobs peaked at ~45 GiB on ~3 cores.
+	var jobs []jobmodel.Job
+	for i := range 8 {
+		jobs = append(jobs, finished(i, "sim", 16, 64*gib, 8*time.Hour, 2.8, 45*gib, 2*time.Hour))
+	}
+	req := Request{CPUsPerTask: 16, Tasks: 1, MemPerCPUBytes: 4 * gib, Partition: "cpu", Account: "physics", Name: "sim"}
+	a := Advise(req, pasts(jobs...), Default())
+	for _, c := range a.Changes {
+		if c.Option == "--cpus-per-task" {
+			t.Errorf("CPUs advised down to %s under --mem-per-cpu=4G although the jobs needed ~54 GiB: %+v", c.To, a)
+		}
+	}
+	// The jobs peaked at 5 GiB: memory is advised as --mem, in place of
+	// --mem-per-cpu, and then CPUs may go down too.
+	for i := range jobs {
+		p := int64(5 * gib)
+		jobs[i].Memory.PeakBytes, jobs[i].Memory.MaxNodePeakBytes = &p, &p
+	}
+	a = Advise(req, pasts(jobs...), Default())
+	text := Text(a)
+	if !strings.Contains(text, "#SBATCH --mem=8G   (in place of #SBATCH --mem-per-cpu=4G)") || !strings.Contains(text, "--cpus-per-task=") {
+		t.Errorf("advice:\n%s", text)
+	}
+}
+
+func TestNamedJobsOnOtherNodeCountsDoNotCompare(t *testing.T) {
+	jobs := overAskers(6)
+	for i := range jobs {
+		jobs[i].Requested.Nodes = ptr(int64(4))
+		jobs[i].NodeCount = 4
+	}
+	if a := Advise(trainReq, pasts(jobs...), Default()); a.Basis == "name" {
+		t.Errorf("4-node runs of the name compared with a 1-node request: %+v", a)
+	}
+}

@@ -50,6 +50,16 @@ type Config struct {
 	MaxRetries int
 	// Logger receives debug and warning messages; slog.Default() when nil.
 	Logger *slog.Logger
+	// NoBackoff retries at once (OncePerURL); else the n-th retry waits
+	// n × 100 ms.
+	NoBackoff bool
+}
+
+func (c Config) retryStep() time.Duration {
+	if c.NoBackoff {
+		return 0
+	}
+	return 100 * time.Millisecond
 }
 
 // Client is an Elasticsearch client for the agent's documents. It is safe
@@ -89,7 +99,7 @@ func New(cfg Config) (*Client, error) {
 		// Never send or log request bodies or credentials.
 		DisableMetaHeader: true,
 		RetryBackoff: func(attempt int) time.Duration {
-			return time.Duration(attempt) * 100 * time.Millisecond
+			return time.Duration(attempt) * cfg.retryStep()
 		},
 	}
 	if cfg.MaxRetries < 0 {
