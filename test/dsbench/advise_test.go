@@ -57,20 +57,31 @@ func TestAdviseLatency(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building: %v\n%s", err, out)
 	}
-	pw := filepath.Join(dir, "pw")
 	es := e.Stack.Elasticsearch
-	if err := os.WriteFile(pw, []byte(es.Password), 0o644); err != nil { // a benchmark's throwaway server
-		t.Fatal(err)
-	}
 	ca := ""
 	if es.CACertFile != "" {
 		ca = "\n  ca_file: " + es.CACertFile
 	}
-	cfg := filepath.Join(dir, "site.yaml")
-	site := fmt.Sprintf("elasticsearch:\n  urls: [%q]%s\n  username: %q\n  password_file: %s\n  job_index: %s\n",
-		es.URL, ca, es.User, pw, Index)
-	if err := os.WriteFile(cfg, []byte(site), 0o644); err != nil {
-		t.Fatal(err)
+	// A configuration and password file of each user's own (the command
+	// refuses a password file others can read; the setgid installation
+	// is not what is measured here).
+	configFor := func(uid uint32) string {
+		cfg := filepath.Join(dir, fmt.Sprintf("site-%d.yaml", uid))
+		if _, err := os.Stat(cfg); err == nil {
+			return cfg
+		}
+		pw := filepath.Join(dir, fmt.Sprintf("pw-%d", uid))
+		site := fmt.Sprintf("elasticsearch:\n  urls: [%q]%s\n  username: %q\n  password_file: %s\n  job_index: %s\n",
+			es.URL, ca, es.User, pw, Index)
+		for _, f := range []struct{ path, content string }{{pw, es.Password}, {cfg, site}} {
+			if err := os.WriteFile(f.path, []byte(f.content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chown(f.path, int(uid), int(uid)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return cfg
 	}
 
 	// The jobs to advise for: the most recent finished ones.
@@ -95,7 +106,7 @@ func TestAdviseLatency(t *testing.T) {
 		if j.UID == nil || j.Requested.CPUs == nil {
 			continue
 		}
-		args := []string{"advise", "--config", cfg, "--json", "--partition", j.Partition, "--account", j.Account,
+		args := []string{"advise", "--config", configFor(*j.UID), "--json", "--partition", j.Partition, "--account", j.Account,
 			"--job-name", j.Name, "--cpus-per-task", strconv.FormatInt(*j.Requested.CPUs, 10)}
 		if m := j.Requested.MemoryPerNodeBytes; m != nil {
 			args = append(args, "--mem", strconv.FormatInt(*m>>20, 10)+"M")
