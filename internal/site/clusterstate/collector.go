@@ -67,7 +67,7 @@ type Collector struct {
 	lastLost    time.Time // the last check for lost jobs
 	// The queue's last answer, when it was read, and when it is read next
 	// (queue_cpu_budget); only the polling goroutine touches them.
-	queue              *slurm.SqueueAnswer // decoded
+	queue              *queueSummary // the last squeue read, summarised
 	queueAt, nextQueue time.Time
 	childCPU, selfCPU  func() time.Duration
 	// nextRetention is when retention runs next (retention.go).
@@ -305,19 +305,21 @@ func (c *Collector) read(ctx context.Context, now time.Time) (*Snapshot, error) 
 	jobs, at := c.queue, c.queueAt
 	if jobs == nil || !now.Before(c.nextQueue) {
 		// The read's cost: squeue's CPU and the collector's own for
-		// decoding its answer (a queue printing a line a job is MiBs).
+		// decoding and summing its answer (a queue printing a line a
+		// job is MiBs).
 		cpu := c.childCPU() + c.selfCPU()
 		out, err := c.src.Jobs(ctx)
 		if err != nil {
 			c.metrics.errors.WithLabelValues("slurm").Inc()
 			return nil, err
 		}
-		if jobs, err = decodeJobs(out); err != nil {
+		sq, err := decodeJobs(out)
+		if err != nil {
 			c.metrics.errors.WithLabelValues("parse").Inc()
 			c.queue = nil // read again at the next poll
 			return nil, err
 		}
-		at = now
+		jobs, at = summarise(sq), now
 		if b := c.cfg.QueueCPUBudget; b > 0 {
 			// The next read once this one's CPU, spread over the time
 			// until then, fits the budget.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -145,17 +146,87 @@ func Build(cluster string, now time.Time, sinfoOut, squeueOut []byte) (*Snapshot
 	if err != nil {
 		return nil, err
 	}
-	return build(cluster, now, sinfoOut, sq)
+	return build(cluster, now, sinfoOut, summarise(sq))
 }
 
-// build is Build with the queue decoded already (the collector keeps it
-// between the polls that reuse it); sq is only read.
-func build(cluster string, now time.Time, sinfoOut []byte, sq *slurm.SqueueAnswer) (*Snapshot, error) {
+// queueSummary is what a snapshot takes from the queue, computed once per
+// squeue read: the polls that reuse the read (queue_cpu_budget) share it
+// read-only, instead of going over every job again (a queue printing a
+// line a job holds 100,000 of them).
+type queueSummary struct {
+	listed                             map[string]bool
+	running                            []RunningJob
+	runningJobs, pendingJobs, heldJobs int64
+	parts                              map[string]*Partition // the queue's figures only
+}
+
+// summarise sums the queue by partition; sq is only read.
+func summarise(sq *slurm.SqueueAnswer) *queueSummary {
+	q := &queueSummary{listed: make(map[string]bool, len(sq.Jobs)), parts: map[string]*Partition{}}
+	part := func(name string) *Partition {
+		p := q.parts[name]
+		if p == nil {
+			p = &Partition{Name: name}
+			q.parts[name] = p
+		}
+		return p
+	}
+	for i := range sq.Jobs {
+		j := &sq.Jobs[i]
+		if k := listedKey(j); k != "" {
+			q.listed[k] = true
+		}
+		switch j.JobState {
+		case "RUNNING":
+			if k := listedKey(j); k != "" && j.Nodes != "" {
+				// A record without nodes cannot be checked: left out.
+				q.running = append(q.running, RunningJob{Key: k, Nodes: j.Nodes, Start: j.StartTime})
+			}
+			q.runningJobs++
+			for _, pn := range splitList(j.Partition) {
+				part(pn).RunningJobs++
+			}
+		case "PENDING":
+			n := j.JobCount()
+			held := heldReasons[j.StateReason]
+			if held {
+				q.heldJobs += n
+			} else {
+				q.pendingJobs += n
+			}
+			cpus, gpus := demand(j)
+			types := gpuTypes(j, gpus)
+			// A job submitted to several partitions waits in each.
+			for _, pn := range splitList(j.Partition) {
+				p := part(pn)
+				if held {
+					p.HeldJobs += n
+					continue
+				}
+				p.PendingJobs += n
+				p.PendingCPUs += n * cpus
+				p.PendingGPUs += n * gpus
+				for t, g := range types {
+					if p.PendingGPUsByType == nil {
+						p.PendingGPUsByType = map[string]int64{}
+					}
+					p.PendingGPUsByType[t] += n * g
+				}
+			}
+		}
+	}
+	return q
+}
+
+// build is Build with the queue summarised already (the collector keeps
+// the summary between the polls that reuse it); q is only read.
+func build(cluster string, now time.Time, sinfoOut []byte, q *queueSummary) (*Snapshot, error) {
 	si, err := slurm.DecodeSinfo(sinfoOut)
 	if err != nil {
 		return nil, err
 	}
-	s := &Snapshot{Cluster: cluster, Time: now, SlurmRelease: si.Meta.Release, Nodes: make([]Node, 0, len(si.Nodes))}
+	s := &Snapshot{Cluster: cluster, Time: now, SlurmRelease: si.Meta.Release, Nodes: make([]Node, 0, len(si.Nodes)),
+		Listed: q.listed, Running: q.running, RunningJobs: q.runningJobs, PendingJobs: q.pendingJobs, HeldJobs: q.heldJobs}
 	parts := map[string]*Partition{}
 	part := func(name string) *Partition {
 		p := parts[name]
@@ -180,49 +251,12 @@ func build(cluster string, now time.Time, sinfoOut []byte, sq *slurm.SqueueAnswe
 		}
 		s.Nodes = append(s.Nodes, n)
 	}
-	s.Listed = make(map[string]bool, len(sq.Jobs))
-	for i := range sq.Jobs {
-		j := &sq.Jobs[i]
-		if k := listedKey(j); k != "" {
-			s.Listed[k] = true
-		}
-		switch j.JobState {
-		case "RUNNING":
-			if k := listedKey(j); k != "" && j.Nodes != "" {
-				// A record without nodes cannot be checked: left out.
-				s.Running = append(s.Running, RunningJob{Key: k, Nodes: j.Nodes, Start: j.StartTime})
-			}
-			s.RunningJobs++
-			for _, pn := range splitList(j.Partition) {
-				part(pn).RunningJobs++
-			}
-		case "PENDING":
-			n := j.JobCount()
-			held := heldReasons[j.StateReason]
-			if held {
-				s.HeldJobs += n
-			} else {
-				s.PendingJobs += n
-			}
-			cpus, gpus := demand(j)
-			types := gpuTypes(j, gpus)
-			// A job submitted to several partitions waits in each.
-			for _, pn := range splitList(j.Partition) {
-				p := part(pn)
-				if held {
-					p.HeldJobs += n
-					continue
-				}
-				p.PendingJobs += n
-				p.PendingCPUs += n * cpus
-				p.PendingGPUs += n * gpus
-				for t, g := range types {
-					if p.PendingGPUsByType == nil {
-						p.PendingGPUsByType = map[string]int64{}
-					}
-					p.PendingGPUsByType[t] += n * g
-				}
-			}
+	for name, qp := range q.parts {
+		p := part(name)
+		p.RunningJobs, p.PendingJobs, p.PendingCPUs, p.PendingGPUs, p.HeldJobs =
+			qp.RunningJobs, qp.PendingJobs, qp.PendingCPUs, qp.PendingGPUs, qp.HeldJobs
+		if qp.PendingGPUsByType != nil {
+			p.PendingGPUsByType = maps.Clone(qp.PendingGPUsByType)
 		}
 	}
 	slices.SortFunc(s.Nodes, func(a, b Node) int { return cmp.Compare(a.Name, b.Name) })
