@@ -266,6 +266,7 @@ func Advise(req Request, history []Past, cfg Config) Advice {
 // a similar request; the newest MaxJobs.
 func comparable(req Request, history []Past, cfg Config) ([]Past, string) {
 	var pool []Past
+	parts := req.Partitions()
 	for _, p := range history {
 		switch p.State {
 		case jobmodel.StateCompleted, jobmodel.StateOutOfMemory, jobmodel.StateTimeout:
@@ -273,7 +274,7 @@ func comparable(req Request, history []Past, cfg Config) ([]Past, string) {
 			continue
 		}
 		if p.Elapsed < cfg.MinElapsed.Seconds() || (req.Account != "" && p.Account != req.Account) ||
-			(req.Partition != "" && !slices.Contains(req.Partitions(), p.Partition)) {
+			(len(parts) > 0 && !slices.Contains(parts, p.Partition)) {
 			continue
 		}
 		pool = append(pool, p)
@@ -338,7 +339,7 @@ var (
 		if n.GPUs == nil {
 			return nil, nil
 		}
-		return n.GPUs, ptr(float64(*n.GPUs))
+		return n.GPUs, jobmodel.Ptr(float64(*n.GPUs))
 	}}
 	timeFigure = figure{"time", jobmodel.StateTimeout,
 		func(n analysis.Need) (*int64, *float64) { return n.TimeLimitSeconds, n.ElapsedSeconds }}
@@ -534,5 +535,3 @@ func deref[T any](p *T) T {
 	}
 	return *p
 }
-
-func ptr[T any](v T) *T { return &v }

@@ -26,9 +26,9 @@ func finished(i int, name string, cpus int64, memReq int64, limit time.Duration,
 	return jobmodel.Job{DocID: fmt.Sprintf("c:%d", 100+i), JobID: fmt.Sprint(100 + i), Name: name, User: "alice", UID: &uid,
 		Account: "physics", Partition: "cpu", State: jobmodel.StateCompleted, Final: true, NodeCount: 1,
 		StartTime: jobmodel.At(start), EndTime: jobmodel.At(end), ElapsedSeconds: &el, TimeLimitSeconds: &lim,
-		Requested: jobmodel.Request{CPUs: &cpus, MemoryBytes: &memReq, MemoryPerNodeBytes: &memReq, Nodes: ptr(int64(1)), Tasks: ptr(int64(1))},
+		Requested: jobmodel.Request{CPUs: &cpus, MemoryBytes: &memReq, MemoryPerNodeBytes: &memReq, Nodes: jobmodel.Ptr(int64(1)), Tasks: jobmodel.Ptr(int64(1))},
 		Usage: jobmodel.Usage{
-			CPU:    &jobmodel.CPUUsage{P95Cores: &p95, CoreSeconds: ptr(p95 * el)},
+			CPU:    &jobmodel.CPUUsage{P95Cores: &p95, CoreSeconds: jobmodel.Ptr(p95 * el)},
 			Memory: &jobmodel.MemoryUsage{PeakBytes: &peak, MaxNodePeakBytes: &peak},
 		}}
 }
@@ -206,7 +206,7 @@ func TestMemPerCPURequests(t *testing.T) {
 func TestNamedJobsOnOtherNodeCountsDoNotCompare(t *testing.T) {
 	jobs := overAskers(6)
 	for i := range jobs {
-		jobs[i].Requested.Nodes = ptr(int64(4))
+		jobs[i].Requested.Nodes = jobmodel.Ptr(int64(4))
 		jobs[i].NodeCount = 4
 	}
 	if a := Advise(trainReq, pasts(jobs...), Default()); a.Basis == "name" {
