@@ -13,7 +13,8 @@ export type QueryType =
   | 'hogging'
   | 'usageHistory'
   | 'variable'
-  | 'clusterSeries';
+  | 'clusterSeries'
+  | 'typicalRequest';
 
 /** One choice of a select: a value with its label and description. */
 export interface Choice<T> {
@@ -49,6 +50,11 @@ export const QUERY_TYPES: Array<Choice<QueryType> & { description: string }> = [
     value: 'usageHistory',
     label: 'Usage history',
     description: 'Utilisation over time by user, account or partition, or by hour of week',
+  },
+  {
+    value: 'typicalRequest',
+    label: 'Typical request vs use',
+    description: 'By kind of finished job: the typical request, the typical and largest use, and the advice for the next one',
   },
   { value: 'variable', label: 'Variable values', description: 'Clusters, users, accounts, partitions, jobs or nodes' },
   {

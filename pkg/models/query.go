@@ -31,12 +31,16 @@ const (
 	// cluster-state collector's health, or of the partitions' contention
 	// (ClusterSeriesNames), under the datasource's access rules.
 	QueryTypeClusterSeries QueryType = "clusterSeries"
+	// QueryTypeTypicalRequest: by kind of finished job, the typical
+	// request against the typical use and the advice `jobsight advise`
+	// gives for the next job of the kind.
+	QueryTypeTypicalRequest QueryType = "typicalRequest"
 )
 
 // KnownQueryTypes returns every QueryType the frontend may send.
 func KnownQueryTypes() []QueryType {
 	return []QueryType{QueryTypeJobs, QueryTypeJobTimeline, QueryTypeReservation,
-		QueryTypeAllocation, QueryTypeHogging, QueryTypeUsageHistory, QueryTypeVariable, QueryTypeClusterSeries}
+		QueryTypeAllocation, QueryTypeHogging, QueryTypeUsageHistory, QueryTypeVariable, QueryTypeClusterSeries, QueryTypeTypicalRequest}
 }
 
 // ClusterSeriesNames are the series the clusterSeries query serves (the

@@ -22,13 +22,14 @@ type queryHandler func(*Datasource, *queryCtx) (data.Frames, error)
 // queryHandlers are the handlers of the query types, one file each
 // (jobs.go, timeline.go, ...).
 var queryHandlers = map[models.QueryType]queryHandler{
-	models.QueryTypeJobs:         (*Datasource).queryJobs,
-	models.QueryTypeJobTimeline:  (*Datasource).queryTimeline,
-	models.QueryTypeReservation:  (*Datasource).queryReservation,
-	models.QueryTypeAllocation:   (*Datasource).queryAllocation,
-	models.QueryTypeHogging:      (*Datasource).queryHogging,
-	models.QueryTypeUsageHistory: (*Datasource).queryUsageHistory,
-	models.QueryTypeVariable:     (*Datasource).queryVariable,
+	models.QueryTypeJobs:           (*Datasource).queryJobs,
+	models.QueryTypeJobTimeline:    (*Datasource).queryTimeline,
+	models.QueryTypeReservation:    (*Datasource).queryReservation,
+	models.QueryTypeTypicalRequest: (*Datasource).queryTypicalRequest,
+	models.QueryTypeAllocation:     (*Datasource).queryAllocation,
+	models.QueryTypeHogging:        (*Datasource).queryHogging,
+	models.QueryTypeUsageHistory:   (*Datasource).queryUsageHistory,
+	models.QueryTypeVariable:       (*Datasource).queryVariable,
 	// clusterseries.go
 	models.QueryTypeClusterSeries: (*Datasource).queryClusterSeries,
 }

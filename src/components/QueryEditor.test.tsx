@@ -100,6 +100,7 @@ const SHOWN: Record<QueryType, string[]> = {
   usageHistory: ['Cluster', 'User', 'Account', 'Partition', 'State', 'Efficiency', 'Name', 'Group by', 'Resource'],
   variable: ['Values', 'Cluster'],
   clusterSeries: ['Series', 'Cluster', 'Partition'],
+  typicalRequest: ['Cluster', 'User', 'Account', 'Partition', 'Name'],
 };
 
 describe('QueryEditor', () => {

@@ -71,6 +71,7 @@ export const TYPE_FIELDS: Record<QueryType, TypeFields> = {
   },
   variable: { filters: ['cluster'], variable: true },
   clusterSeries: { filters: ['cluster', 'partition'], series: true },
+  typicalRequest: { filters: ['cluster', 'user', 'account', 'partition'], name: true },
 };
 
 const LABEL_WIDTH = 14;

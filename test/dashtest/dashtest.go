@@ -337,6 +337,7 @@ var MayBeEmpty = map[string]string{
 	"Cores and memory held and idle (30 min)":           "no test job runs 30 minutes",
 	"Running jobs by partition: reserved vs used":       "jobs may all have ended",
 	"Wasted and inefficient jobs":                       "test jobs are classed short",
+	"My typical request vs use, by kind of job":         "a kind needs 3 finished runs of a minute or more; test jobs run seconds (pkg/plugin's TestTypicalRequestIsTheCommandsAdvice fills it)",
 	"Pending GPUs per partition":                        "no cluster-state collector runs here",
 	"Allocated fraction per partition":                  "no cluster-state collector runs here",
 	"Collectors failing now":                            "healthy collectors",

@@ -197,6 +197,11 @@ test.describe('QueryEditor', () => {
     await editors.choose(editors.field(q, 'Series'), 'partition_pending_gpus');
     expect(await model(editors)).toEqual({ queryType: 'clusterSeries', cluster: ['alpha'], series: 'partition_pending_gpus' });
     await editors.checkpoint('query', 'pending GPUs per partition');
+
+    // Typical request vs use: the filters it shares are kept, the series dropped.
+    await editors.choose(type, 'Typical request vs use');
+    expect(await model(editors)).toEqual({ queryType: 'typicalRequest', cluster: ['alpha'] });
+    await editors.checkpoint('query', 'typical request by kind of job');
   });
 
   test('typed and hostile values reach the query exactly as typed', async ({ editors, page }) => {

@@ -44,7 +44,7 @@ var hostile = []string{
 func (e *env) viewerProbes(t *testing.T, gpuJob, busy string, scan func(testing.TB, string, data.Frames), leaks func(string) bool) {
 	root := e.docID(gpuJob)
 	var models []map[string]any
-	for _, qt := range []string{"jobs", "reservation", "usageHistory", "allocation", "hogging"} {
+	for _, qt := range []string{"jobs", "reservation", "usageHistory", "allocation", "hogging", "typicalRequest"} {
 		models = append(models,
 			map[string]any{"queryType": qt, "user": []string{"root"}},
 			map[string]any{"queryType": qt, "jobId": root},

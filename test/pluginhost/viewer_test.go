@@ -175,7 +175,7 @@ func everyQuery(now time.Time) []Query {
 	add := func(m map[string]any) {
 		qs = append(qs, Query{RefID: fmt.Sprintf("Q%d", len(qs)), Model: m, From: now.Add(-time.Hour), To: now})
 	}
-	for _, qt := range []string{"jobs", "reservation", "usageHistory", "allocation"} {
+	for _, qt := range []string{"jobs", "reservation", "usageHistory", "allocation", "typicalRequest"} {
 		add(map[string]any{"queryType": qt})
 		add(map[string]any{"queryType": qt, "jobId": "c1:2"})
 	}

@@ -168,8 +168,10 @@ type Past struct {
 	State     string
 	End       time.Time
 	Nodes     int64
-	Elapsed   float64
-	Need      analysis.Need
+	// Tasks is the job's tasks (0 when not known).
+	Tasks   int64
+	Elapsed float64
+	Need    analysis.Need
 }
 
 // PastOf is a finished job document as the advice compares it.
@@ -186,6 +188,9 @@ func PastOf(job jobmodel.Job, cfg analysis.Config) Past {
 	}
 	if p.Need.ElapsedSeconds != nil {
 		p.Elapsed = *p.Need.ElapsedSeconds
+	}
+	if t := job.Requested.Tasks; t != nil && *t > 0 {
+		p.Tasks = *t
 	}
 	return p
 }
@@ -227,6 +232,12 @@ func (a Advice) SBATCH() []string {
 
 // Advise compares req with the caller's finished jobs (any order).
 func Advise(req Request, history []Past, cfg Config) Advice {
+	a, _ := advise(req, history, cfg)
+	return a
+}
+
+// advise is Advise with the comparable jobs it is based on.
+func advise(req Request, history []Past, cfg Config) (Advice, []Past) {
 	jobs, basis := comparable(req, history, cfg)
 	a := Advice{Jobs: len(jobs), Basis: basis}
 	if basis == "name" {
@@ -235,7 +246,7 @@ func Advise(req Request, history []Past, cfg Config) Advice {
 	if len(jobs) < cfg.MinJobs {
 		a.Basis, a.Name = "", ""
 		a.Quiet = fmt.Sprintf("%d comparable finished jobs, %d needed", len(jobs), cfg.MinJobs)
-		return a
+		return a, jobs
 	}
 	var quiet []string
 	add := func(c *Change, why string) {
@@ -256,7 +267,7 @@ func Advise(req Request, history []Past, cfg Config) Advice {
 			a.Quiet += "; " + strings.Join(quiet, "; ")
 		}
 	}
-	return a
+	return a, jobs
 }
 
 // comparable picks the jobs the advice is based on: of the caller's
@@ -268,12 +279,7 @@ func comparable(req Request, history []Past, cfg Config) ([]Past, string) {
 	var pool []Past
 	parts := req.Partitions()
 	for _, p := range history {
-		switch p.State {
-		case jobmodel.StateCompleted, jobmodel.StateOutOfMemory, jobmodel.StateTimeout:
-		default:
-			continue
-		}
-		if p.Elapsed < cfg.MinElapsed.Seconds() || (req.Account != "" && p.Account != req.Account) ||
+		if !counts(p, cfg) || (req.Account != "" && p.Account != req.Account) ||
 			(len(parts) > 0 && !slices.Contains(parts, p.Partition)) {
 			continue
 		}
@@ -302,6 +308,16 @@ func comparable(req Request, history []Past, cfg Config) ([]Past, string) {
 		}
 	}
 	return newest(similar), "request"
+}
+
+// counts says whether a finished job says anything about the next: it
+// ran (completed, out of memory or out of time) for at least MinElapsed.
+func counts(p Past, cfg Config) bool {
+	switch p.State {
+	case jobmodel.StateCompleted, jobmodel.StateOutOfMemory, jobmodel.StateTimeout:
+		return p.Elapsed >= cfg.MinElapsed.Seconds()
+	}
+	return false
 }
 
 // similarRequest: the same nodes and GPUs, CPUs and memory per node
@@ -374,12 +390,7 @@ func (fig figure) top(jobs []Past, cfg Config) (need, used float64, why string) 
 	if len(needs) < cfg.MinJobs {
 		return 0, 0, fmt.Sprintf("%s: measured in %d of the jobs, %d needed", fig.what, len(needs), cfg.MinJobs)
 	}
-	top := slices.Max(needs)
-	sorted := slices.Sorted(slices.Values(needs))
-	median := sorted[len(sorted)/2]
-	if len(sorted)%2 == 0 {
-		median = (sorted[len(sorted)/2-1] + median) / 2
-	}
+	top, median := slices.Max(needs), median(needs)
 	if median <= 0 || top > cfg.MaxSpread*median {
 		return 0, 0, fmt.Sprintf("%s: too varied (the largest need is %s the median)", fig.what, timesText(top, median))
 	}
