@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -100,23 +101,32 @@ func adviseCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.Advise.Timeout)
 	defer cancel()
-	history, err := adviseHistory(ctx, cfg, caller.UID, req, log)
+	// A PI of the request's account, where the site allows it, is advised
+	// from the account's jobs of every user. Who is PI comes from the
+	// site's configuration (access.pis), never from the caller.
+	accountWide := cfg.Advise.PIHistory && req.Account != "" && caller.User != "" &&
+		slices.Contains(cfg.Access.PIs[req.Account], caller.User)
+	history, err := adviseHistory(ctx, cfg, caller.UID, req, accountWide, log)
 	if err != nil {
 		fmt.Fprintln(stderr, "jobsight advise:", err)
 		return 1
 	}
-	return answer(advise.Advise(req, history, cfg.Advise))
+	a := advise.Advise(req, history, cfg.Advise)
+	if accountWide {
+		a.Account = req.Account
+	}
+	return answer(a)
 }
 
 // adviseHistory is the caller's finished jobs the advice compares with:
 // from their runtime directory's cache when it is fresh, else from one
 // store search (cached afterwards).
-func adviseHistory(ctx context.Context, cfg feedback.Config, uid uint32, req advise.Request, log *slog.Logger) ([]advise.Past, error) {
+func adviseHistory(ctx context.Context, cfg feedback.Config, uid uint32, req advise.Request, accountWide bool, log *slog.Logger) ([]advise.Past, error) {
 	now := time.Now()
 	q := feedback.UserJobs{UID: uid, Account: req.Account, Partitions: req.Partitions(),
-		Since: now.Add(-cfg.Advise.Lookback), Size: cfg.Advise.Fetch}
+		Since: now.Add(-cfg.Advise.Lookback), Size: cfg.Advise.Fetch, AccountWide: accountWide}
 	key := strings.Join([]string{strconv.FormatUint(uint64(uid), 10), cfg.Cluster, q.Account, strings.Join(q.Partitions, ","),
-		strconv.Itoa(q.Size), cfg.Advise.Lookback.String()}, "\x00")
+		strconv.Itoa(q.Size), cfg.Advise.Lookback.String(), strconv.FormatBool(accountWide)}, "\x00")
 	cache := advise.Cache{Dir: advise.RunDir(uid), UID: uid, TTL: cfg.Advise.CacheTTL}
 	if jobs, ok := cache.Get(key, now); ok {
 		log.Debug("history from the cache", "jobs", len(jobs), "dir", cache.Dir)

@@ -149,7 +149,7 @@ func (e *env) writeConfig(t *testing.T, content string, adm int) {
 // seed stores the histories, as agents write final job documents: the test
 // user's 12 "train" jobs that asked for 2 CPUs, 2G and 4 hours and used
 // under a core, ~200 MiB and half an hour; another user's 12 "secret" jobs
-// asking for 64G that used 1 GiB.
+// of account lab asking for 64G that used 1 GiB.
 func (e *env) seed(t *testing.T, ctx context.Context) {
 	t.Helper()
 	c, err := elasticsearch.New(elasticsearch.Config{URLs: []string{e.st.Elasticsearch.URL}, Username: e.st.Elasticsearch.User,
@@ -157,12 +157,12 @@ func (e *env) seed(t *testing.T, ctx context.Context) {
 	must(t, err)
 	now := time.Now()
 	var docs []store.Doc
-	add := func(i int, uid uint32, userName, name string, memReq int64, peak int64, p95 float64) {
+	add := func(i int, uid uint32, userName, account, name string, memReq int64, peak int64, p95 float64) {
 		end := now.Add(-time.Duration(i+1) * 3 * time.Hour)
 		ran := 30*time.Minute + time.Duration(i)*time.Minute
 		el := ran.Seconds()
 		job := jobmodel.Job{DocID: fmt.Sprintf("adv:%d", 5000+len(docs)), Cluster: "adv", JobID: strconv.Itoa(5000 + len(docs)),
-			Name: name, User: userName, UID: &uid, Partition: "debug", State: jobmodel.StateCompleted, Final: true, NodeCount: 1,
+			Name: name, User: userName, UID: &uid, Account: account, Partition: "debug", State: jobmodel.StateCompleted, Final: true, NodeCount: 1,
 			Nodes: []string{e.st.Slurm.NodeName}, StartTime: jobmodel.At(end.Add(-ran)), EndTime: jobmodel.At(end),
 			ElapsedSeconds: &el, TimeLimitSeconds: jobmodel.Ptr(int64(4 * 3600)), UpdatedAt: jobmodel.At(end),
 			Requested: jobmodel.Request{CPUs: jobmodel.Ptr(int64(2)), Tasks: jobmodel.Ptr(int64(1)), Nodes: jobmodel.Ptr(int64(1)),
@@ -174,8 +174,8 @@ func (e *env) seed(t *testing.T, ctx context.Context) {
 		docs = append(docs, store.Doc{Kind: store.KindJobDoc, Index: job.IndexOf(jobmodel.DefaultJobIndex, now), ID: job.DocID, Body: body})
 	}
 	for i := range 12 {
-		add(i, uint32(e.uid), stack.TestUser, "train", 2<<30, 200<<20+int64(i)<<20, 0.8)
-		add(i, otherUID, "other", "secret", 64<<30, 1<<30, 0.9)
+		add(i, uint32(e.uid), stack.TestUser, "", "train", 2<<30, 200<<20+int64(i)<<20, 0.8)
+		add(i, otherUID, "other", "lab", "secret", 64<<30, 1<<30, 0.9)
 	}
 	if _, err := c.Info(ctx); err != nil {
 		t.Fatal(err)
@@ -341,6 +341,47 @@ func TestAdviceInSbatch(t *testing.T) {
 		}
 		if out, _ := e.runAs(t, nil, "/bin/cat", e.config); !strings.Contains(out, "Permission denied") {
 			t.Errorf("the test user can read the configuration: %s", out)
+		}
+	})
+
+	t.Run("a PI is advised from the account's jobs only where the site allows it", func(t *testing.T) {
+		args := []string{"--json", "-A", "lab", "-J", "secret", "--mem", "64G", "-c", "2", "-p", "debug"}
+		jobsOf := func(out string) (int, string) {
+			var a struct {
+				Jobs    int
+				Account string
+				SBATCH  []string
+			}
+			if err := json.Unmarshal([]byte(out), &a); err != nil {
+				t.Fatalf("advise --json: %v\n%s", err, out)
+			}
+			return a.Jobs, a.Account + " " + strings.Join(a.SBATCH, " ")
+		}
+		// Named PI of lab, but the site has not turned PI history on.
+		pis := fmt.Sprintf("access:\n  pis: {lab: [%q]}\n", stack.TestUser)
+		e.writeConfig(t, e.siteYAML+pis, -1)
+		defer e.writeConfig(t, e.siteYAML, -1)
+		if out, code := e.advise(t, nil, args...); code != 0 {
+			t.Fatalf("exit %d: %s", code, out)
+		} else if n, what := jobsOf(out); n != 0 {
+			t.Errorf("PI history off: based on %d jobs (%s), want none of the account's", n, what)
+		}
+		// Turned on: the account's 12 jobs of the other user.
+		e.writeConfig(t, e.siteYAML+pis+"advise: {pi_history: true}\n", -1)
+		out, code := e.advise(t, nil, args...)
+		if n, what := jobsOf(out); code != 0 || n != 12 || !strings.HasPrefix(what, "lab ") || !strings.Contains(what, "--mem=") {
+			t.Errorf("PI of lab: exit %d, %d jobs, %q; want the account's 12 and a smaller --mem", code, n, what)
+		}
+		text, _ := e.advise(t, nil, args[1:]...)
+		if !strings.Contains(text, `the last 12 jobs named "secret" in account "lab"`) {
+			t.Errorf("PI advice text:\n%s", text)
+		}
+		// Another account, or a PI list that names someone else: own jobs only.
+		e.writeConfig(t, e.siteYAML+"access:\n  pis: {lab: [other]}\nadvise: {pi_history: true}\n", -1)
+		if out, code := e.advise(t, nil, args...); code != 0 {
+			t.Fatalf("exit %d: %s", code, out)
+		} else if n, what := jobsOf(out); n != 0 {
+			t.Errorf("not PI of lab: based on %d jobs (%s)", n, what)
 		}
 	})
 

@@ -55,6 +55,11 @@ type Config struct {
 	// CacheTTL is how long the caller's history, once read, is reused
 	// from their private runtime directory (/run/user/UID); 0: never.
 	CacheTTL time.Duration `yaml:"cache_ttl"`
+	// PIHistory lets a PI of the request's account (access.pis) be
+	// advised from the account's finished jobs of every user, not only
+	// their own. Off by default: the advice then tells a PI what their
+	// members' jobs used, in aggregate.
+	PIHistory bool `yaml:"pi_history"`
 }
 
 // Default is the advice's default configuration.
@@ -216,6 +221,9 @@ type Advice struct {
 	Jobs  int    `json:"jobs"`
 	Basis string `json:"basis,omitempty"`
 	Name  string `json:"name,omitempty"`
+	// Account is set when the jobs are the account's of every user (a
+	// PI's advice, advise.pi_history), not only the caller's.
+	Account string `json:"account,omitempty"`
 	// Changes is empty when there is nothing to say; Quiet then says why.
 	Changes []Change `json:"changes"`
 	Quiet   string   `json:"quiet,omitempty"`
@@ -510,6 +518,9 @@ func Text(a Advice) string {
 	which := fmt.Sprintf("your last %d jobs like this one", a.Jobs)
 	if a.Basis == "name" {
 		which = fmt.Sprintf("your last %d jobs named %s", a.Jobs, quoteName(a.Name))
+	}
+	if a.Account != "" {
+		which = strings.Replace(which, "your last", "the last", 1) + " in account " + quoteName(a.Account)
 	}
 	label := map[string]string{"--mem": "memory", "--cpus-per-task": "CPUs", "--ntasks": "CPUs", "--gpus": "GPUs", "--gres": "GPUs", "--time": "time"}
 	used := make([]string, 0, len(a.Changes))

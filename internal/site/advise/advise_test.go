@@ -213,3 +213,13 @@ func TestNamedJobsOnOtherNodeCountsDoNotCompare(t *testing.T) {
 		t.Errorf("4-node runs of the name compared with a 1-node request: %+v", a)
 	}
 }
+
+// A PI's advice from the account's jobs says whose jobs they were.
+func TestTextNamesTheAccountForAPI(t *testing.T) {
+	a := Advise(trainReq, pasts(overAskers(12)...), Default())
+	a.Account = "phys\x1b[2J"
+	text := Text(a)
+	if !strings.Contains(text, `the last 12 jobs named "train" in account "phys\x1b[2J"`) || strings.Contains(text, "your") {
+		t.Errorf("text:\n%s", text)
+	}
+}

@@ -290,6 +290,9 @@ type UserJobs struct {
 	Partitions []string
 	Since      time.Time
 	Size       int
+	// AccountWide reads every user's jobs of Account (which must be
+	// given), not only UID's: for a PI of the account.
+	AccountWide bool
 }
 
 // userJobFields are the fields of a job document `jobsight advise` reads:
@@ -299,16 +302,22 @@ var userJobFields = []string{"doc_id", "job_id", "cluster", "name", "user", "uid
 	"cpu", "memory", "gpu", "gpus", "updated_at"}
 
 // UserFinalJobs returns the final job documents q selects, newest first,
-// in one search. Only documents whose uid is q.UID are returned, however
-// the store answers.
+// in one search. Only documents whose uid is q.UID (AccountWide: whose
+// account is q.Account) are returned, however the store answers.
 func (s *Store) UserFinalJobs(ctx context.Context, q UserJobs) ([]jobmodel.Job, error) {
 	if q.Size < 1 || q.Size > MaxRange {
 		return nil, fmt.Errorf("UserFinalJobs: size %d, want 1 to %d", q.Size, MaxRange)
 	}
 	index := jobmodel.SearchIndices(s.Indices.Job)
 	term := func(field string, v any) any { return map[string]any{"term": map[string]any{field: v}} }
-	filters := []any{term("final", true), term("uid", q.UID),
+	if q.AccountWide && q.Account == "" {
+		return nil, errors.New("UserFinalJobs: account-wide without an account")
+	}
+	filters := []any{term("final", true),
 		map[string]any{"range": map[string]any{ByEndTime: map[string]any{"gte": q.Since.UTC().Format(time.RFC3339Nano)}}}}
+	if !q.AccountWide {
+		filters = append(filters, term("uid", q.UID))
+	}
 	if s.Cluster != "" {
 		filters = append(filters, term("cluster", s.Cluster))
 	}
@@ -341,7 +350,8 @@ func (s *Store) UserFinalJobs(ctx context.Context, q UserJobs) ([]jobmodel.Job, 
 		if err := json.Unmarshal(h.Source, &j); err != nil {
 			return nil, fmt.Errorf("document %s in %s: %w", h.ID, h.Index, err)
 		}
-		if j.UID == nil || *j.UID != q.UID || !j.Final {
+		mine := j.UID != nil && *j.UID == q.UID
+		if !j.Final || (!mine && !q.AccountWide) || (q.Account != "" && j.Account != q.Account) {
 			continue
 		}
 		out = append(out, j)
