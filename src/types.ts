@@ -87,6 +87,7 @@ export const CLUSTER_SERIES = [
   'clusterstate_unreported_jobs',
   'partition_pending_cpus',
   'partition_pending_gpus',
+  'partition_pending_gpus_by_type',
   'partition_allocated_ratio',
 ] as const;
 

@@ -55,7 +55,7 @@ var ClusterSeriesNames = []string{
 	"agent_spool_waiting", "agent_unsaved_finals", "agent_accept_errors", "agent_processes_unheld",
 	"clusterstate_poll_seconds", "clusterstate_poll_errors",
 	"clusterstate_node_unreported_jobs", "clusterstate_unreported_jobs",
-	"partition_pending_cpus", "partition_pending_gpus", "partition_allocated_ratio",
+	"partition_pending_cpus", "partition_pending_gpus", "partition_pending_gpus_by_type", "partition_allocated_ratio",
 }
 
 // GroupBy values (Reservation, UsageHistory).

@@ -102,6 +102,9 @@ var clusterSeriesCatalogue = map[string]clusterSeries{
 	"partition_pending_gpus": {everyone: true, legend: "{cluster}/{partition}", unit: "short", expr: func(sel func(string) string, _ string) string {
 		return "sum by (cluster, partition) (" + sel("jobsight_partition_pending_gpus") + ")"
 	}},
+	"partition_pending_gpus_by_type": {everyone: true, legend: "{cluster}/{partition} {type}", unit: "short", expr: func(sel func(string) string, _ string) string {
+		return "sum by (cluster, partition, type) (" + sel("jobsight_partition_pending_gpus_by_type") + ")"
+	}},
 	"partition_allocated_ratio": {everyone: true, legend: "{cluster}/{partition} {resource}", unit: "percentunit", expr: func(sel func(string) string, _ string) string {
 		return "max by (cluster, partition, resource) (" + sel("jobsight_partition_allocated_ratio") + ")"
 	}},

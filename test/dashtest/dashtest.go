@@ -339,6 +339,7 @@ var MayBeEmpty = map[string]string{
 	"Wasted and inefficient jobs":                       "test jobs are classed short",
 	"My typical request vs use, by kind of job":         "a kind needs 3 finished runs of a minute or more; test jobs run seconds (pkg/plugin's TestTypicalRequestIsTheCommandsAdvice fills it)",
 	"Pending GPUs per partition":                        "no cluster-state collector runs here",
+	"Pending GPUs per partition, by type":               "no cluster-state collector runs here",
 	"Allocated fraction per partition":                  "no cluster-state collector runs here",
 	"Collectors failing now":                            "healthy collectors",
 	"Collector errors per second":                       "healthy collectors",

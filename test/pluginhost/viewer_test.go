@@ -160,6 +160,7 @@ func seed(t *testing.T, es *stack.ESServer, promURL, index string) {
 	add("jobsight_agent_spool_bytes", one, "cluster", "c1", "node", "n1")
 	add("jobsight_agent_jobs_watched", func(int) float64 { return 2 }, "cluster", "c1", "node", "n1")
 	add("jobsight_partition_pending_gpus", one, "cluster", "c1", "partition", "p")
+	add("jobsight_partition_pending_gpus_by_type", one, "cluster", "c1", "partition", "p", "type", "a100")
 	add("jobsight_partition_pending_cpus", one, "cluster", "c1", "partition", "p")
 	add("jobsight_partition_allocated_ratio", one, "cluster", "c1", "partition", "p", "resource", "gpu")
 	if err := pc.Write(ctx, series); err != nil {
