@@ -180,7 +180,7 @@ func TestSqueueJSONBadFieldCostsOnlyThatField(t *testing.T) {
 // collector's pending demand).
 func TestCountArrayTasks(t *testing.T) {
 	t.Parallel()
-	for in, want := range map[string]int64{"1-4": 4, "3": 1, "1,4,7-9": 5, "1-9:2": 5, "0-99%5": 100, "0-4294967294": maxArrayTasks} {
+	for in, want := range map[string]int64{"1-4": 4, "3": 1, "1,4,7-9": 5, "1-9:2": 5, "1-105:4": 27, "0-99%5": 100, "0-4294967294": maxArrayTasks} {
 		if got, err := countArrayTasks(in); err != nil || got != want {
 			t.Errorf("countArrayTasks(%q) = %d, %v; want %d", in, got, err, want)
 		}
