@@ -23,6 +23,10 @@ type BackendHealth struct {
 	OK      bool   `json:"ok"`
 	Version string `json:"version,omitempty"`
 	Message string `json:"message"`
+	// jobs is whether the job indices hold any document (nil: not known);
+	// noSeries that Prometheus answered but holds no Jobsight job series.
+	jobs     *bool
+	noSeries bool
 }
 
 // HealthDetails is the JSONDetails of a health check result.
@@ -50,6 +54,14 @@ func (d *Datasource) CheckHealth(ctx context.Context, _ *backend.CheckHealthRequ
 	go func() { defer wg.Done(); es = d.checkElasticsearch(ctx) }()
 	go func() { defer wg.Done(); prom = d.checkPrometheus(ctx) }()
 	wg.Wait()
+	// No job series is expected before the first job: with no job
+	// document either, the datasource is set up right and nothing has run
+	// yet (a site provisions Grafana before its first monitored job). Job
+	// documents without series mean the series go elsewhere.
+	if es.OK && !prom.OK && prom.noSeries && es.jobs != nil && !*es.jobs {
+		prom.OK = true
+		prom.Message = prom.Version + ": ready; no jobsight_job_* series yet, as no job has been recorded in Elasticsearch either (both fill from the first job)"
+	}
 
 	details, _ := json.Marshal(HealthDetails{Elasticsearch: &es, Prometheus: &prom})
 	res := &backend.CheckHealthResult{
@@ -135,7 +147,31 @@ func (d *Datasource) checkElasticsearch(ctx context.Context) BackendHealth {
 	if p := d.checkJobMapping(ctx, index); p != "" {
 		return BackendHealth{Version: version, Message: p}
 	}
-	return BackendHealth{OK: true, Version: version, Message: fmt.Sprintf("%s: job index %s found with Jobsight's mapping", version, index)}
+	return BackendHealth{OK: true, Version: version, Message: fmt.Sprintf("%s: job index %s found with Jobsight's mapping", version, index),
+		jobs: d.anyJob(ctx)}
+}
+
+// anyJob says whether the job indices hold any document; nil when the
+// search fails (the health check then says nothing on its account).
+func (d *Datasource) anyJob(ctx context.Context) *bool {
+	status, body, err := sendJSON(ctx, d.es, http.MethodPost, d.settings.ElasticsearchURL,
+		"/"+url.PathEscape(jobmodel.SearchIndices(d.settings.ElasticsearchJobIndex))+"/_search?ignore_unavailable=true&allow_no_indices=true",
+		`{"size":0,"track_total_hits":true,"query":{"match_all":{}}}`)
+	if err != nil || status != http.StatusOK {
+		return nil
+	}
+	var ans struct {
+		Hits struct {
+			Total struct {
+				Value int64 `json:"value"`
+			} `json:"total"`
+		} `json:"hits"`
+	}
+	if json.Unmarshal(body, &ans) != nil {
+		return nil
+	}
+	found := ans.Hits.Total.Value > 0
+	return &found
 }
 
 // mappedFields are the job-index fields every query relies on.
@@ -237,7 +273,7 @@ func (d *Datasource) checkSeries(ctx context.Context, h BackendHealth) BackendHe
 		return BackendHealth{Version: h.Version, Message: fmt.Sprintf("Prometheus: the list of series names is not JSON: %v", err)}
 	}
 	if len(ans.Data) == 0 {
-		return BackendHealth{Version: h.Version, Message: fmt.Sprintf(
+		return BackendHealth{Version: h.Version, noSeries: true, Message: fmt.Sprintf(
 			"Prometheus at %s holds no jobsight_job_* series: have agents run, and can they remote-write to it (--web.enable-remote-write-receiver)? Check prometheusUrl", base)}
 	}
 	h.Message = fmt.Sprintf("%s with %d Jobsight job metrics", h.Message, len(ans.Data))
@@ -247,19 +283,31 @@ func (d *Datasource) checkSeries(ctx context.Context, h BackendHealth) BackendHe
 // send sends one request to base+path and returns the status and (bounded)
 // body. Only transport failures are errors.
 func send(ctx context.Context, c *http.Client, method, base, path string) (int, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(base, "/")+path, nil)
+	return sendJSON(ctx, c, method, base, path, "")
+}
+
+// sendJSON is send with a JSON body ("" for none).
+func sendJSON(ctx context.Context, c *http.Client, method, base, path, body string) (int, []byte, error) {
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(base, "/")+path, rd)
 	if err != nil {
 		return 0, nil, fmt.Errorf("building the request: %w", err)
 	}
 	req.Header.Set("Accept", "application/json")
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := c.Do(req)
 	if err != nil {
 		return 0, nil, err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	ans, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	if err != nil {
 		return resp.StatusCode, nil, fmt.Errorf("reading the answer to %s %s: %w", method, path, err)
 	}
-	return resp.StatusCode, body, nil
+	return resp.StatusCode, ans, nil
 }

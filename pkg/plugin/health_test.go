@@ -160,8 +160,21 @@ func TestCheckHealthAgainstRealServers(t *testing.T) {
 	createIndex(t, srv.es, jobIndex)
 	password := map[string]string{"elasticsearchPassword": srv.es.Password}
 
-	t.Run("no Jobsight series yet", func(t *testing.T) {
+	// Grafana set up before the first job (the README's order): no series
+	// and no job document is a datasource set up right, not an error.
+	t.Run("no job yet", func(t *testing.T) {
 		res, details := checkHealth(t, instance(srv.es.URL, srv.es.User, jobIndex, srv.prom.URL, password))
+		if res.Status != backend.HealthStatusOk || !details.Prometheus.OK || !details.Elasticsearch.OK {
+			t.Fatalf("status %s, want OK before the first job: %s", res.Status, res.Message)
+		}
+		wantContains(t, res.Message, "no jobsight_job_* series yet", "no job has been recorded")
+	})
+	// A job recorded but no series: the series go to another Prometheus.
+	withJob := uniqueIndex(t, "withjob")
+	indexJobs(t, srv.es, withJob, jobmodel.Job{DocID: "c:1", Cluster: "c", JobID: "1", User: "alice", State: jobmodel.StateRunning,
+		StartTime: jobmodel.At(time.Now().Add(-time.Minute))})
+	t.Run("no Jobsight series for a recorded job", func(t *testing.T) {
+		res, details := checkHealth(t, instance(srv.es.URL, srv.es.User, withJob, srv.prom.URL, password))
 		if res.Status != backend.HealthStatusError || details.Prometheus.OK || !details.Elasticsearch.OK {
 			t.Fatalf("status %s: %s", res.Status, res.Message)
 		}
