@@ -14,7 +14,7 @@ AGENT_LDFLAGS = -s -w -X github.com/jobsight/jobsight/agent/jobagent.Version=$(B
 SITE_LDFLAGS = -s -w -X main.version=$(BUILD_VERSION)
 GOTEST_TIMEOUT ?= 20m
 
-.PHONY: release arm64-test v2node-test all build agent agent-static site spank packages install-packages backend frontend plugin-archive plugin-check test gotest series-store-test grafana-test slurm22-test real-grafana-test frontend-test bench clean
+.PHONY: release arm64-test v2node-test all build agent agent-static site spank packages install-packages backend frontend plugin-archive plugin-check test gotest series-store-test grafana-test slurm22-test real-grafana-test pilot-test frontend-test bench clean
 
 all: build
 
@@ -207,6 +207,12 @@ slurm22-test:
 # caches the image; about 10 minutes, most of it the emulated guest).
 v2node-test: packages
 	JOBSIGHT_PACKAGES_DIR=$(CURDIR)/$(PKG_OUT) $(GO) test -count=1 -timeout 45m -v ./test/cgroupv2
+
+# The README's pilot sequence (steps 2-6) followed and timed on a fresh
+# Debian 12 node under QEMU, from the packages and the plugin archive
+# (test/pilot; about ten minutes of emulation; not part of make test).
+pilot-test: packages plugin-archive
+	JOBSIGHT_PILOT=1 JOBSIGHT_PACKAGES_DIR=$(CURDIR)/$(PKG_OUT) JOBSIGHT_PLUGIN_ARCHIVE=$(CURDIR)/$(PLUGIN_ARCHIVE) $(GO) test -count=1 -timeout 50m -v ./test/pilot
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...

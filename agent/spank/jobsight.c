@@ -36,6 +36,15 @@
 
 #include <slurm/spank.h>
 
+/* The bin directory of the Slurm the plugin was built against (the
+ * Makefile's SLURM_PREFIX): first on the agent's PATH, so that the agent
+ * finds squeue and scontrol where that Slurm put them (/usr/local/bin for a
+ * source build's default prefix, /opt/slurm/bin, ...) without a path in
+ * agent.yaml; then the usual system directories, /usr/local's included. */
+#ifndef JOBSIGHT_SLURM_BIN
+#define JOBSIGHT_SLURM_BIN "/usr/bin"
+#endif
+
 SPANK_PLUGIN(jobsight, 1);
 
 /* The release this plugin was built for, readable without loading it
@@ -185,7 +194,7 @@ static void spawn(char *const argv[], const char *sluid)
 			    argv[0], strerror(errno));
 		return;
 	}
-	env[n++] = "PATH=/usr/sbin:/usr/bin:/sbin:/bin";
+	env[n++] = "PATH=" JOBSIGHT_SLURM_BIN ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 	for (int i = 0; keep[i] && n < 8; i++) {
 		const char *v = getenv(keep[i]);
 		int len;

@@ -46,6 +46,8 @@ type Node struct {
 	PromURL string
 	// Slurm is the release inside the guest.
 	Slurm stack.SlurmInstall
+	// Ports maps Options.Forwards' guest ports to their host ports.
+	Ports map[int]int
 
 	cmd      *exec.Cmd
 	exited   chan struct{}
@@ -61,6 +63,13 @@ type Options struct {
 	Packages string
 	// Logf receives progress lines (the guest's own among them).
 	Logf func(string, ...any)
+	// Script is the guest's script, relative to the repository's root
+	// (default test/cgroupv2/guest/guest.sh); it may source site.sh, the
+	// site before Jobsight, which is always copied beside it.
+	Script string
+	// Forwards are more guest ports for the host to reach, each given a
+	// free 127.0.0.1 port (Node.Ports maps them).
+	Forwards []int
 }
 
 // Boot builds what the node needs (Slurm 26.05, ZincSearch, the image, the
@@ -119,7 +128,12 @@ func Boot(ctx context.Context, share string, o Options) (*Node, error) {
 	if out, err := build.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("building v2work: %w\n%s", err, out)
 	}
-	for src, dst := range map[string]string{"test/cgroupv2/guest/guest.sh": "guest.sh", "scripts/install-packages.sh": "install-packages.sh"} {
+	script := o.Script
+	if script == "" {
+		script = "test/cgroupv2/guest/guest.sh"
+	}
+	for src, dst := range map[string]string{script: "guest.sh", "test/cgroupv2/guest/site.sh": "site.sh",
+		"scripts/install-packages.sh": "install-packages.sh"} {
 		if err := copyFile(filepath.Join(root, src), filepath.Join(share, dst), 0o755); err != nil {
 			return nil, err
 		}
@@ -147,8 +161,17 @@ func Boot(ctx context.Context, share string, o Options) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n.cmd = exec.Command(filepath.Join(root, "scripts/v2node/boot.sh"), img, share,
-		fmt.Sprintf("%d:4080", esPort), fmt.Sprintf("%d:9090", promPort))
+	fwds := []string{fmt.Sprintf("%d:4080", esPort), fmt.Sprintf("%d:9090", promPort)}
+	n.Ports = map[int]int{}
+	for _, g := range o.Forwards {
+		p, err := stack.FreePort()
+		if err != nil {
+			return nil, err
+		}
+		n.Ports[g] = p
+		fwds = append(fwds, fmt.Sprintf("%d:%d", p, g))
+	}
+	n.cmd = exec.Command(filepath.Join(root, "scripts/v2node/boot.sh"), append([]string{img, share}, fwds...)...)
 	n.cmd.Stdout, n.cmd.Stderr = console, console
 	n.cmd.Stdin = nil
 	n.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -168,27 +191,45 @@ func Boot(ctx context.Context, share string, o Options) (*Node, error) {
 // WaitJobs waits until the guest's script says its jobs are done and the
 // agents have delivered (jobs-done), passing on the guest's progress lines.
 // It fails when the script fails, the guest stops, or ctx ends.
-func (n *Node) WaitJobs(ctx context.Context) error {
+func (n *Node) WaitJobs(ctx context.Context) error { return n.WaitFile(ctx, "jobs-done") }
+
+// WaitFile waits until the guest's script writes name (a path in the
+// share), passing on the guest's progress lines. It fails when the script
+// fails, the guest stops, or ctx ends.
+func (n *Node) WaitFile(ctx context.Context, name string) error {
 	tick := time.NewTicker(2 * time.Second)
 	defer tick.Stop()
 	for {
 		n.followGuestLog()
-		if b, err := os.ReadFile(filepath.Join(n.Share, "failed")); err == nil {
-			return fmt.Errorf("the guest's script failed: %s", strings.TrimSpace(string(b)))
+		if why := n.Failed(); why != "" {
+			return fmt.Errorf("the guest's script failed: %s", why)
 		}
-		if _, err := os.Stat(filepath.Join(n.Share, "jobs-done")); err == nil {
+		if _, err := os.Stat(filepath.Join(n.Share, name)); err == nil {
 			return nil
 		}
 		select {
 		case <-n.exited:
 			n.followGuestLog()
-			return fmt.Errorf("the guest stopped before its jobs were done (%v); console: %s", n.exitErr, n.tail("console.log", 3000))
+			return fmt.Errorf("the guest stopped before writing %s (%v); console: %s", name, n.exitErr, n.tail("console.log", 3000))
 		case <-ctx.Done():
-			return fmt.Errorf("waiting for the guest's jobs: %w; last of the console: %s", ctx.Err(), n.tail("console.log", 2000))
+			return fmt.Errorf("waiting for the guest's %s: %w; last of the console: %s", name, ctx.Err(), n.tail("console.log", 2000))
 		case <-tick.C:
 		}
 	}
 }
+
+// Failed is why the guest's script failed, "" while it has not.
+func (n *Node) Failed() string {
+	b, err := os.ReadFile(filepath.Join(n.Share, "failed"))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// Follow passes on the guest's progress lines written since the last call
+// (for a caller waiting on something else than a file of the share).
+func (n *Node) Follow() { n.followGuestLog() }
 
 // followGuestLog passes on the "===" progress lines the guest's script
 // wrote since the last call.

@@ -159,7 +159,7 @@ func start(ctx context.Context, dir string) (*env, func(), error) {
 		k, v, _ := strings.Cut(kv, "=")
 		provEnv[k] = v
 	}
-	ds, err := provisionedDatasource(filepath.Join(repoRoot, "provisioning", "datasources", "jobsight.yaml"), provEnv)
+	ds, err := pluginhost.Provisioned(filepath.Join(repoRoot, "provisioning", "datasources", "jobsight.yaml"), provEnv)
 	if err != nil {
 		stop()
 		return nil, nil, err

@@ -1,4 +1,4 @@
-package grafana
+package pluginhost
 
 import (
 	"encoding/json"
@@ -9,14 +9,14 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/jobsight/jobsight/pkg/models"
-	"github.com/jobsight/jobsight/test/pluginhost"
 )
 
 // envRef is what Grafana's provisioning expands from its environment:
 // $__env{NAME}, ${NAME} and $NAME. An unset variable becomes "".
 var envRef = regexp.MustCompile(`\$__env\{(\w+)\}|\$\{(\w+)\}|\$(\w+)`)
 
-func expandEnv(s string, env map[string]string) string {
+// ExpandEnv expands s as Grafana's provisioning does, from env.
+func ExpandEnv(s string, env map[string]string) string {
 	return envRef.ReplaceAllStringFunc(s, func(m string) string {
 		sub := envRef.FindStringSubmatch(m)
 		return env[sub[1]+sub[2]+sub[3]]
@@ -27,7 +27,7 @@ func expandEnv(s string, env map[string]string) string {
 func expandValues(v any, env map[string]string) any {
 	switch x := v.(type) {
 	case string:
-		return expandEnv(x, env)
+		return ExpandEnv(x, env)
 	case map[string]any:
 		out := map[string]any{}
 		for k, e := range x {
@@ -44,14 +44,14 @@ func expandValues(v any, env map[string]string) any {
 	return v
 }
 
-// provisionedDatasource reads the Jobsight datasource from a datasource
+// Provisioned reads the Jobsight datasource from a datasource
 // provisioning file as Grafana provisions it: placeholders expanded from
 // env, jsonData stored as JSON, secureJsonData handed to the plugin
 // decrypted.
-func provisionedDatasource(path string, env map[string]string) (pluginhost.Datasource, error) {
+func Provisioned(path string, env map[string]string) (Datasource, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return pluginhost.Datasource{}, err
+		return Datasource{}, err
 	}
 	var f struct {
 		Datasources []struct {
@@ -64,7 +64,7 @@ func provisionedDatasource(path string, env map[string]string) (pluginhost.Datas
 		} `yaml:"datasources"`
 	}
 	if err := yaml.Unmarshal(b, &f); err != nil {
-		return pluginhost.Datasource{}, fmt.Errorf("%s: %w", path, err)
+		return Datasource{}, fmt.Errorf("%s: %w", path, err)
 	}
 	for i, d := range f.Datasources {
 		if d.Type != models.PluginID {
@@ -72,14 +72,14 @@ func provisionedDatasource(path string, env map[string]string) (pluginhost.Datas
 		}
 		raw, err := json.Marshal(expandValues(d.JSONData, env))
 		if err != nil {
-			return pluginhost.Datasource{}, fmt.Errorf("%s: jsonData: %w", path, err)
+			return Datasource{}, fmt.Errorf("%s: jsonData: %w", path, err)
 		}
 		secure := map[string]string{}
 		for k, v := range d.SecureJSONData {
-			secure[k] = expandEnv(v, env)
+			secure[k] = ExpandEnv(v, env)
 		}
-		return pluginhost.Datasource{ID: int64(i + 1), UID: d.UID, Name: d.Name, URL: expandEnv(d.URL, env),
+		return Datasource{ID: int64(i + 1), UID: d.UID, Name: d.Name, URL: ExpandEnv(d.URL, env),
 			JSONData: raw, SecureJSONData: secure}, nil
 	}
-	return pluginhost.Datasource{}, fmt.Errorf("%s provisions no %s datasource", path, models.PluginID)
+	return Datasource{}, fmt.Errorf("%s provisions no %s datasource", path, models.PluginID)
 }
