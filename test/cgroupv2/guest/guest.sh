@@ -137,6 +137,18 @@ say "ZincSearch started again"
 wait_for 600 "phase 1's jobs to end" all_done
 
 say "phase 2: pressure stalls, an OOM kill, a job array"
+# Phase 2's jobs work from their first second (the stall ratios count the
+# whole run), and the first job after phase 1 starts a new node agent,
+# whose first sample of a job waits for the store (agent/collector/
+# README.md: open). Under emulation that connection has taken 27 s, longer
+# than the OOM job lives (a fresh-clone CI run, 2026-11-29: cpustall,
+# iostall and oom without a sample). A job that only waits starts the
+# agent; phase 2 begins once the agent is connected.
+wait_for 180 "phase 1's node agent to exit" sh -c "! pgrep -x jobsight-agent"
+n0=$(grep -c 'msg=connected' /var/log/jobsight/agent.log || true)
+job warmup "-c 1 --mem=128M" "sleep 45"
+wait_for 120 "the node agent for phase 2" pgrep -x jobsight-agent
+wait_for 120 "the node agent's connection to the store" sh -c "[ \$(grep -c 'msg=connected' /var/log/jobsight/agent.log) -gt ${n0:-0} ]"
 job cpustall "-c 1 --mem=256M" "v2work burn 25 4"
 job iostall "-c 1 --mem=256M" "v2work slowread /slow 8 12"
 job memstall "-c 1 --mem=160M" "v2work thrash /var/tmp 320 12"
