@@ -153,7 +153,10 @@ job cpustall "-c 1 --mem=256M" "v2work burn 25 4"
 job iostall "-c 1 --mem=256M" "v2work slowread /slow 8 12"
 job memstall "-c 1 --mem=160M" "v2work thrash /var/tmp 320 12"
 job oom "-c 1 --mem=160M" "v2work alloc 400 5"
-job array "-c 1 --mem=128M --array=1-3" "v2work burn 3 1"
+# The array's tasks idle 3 s first, as phase 1's jobs do: three tasks
+# starting beside four jobs, one 3-second task ended before its watch's
+# first sample (2026-11-29).
+job array "-c 1 --mem=128M --array=1-3" "sleep 3; v2work burn 3 1"
 wait_for 600 "phase 2's jobs to end" all_done
 
 say "phase 3: slurmd restarted under a running job and its node agent; then CgroupJobIdPaths=yes (job_<id> directories, not the SLUID)"
