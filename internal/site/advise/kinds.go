@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jobsight/jobsight/internal/analysis"
+	"github.com/jobsight/jobsight/internal/textfmt"
 )
 
 // Kind is one kind of a user's finished jobs, as a dashboard shows the
@@ -137,24 +138,17 @@ func kindKey(r Request, nodes int64) string {
 // requestLabel names an unnamed kind by its request: "16 CPUs, 64 GiB,
 // 1 GPU, 2 nodes".
 func requestLabel(r Request) string {
-	parts := []string{plural(r.CPUs(), "CPU")}
+	parts := []string{textfmt.Plural(r.CPUs(), "CPU")}
 	if m := r.MemPerNode(); m > 0 {
 		parts = append(parts, analysis.Size(float64(m))+" per node")
 	}
 	if r.GPUs > 0 {
-		parts = append(parts, plural(r.GPUs, "GPU"))
+		parts = append(parts, textfmt.Plural(r.GPUs, "GPU"))
 	}
 	if r.Nodes > 1 {
-		parts = append(parts, plural(r.Nodes, "node"))
+		parts = append(parts, textfmt.Plural(r.Nodes, "node"))
 	}
 	return strings.Join(parts, ", ")
-}
-
-func plural(n int64, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return fmt.Sprintf("%d %ss", n, what)
 }
 
 // typical is one figure over jobs: the median request, the median and
