@@ -156,6 +156,12 @@ func TestJobThroughThanosHashring(t *testing.T) {
 	t0 := time.Now().Add(-time.Duration(samples-8) * interval).Truncate(time.Second)
 	indexJob(t, ctx, es, index, t0)
 
+	// The plugin executable is built and started now, not after the
+	// job: its question about the running job must come right after the
+	// last push (a 7 s build in between left the last timeline step with
+	// two samples of its 10 s rate window: 1.2 cores where 3 were used).
+	h := pluginhost.BuildAndStart(t, ctx)
+
 	var spooled []int
 	push := func(b int) {
 		t.Helper()
@@ -224,7 +230,7 @@ func TestJobThroughThanosHashring(t *testing.T) {
 	replicas(t, ctx, th, t0)
 	t.Logf("written and read back in %v", time.Since(began).Round(time.Millisecond))
 
-	queryPlugin(t, ctx, th, es, index, t0)
+	queryPlugin(t, ctx, h, th, es, index, t0)
 	t.Logf("whole test %v", time.Since(began).Round(time.Millisecond))
 }
 
@@ -504,9 +510,8 @@ func seriesKey(name string, ls []monitor.Label) string {
 // queryPlugin drives the real plugin executable with Thanos Query as its
 // Prometheus and the tenant set, through every query type that reads the
 // job's series.
-func queryPlugin(t *testing.T, ctx context.Context, th *stack.Thanos, es *stack.ESServer, index string, t0 time.Time) {
+func queryPlugin(t *testing.T, ctx context.Context, h *pluginhost.Host, th *stack.Thanos, es *stack.ESServer, index string, t0 time.Time) {
 	t.Helper()
-	h := pluginhost.BuildAndStart(t, ctx)
 	jd, _ := json.Marshal(map[string]any{
 		"elasticsearchUrl": es.URL, "elasticsearchUser": es.User, "elasticsearchJobIndex": index,
 		"prometheusUrl": th.Query.URL, "prometheusTenant": tenant, "timeoutSeconds": 20,
