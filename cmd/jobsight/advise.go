@@ -123,10 +123,15 @@ func adviseCmd(args []string, stdout, stderr io.Writer) int {
 // store search (cached afterwards).
 func adviseHistory(ctx context.Context, cfg feedback.Config, uid uint32, req advise.Request, accountWide bool, log *slog.Logger) ([]advise.Past, error) {
 	now := time.Now()
+	// The store selects the jobs that may compare with this request (its
+	// name first, then a similar CPU request), so that one search reads
+	// tens of documents, not the caller's whole history.
+	like := feedback.LikeRequest(req, cfg.Advise)
 	q := feedback.UserJobs{UID: uid, Account: req.Account, Partitions: req.Partitions(),
-		Since: now.Add(-cfg.Advise.Lookback), Size: cfg.Advise.Fetch, AccountWide: accountWide}
+		Since: now.Add(-cfg.Advise.Lookback), Size: cfg.Advise.Reads(), AccountWide: accountWide, Like: like}
 	key := strings.Join([]string{strconv.FormatUint(uint64(uid), 10), cfg.Cluster, q.Account, strings.Join(q.Partitions, ","),
-		strconv.Itoa(q.Size), cfg.Advise.Lookback.String(), strconv.FormatBool(accountWide)}, "\x00")
+		strconv.Itoa(q.Size), cfg.Advise.Lookback.String(), strconv.FormatBool(accountWide),
+		fmt.Sprintf("%+v", *like), strconv.FormatInt(req.GPUs, 10)}, "\x00")
 	cache := advise.Cache{Dir: advise.RunDir(uid), UID: uid, TTL: cfg.Advise.CacheTTL}
 	if jobs, ok := cache.Get(key, now); ok {
 		log.Debug("history from the cache", "jobs", len(jobs), "dir", cache.Dir)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/jobsight/jobsight/internal/jobmodel"
+	"github.com/jobsight/jobsight/internal/site/advise"
 	"github.com/jobsight/jobsight/internal/store"
 	"github.com/jobsight/jobsight/internal/store/elasticsearch"
 )
@@ -29,7 +30,7 @@ import (
 // (by uid) with that job's request, with no cache (no /run/user of those
 // uids): the cost of every first submission. It prints the percentiles;
 // it asserts nothing about time.
-// EnvAdviseFetch sets the command's advise.fetch (default 500) for a
+// EnvAdviseFetch sets the command's advise.fetch (default 60) for a
 // comparison.
 const EnvAdviseFetch = "JOBSIGHT_DSBENCH_ADVISE_FETCH"
 
@@ -175,6 +176,6 @@ func TestAdviseLatency(t *testing.T) {
 		pct := func(p float64) time.Duration { return took[min(len(took)-1, int(p*float64(len(took))))] }
 		fmt.Printf("jobsight advise over %d finished jobs (%s), %s: %d calls, p50 %s, p95 %s, max %s; %d based on comparable jobs, %d with advice; %d past advise.timeout; 2 store requests each (info, one search), no cache; fetch %s\n",
 			e.Finished, FinishedSpan, []string{"store just started", "store warm"}[i], len(took), pct(0.5).Round(time.Millisecond), pct(0.95).Round(time.Millisecond),
-			took[len(took)-1].Round(time.Millisecond), based, advised, timeouts[i], cmp.Or(os.Getenv(EnvAdviseFetch), "500 (default)"))
+			took[len(took)-1].Round(time.Millisecond), based, advised, timeouts[i], cmp.Or(os.Getenv(EnvAdviseFetch), strconv.Itoa(advise.Default().Fetch)+" (default)"))
 	}
 }

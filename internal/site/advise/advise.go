@@ -64,9 +64,14 @@ type Config struct {
 
 // Default is the advice's default configuration.
 func Default() Config {
-	return Config{Enabled: true, MinJobs: 3, MaxJobs: 20, Lookback: 180 * 24 * time.Hour, Fetch: 500,
+	return Config{Enabled: true, MinJobs: 3, MaxJobs: 20, Lookback: 180 * 24 * time.Hour, Fetch: 60,
 		MinSaving: 0.25, MaxSpread: 3, MinElapsed: time.Minute, Timeout: 800 * time.Millisecond, CacheTTL: 5 * time.Minute}
 }
+
+// Reads is how many jobs one search reads: Fetch, but at least MaxJobs +
+// MinJobs - 1, since the jobs of the request's name, too few to advise on,
+// come first and may take MinJobs - 1 places.
+func (c Config) Reads() int { return max(c.Fetch, c.MaxJobs+c.MinJobs-1) }
 
 // Validate calls bad with each problem, naming its option.
 func (c Config) Validate(bad func(option, format string, args ...any)) {
@@ -174,9 +179,12 @@ type Past struct {
 	End       time.Time
 	Nodes     int64
 	// Tasks is the job's tasks (0 when not known).
-	Tasks   int64
-	Elapsed float64
-	Need    analysis.Need
+	Tasks int64
+	// MemPerNode is the job's memory request per node (0 when not known),
+	// whether or not its use was measured.
+	MemPerNode int64
+	Elapsed    float64
+	Need       analysis.Need
 }
 
 // PastOf is a finished job document as the advice compares it.
@@ -196,6 +204,14 @@ func PastOf(job jobmodel.Job, cfg analysis.Config) Past {
 	}
 	if t := job.Requested.Tasks; t != nil && *t > 0 {
 		p.Tasks = *t
+	}
+	switch m := job.Requested; {
+	case m.MemoryPerNodeBytes != nil && *m.MemoryPerNodeBytes > 0:
+		p.MemPerNode = *m.MemoryPerNodeBytes
+	case m.MemoryBytes != nil && *m.MemoryBytes > 0:
+		p.MemPerNode = *m.MemoryBytes / p.Nodes
+	case p.Need.MemoryRequestedPerNodeBytes != nil:
+		p.MemPerNode = *p.Need.MemoryRequestedPerNodeBytes
 	}
 	return p
 }
@@ -318,14 +334,32 @@ func comparable(req Request, history []Past, cfg Config) ([]Past, string) {
 	return newest(similar), "request"
 }
 
+// CountingStates are the states of the finished jobs that say anything
+// about the next one: it ran to its end, out of memory or out of time.
+var CountingStates = []string{jobmodel.StateCompleted, jobmodel.StateOutOfMemory, jobmodel.StateTimeout}
+
 // counts says whether a finished job says anything about the next: it
-// ran (completed, out of memory or out of time) for at least MinElapsed.
+// ended in one of CountingStates after at least MinElapsed.
 func counts(p Past, cfg Config) bool {
-	switch p.State {
-	case jobmodel.StateCompleted, jobmodel.StateOutOfMemory, jobmodel.StateTimeout:
-		return p.Elapsed >= cfg.MinElapsed.Seconds()
+	return slices.Contains(CountingStates, p.State) && p.Elapsed >= cfg.MinElapsed.Seconds()
+}
+
+// SimilarMemory is the range of memory requests per node that
+// similarRequest takes as like req's (within a factor of two); 0, 0 when
+// req gives none (any is like it).
+func SimilarMemory(req Request) (lo, hi int64) {
+	r := req.MemPerNode()
+	if r <= 0 {
+		return 0, 0
 	}
-	return false
+	return (r + 1) / 2, 2 * r
+}
+
+// SimilarCPUs is the range of CPU requests that similarRequest takes as
+// like req's: within a factor of two.
+func SimilarCPUs(req Request) (lo, hi int64) {
+	c := req.CPUs()
+	return (c + 1) / 2, 2 * c
 }
 
 // similarRequest: the same nodes and GPUs, CPUs and memory per node
@@ -337,11 +371,10 @@ func similarRequest(req Request, p Past) bool {
 	if deref(p.Need.GPUsRequested) != req.GPUs {
 		return false
 	}
-	within2 := func(a, b int64) bool { return a <= 2*b && b <= 2*a }
-	if c := p.Need.CPUsRequested; c == nil || !within2(*c, req.CPUs()) {
+	if lo, hi := SimilarCPUs(req); p.Need.CPUsRequested == nil || *p.Need.CPUsRequested < lo || *p.Need.CPUsRequested > hi {
 		return false
 	}
-	if m, r := p.Need.MemoryRequestedPerNodeBytes, req.MemPerNode(); r > 0 && m != nil && !within2(*m, r) {
+	if lo, hi := SimilarMemory(req); hi > 0 && p.MemPerNode > 0 && (p.MemPerNode < lo || p.MemPerNode > hi) {
 		return false
 	}
 	return true

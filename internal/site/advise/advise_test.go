@@ -223,3 +223,27 @@ func TestTextNamesTheAccountForAPI(t *testing.T) {
 		t.Errorf("text:\n%s", text)
 	}
 }
+
+// A similar request is judged on what the jobs asked for, whether or not
+// their use was measured: three jobs that asked for 256G, their memory
+// never sampled, are not like a request for 16G (and the store's search,
+// feedback.Like, leaves them out the same way).
+func TestSimilarRequestsCompareTheRequestNotTheMeasuredUse(t *testing.T) {
+	var jobs []jobmodel.Job
+	for i := range 3 {
+		j := finished(i, "sim", 16, 256*gib, 4*time.Hour, 3, 10*gib, 2*time.Hour)
+		j.Usage.Memory = nil
+		jobs = append(jobs, j)
+	}
+	req := Request{CPUsPerTask: 16, Tasks: 1, MemPerNodeBytes: 16 * gib, Partition: "cpu", Account: "physics", Name: "other"}
+	if a := Advise(req, pasts(jobs...), Default()); a.Jobs != 0 {
+		t.Errorf("a 16G request compared with %d jobs that asked for 256G (memory not sampled): %+v", a.Jobs, a)
+	}
+	req.MemPerNodeBytes = 200 * gib
+	if a := Advise(req, pasts(jobs...), Default()); a.Jobs != 3 || a.Basis != "request" {
+		t.Errorf("a 200G request: based on %d jobs by %q, want the 3 that asked for 256G", a.Jobs, a.Basis)
+	}
+	if p := pasts(jobs[0])[0]; p.MemPerNode != 256*gib || p.Need.MemoryRequestedPerNodeBytes != nil {
+		t.Errorf("PastOf: MemPerNode %d, Need's request %v; want 256 GiB from the request, none from the use", p.MemPerNode, p.Need.MemoryRequestedPerNodeBytes)
+	}
+}

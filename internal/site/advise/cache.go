@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -38,10 +39,14 @@ type cached struct {
 	Jobs []Past    `json:"jobs"`
 }
 
-// file is the cache file of key: one per query (account, partition).
+// cachePrefix begins the name of every cache file.
+const cachePrefix = "jobsight-advise-"
+
+// file is the cache file of key: one per query (account, partition, the
+// request's name and CPUs).
 func (c Cache) file(key string) string {
 	sum := sha256.Sum256([]byte(key))
-	return filepath.Join(c.Dir, "jobsight-advise-"+hex.EncodeToString(sum[:8])+".json")
+	return filepath.Join(c.Dir, cachePrefix+hex.EncodeToString(sum[:8])+".json")
 }
 
 // private checks that fd is owned by the caller and reachable by no one
@@ -132,5 +137,28 @@ func (c Cache) Put(key string, jobs []Past, now time.Time) error {
 		_ = root.Remove(tmp)
 		return err
 	}
+	c.prune(root, name, time.Now())
 	return nil
+}
+
+// prune removes the caller's other cached histories that have expired:
+// the cache holds one file per kind of request, and a user who submits
+// many kinds must not fill their runtime directory. Expiry is judged on
+// the files' modification times, against the clock (now).
+func (c Cache) prune(root *os.Root, keep string, now time.Time) {
+	d, err := root.Open(".")
+	if err != nil {
+		return
+	}
+	ents, _ := d.ReadDir(-1)
+	d.Close()
+	for _, e := range ents {
+		n := e.Name()
+		if n == keep || !e.Type().IsRegular() || !strings.HasPrefix(n, cachePrefix) || !strings.HasSuffix(n, ".json") {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && now.Sub(fi.ModTime()) > c.TTL {
+			_ = root.Remove(n)
+		}
+	}
 }

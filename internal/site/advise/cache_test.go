@@ -84,3 +84,42 @@ func TestConfigProblemsNameTheirOption(t *testing.T) {
 		t.Errorf("the defaults have problems: %v", none)
 	}
 }
+
+func TestCachePrunesExpiredHistories(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	uid := uint32(os.Getuid())
+	c := Cache{Dir: dir, UID: uid, TTL: time.Minute}
+	jobs := []Past{{DocID: "c:1"}}
+	now := time.Now()
+	for _, k := range []string{"old", "fresh"} {
+		if err := c.Put(k, jobs, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := now.Add(-2 * time.Minute)
+	if err := os.Chtimes(c.file("old"), old, old); err != nil {
+		t.Fatal(err)
+	}
+	// Another program's file in the runtime directory is never touched.
+	other := filepath.Join(dir, "pulse-cookie.json")
+	if err := os.WriteFile(other, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(other, old, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Put("new", jobs, now); err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]bool{"old": false, "fresh": true, "new": true} {
+		if _, err := os.Stat(c.file(k)); (err == nil) != want {
+			t.Errorf("cache file of %q: present %v, want %v", k, err == nil, want)
+		}
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Errorf("another program's file was removed: %v", err)
+	}
+}

@@ -116,7 +116,7 @@ func Kinds(history []Past, cfg Config, limit int) []Kind {
 func (p Past) request() Request {
 	n := p.Need
 	r := Request{Nodes: p.Nodes, Partition: p.Partition, Account: p.Account, Name: p.Name,
-		MemPerNodeBytes: deref(n.MemoryRequestedPerNodeBytes), GPUs: deref(n.GPUsRequested),
+		MemPerNodeBytes: p.MemPerNode, GPUs: deref(n.GPUsRequested),
 		TimeLimitSeconds: deref(n.TimeLimitRequestedSeconds)}
 	cpus := max(1, deref(n.CPUsRequested))
 	r.CPUsPerTask, r.Tasks = cpus, 1

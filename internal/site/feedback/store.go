@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jobsight/jobsight/internal/jobmodel"
+	"github.com/jobsight/jobsight/internal/site/advise"
 	"github.com/jobsight/jobsight/internal/store"
 	"github.com/jobsight/jobsight/internal/store/elasticsearch"
 )
@@ -293,6 +294,34 @@ type UserJobs struct {
 	// AccountWide reads every user's jobs of Account (which must be
 	// given), not only UID's: for a PI of the account.
 	AccountWide bool
+	// Like, when set, has the store select the jobs that may compare with
+	// one request, so that a search reads tens of documents, not the
+	// caller's whole history: see Like.
+	Like *Like
+}
+
+// Like is what a compared job may be: the store returns the jobs in one
+// of States, on Nodes nodes, that ran at least MinElapsed seconds, and
+// either have the name Name (ranked first, newest first) or a similar
+// request (CPUs, memory per node and GPUs), newest first. The selection
+// is wider than the advice's own, never narrower: a condition leaves out
+// only the documents whose field is there and says no (a job without its
+// memory request is kept, for the caller to judge), except that a job
+// with GPUs must name their count (held or requested).
+type Like struct {
+	States []string
+	Name   string
+	// Nodes is the job's node count (0: any); MinElapsed its shortest run
+	// in seconds (0: any).
+	Nodes      int64
+	MinElapsed float64
+	// CPUsMin–CPUsMax is the CPU request (total) of a similar job; 0 as
+	// CPUsMax: any. MemMin–MemMax its memory request per node; 0 as
+	// MemMax: any.
+	CPUsMin, CPUsMax int64
+	MemMin, MemMax   int64
+	// GPUs, when set, is the GPU count a similar request has (0: none).
+	GPUs *int64
 }
 
 // userJobFields are the fields of a job document `jobsight advise` reads:
@@ -327,10 +356,23 @@ func (s *Store) UserFinalJobs(ctx context.Context, q UserJobs) ([]jobmodel.Job, 
 	if len(q.Partitions) > 0 {
 		filters = append(filters, map[string]any{"terms": map[string]any{"partition": q.Partitions}})
 	}
+	query := map[string]any{"filter": filters}
+	sort := []any{map[string]any{ByEndTime: "desc"}}
+	if l := q.Like; l != nil {
+		var rank any
+		filters, rank = l.filters(filters)
+		query["filter"] = filters
+		if rank != nil {
+			query["should"] = rank
+		}
+		if l.Name != "" {
+			sort = append([]any{"_score"}, sort...)
+		}
+	}
 	body, err := json.Marshal(map[string]any{
 		"size":    q.Size,
-		"query":   map[string]any{"bool": map[string]any{"filter": filters}},
-		"sort":    []any{map[string]any{ByEndTime: "desc"}},
+		"query":   map[string]any{"bool": query},
+		"sort":    sort,
 		"_source": userJobFields,
 	})
 	if err != nil {
@@ -357,4 +399,80 @@ func (s *Store) UserFinalJobs(ctx context.Context, q UserJobs) ([]jobmodel.Job, 
 		out = append(out, j)
 	}
 	return out, nil
+}
+
+// LikeRequest is what a job compared with req may be (advise's rules:
+// comparable, counts, similarRequest).
+func LikeRequest(req advise.Request, cfg advise.Config) *Like {
+	l := &Like{States: advise.CountingStates, Name: req.JobName(), Nodes: max(1, req.Nodes), MinElapsed: cfg.MinElapsed.Seconds(), GPUs: &req.GPUs}
+	l.CPUsMin, l.CPUsMax = advise.SimilarCPUs(req)
+	l.MemMin, l.MemMax = advise.SimilarMemory(req)
+	return l
+}
+
+// filters adds l's conditions to filters, with the should clause that
+// ranks the jobs of l's name first (nil without a name).
+func (l *Like) filters(filters []any) ([]any, any) {
+	rng := func(field string, bounds map[string]any) any {
+		return map[string]any{"range": map[string]any{field: bounds}}
+	}
+	term := func(field string, v any) any { return map[string]any{"term": map[string]any{field: v}} }
+	// outside leaves out the documents whose field is known (> 0) and
+	// outside [lo, hi].
+	outside := func(field string, lo, hi int64) []any {
+		out := []any{rng(field, map[string]any{"gt": hi})}
+		if lo > 1 {
+			out = append(out, rng(field, map[string]any{"gt": 0, "lt": lo}))
+		}
+		return out
+	}
+	var not []any
+	if len(l.States) > 0 {
+		filters = append(filters, map[string]any{"terms": map[string]any{"state": l.States}})
+	}
+	if l.Nodes > 0 {
+		not = append(not, outside("requested.nodes", l.Nodes, l.Nodes)...)
+	}
+	if l.MinElapsed > 0 {
+		not = append(not, rng("elapsed_seconds", map[string]any{"lt": l.MinElapsed}))
+	}
+	if len(not) > 0 {
+		filters = append(filters, map[string]any{"bool": map[string]any{"must_not": not}})
+	}
+	var similar, notSimilar []any
+	if l.CPUsMax > 0 {
+		similar = append(similar, rng("requested.cpus", map[string]any{"gte": l.CPUsMin, "lte": l.CPUsMax}))
+	}
+	if l.MemMax > 0 {
+		notSimilar = append(notSimilar, outside("requested.memory_per_node_bytes", l.MemMin, l.MemMax)...)
+	}
+	switch g := l.GPUs; {
+	case g == nil:
+	case *g > 0:
+		similar = append(similar, map[string]any{"bool": map[string]any{"should": []any{term("gpu.held", *g), term("requested.gpus", *g)}, "minimum_should_match": 1}})
+	default:
+		notSimilar = append(notSimilar, rng("gpu.held", map[string]any{"gte": 1}), rng("requested.gpus", map[string]any{"gte": 1}))
+	}
+	var like []any
+	var rank any
+	if l.Name != "" {
+		like = append(like, term("name", l.Name))
+		// The same name ranks first: it is the advice's first choice,
+		// and a long history of similar requests must not crowd it out.
+		rank = []any{map[string]any{"term": map[string]any{"name": map[string]any{"value": l.Name, "boost": 10}}}}
+	}
+	if len(similar)+len(notSimilar) > 0 {
+		b := map[string]any{}
+		if len(similar) > 0 {
+			b["filter"] = similar
+		}
+		if len(notSimilar) > 0 {
+			b["must_not"] = notSimilar
+		}
+		like = append(like, map[string]any{"bool": b})
+	}
+	if len(like) > 0 {
+		filters = append(filters, map[string]any{"bool": map[string]any{"should": like, "minimum_should_match": 1}})
+	}
+	return filters, rank
 }
