@@ -106,13 +106,19 @@ func (d *Datasource) queryTimeline(qc *queryCtx) (data.Frames, error) {
 		by += ", node"
 	}
 	// The range starts one step early so the first sample is drawn.
-	matrix, err := d.promRange(qc.ctx, qc.st, timelineQuery(sel, by, win), promv1.Range{Start: start.Add(-step), End: end, Step: step})
+	expr := timelineQuery(sel, by, win)
+	if !j.Final {
+		expr += " or " + labeled(newestTag, newestSampleExpr(sel))
+	}
+	matrix, err := d.promRange(qc.ctx, qc.st, expr, promv1.Range{Start: start.Add(-step), End: end, Step: step})
 	if err != nil {
 		return nil, err
 	}
 	var ended time.Duration // a finished job's series end one step after their last sample
 	if j.Final {
 		ended = step
+	} else {
+		matrix = trimToNewestSample(matrix)
 	}
 	frames := timelineFrames(matrix, ended)
 	frames = append(frames, requestFrames(j, start, end, qc.q.PerNode)...)
@@ -122,6 +128,49 @@ func (d *Datasource) queryTimeline(qc *queryCtx) (data.Frames, error) {
 			Text: fmt.Sprintf("No series for job %s in Prometheus between %s and %s (retention, or the agent could not deliver)", j.DocID, start.UTC().Format(time.RFC3339), end.UTC().Format(time.RFC3339))})
 	}
 	return frames, nil
+}
+
+// newestTag tags the running job's newest-sample series in the timeline's
+// answer (never a frame).
+const newestTag = "newest_sample"
+
+// newestSampleExpr is, at each step, the time of the newest CPU sample of
+// the job that every node has delivered: the oldest of the nodes' newest
+// (a node whose series went stale drops out after Prometheus' lookback).
+func newestSampleExpr(sel string) string {
+	return "min by (" + jobBy + ") (max by (" + jobBy + ", node) (timestamp(jobsight_job_cpu_usage_seconds_total" + sel + ")))"
+}
+
+// trimToNewestSample removes the newest-sample series from a running
+// job's answer and, with it, every point after the newest sample all its
+// nodes have delivered. An agent pushes its samples every push_interval
+// (10 s by default), so the steps after them would take their rates
+// from a window the samples only partly cover, and show a running job's
+// last point well below what it uses (3 cores drawn as 1.2 in the Thanos
+// test). The timeline of a running job ends at its newest complete data.
+func trimToNewestSample(m model.Matrix) model.Matrix {
+	var newest model.Time
+	out := m[:0]
+	for _, s := range m {
+		if string(s.Metric["jobsight_metric"]) == newestTag {
+			if n := len(s.Values); n > 0 {
+				newest = model.TimeFromUnixNano(int64(float64(s.Values[n-1].Value) * 1e9))
+			}
+			continue
+		}
+		out = append(out, s)
+	}
+	if newest == 0 {
+		return out
+	}
+	for _, s := range out {
+		k := len(s.Values)
+		for k > 0 && s.Values[k-1].Timestamp > newest {
+			k--
+		}
+		s.Values = s.Values[:k]
+	}
+	return out
 }
 
 // timelineQuery is the timeline's one PromQL expression: every metric's

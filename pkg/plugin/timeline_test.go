@@ -341,3 +341,40 @@ func TestTimelineSeriesReachTheirPanels(t *testing.T) {
 		}
 	}
 }
+
+// A running job's timeline ends at the newest sample all its nodes have
+// delivered: the steps after it (the agent pushes every 10 s) would
+// take their rates from a window the samples only partly cover. The
+// newest-sample series itself is never a frame.
+func TestRunningTimelineEndsAtTheNewestSample(t *testing.T) {
+	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	at := func(s int) model.Time { return model.TimeFromUnixNano(t0.Add(time.Duration(s) * time.Second).UnixNano()) }
+	series := func(tag string, vals ...float64) *model.SampleStream {
+		ss := &model.SampleStream{Metric: model.Metric{"jobsight_metric": model.LabelValue(tag)}}
+		for i, v := range vals {
+			ss.Values = append(ss.Values, model.SamplePair{Timestamp: at(5 * i), Value: model.SampleValue(v)})
+		}
+		return ss
+	}
+	// Steps every 5 s; the newest sample at t0 + 12 s (seen from the step
+	// at 15 s on).
+	newest := float64(t0.Add(12*time.Second).UnixNano()) / 1e9
+	m := model.Matrix{series("cpu", 3, 3, 3, 1.8, 1.2), series("memory", 1, 1, 1, 1, 1), series(newestTag, newest-10, newest-5, newest, newest, newest)}
+	if !strings.Contains(newestSampleExpr(`{job_id="1"}`), `timestamp(jobsight_job_cpu_usage_seconds_total{job_id="1"})`) {
+		t.Errorf("newest-sample query %q does not take the CPU samples' times", newestSampleExpr(`{job_id="1"}`))
+	}
+	fs := timelineFrames(trimToNewestSample(m), 0)
+	if len(fs) != 2 {
+		t.Fatalf("%d frames, want cpu and memory (no newest-sample frame)", len(fs))
+	}
+	for _, f := range fs {
+		n := f.Fields[0].Len()
+		if last := f.Fields[0].At(n - 1).(time.Time); n != 3 || !last.Equal(t0.Add(10*time.Second)) {
+			t.Errorf("%s: %d points, last at %v; want 3, the last at the step before the newest sample (12:00:10)", f.Name, n, last)
+		}
+	}
+	// Without a newest-sample series (no CPU series), nothing is cut.
+	if fs := timelineFrames(trimToNewestSample(model.Matrix{series("memory", 1, 1, 1)}), 0); fs[0].Fields[0].Len() != 3 {
+		t.Errorf("without CPU samples: %d points, want all 3", fs[0].Fields[0].Len())
+	}
+}

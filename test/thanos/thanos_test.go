@@ -231,6 +231,7 @@ func TestJobThroughThanosHashring(t *testing.T) {
 	t.Logf("written and read back in %v", time.Since(began).Round(time.Millisecond))
 
 	queryPlugin(t, ctx, h, th, es, index, t0)
+	staleTimeline(t, ctx, h, th, es, index, t0)
 	t.Logf("whole test %v", time.Since(began).Round(time.Millisecond))
 }
 
@@ -590,7 +591,12 @@ func queryPlugin(t *testing.T, ctx context.Context, h *pluginhost.Host, th *stac
 		case f.Name == "cpu" && len(vals) > 0:
 			near(t, "timeline cores (last)", vals[len(vals)-1], 2*cores, 0.15)
 		case f.Name == "memory" && len(vals) > 0:
-			near(t, "timeline memory (last)", vals[len(vals)-1], memLast, 0)
+			// A running job's timeline ends at the step at or before its
+			// newest sample: memory there is the sample of that step.
+			lastT := f.Fields[0].At(f.Fields[0].Len() - 1).(time.Time)
+			i := min(last, int(lastT.Sub(t0)/interval))
+			want := point("jobsight_job_memory_used_bytes", "n1", "", i) + point("jobsight_job_memory_used_bytes", "n2", "", i)
+			near(t, fmt.Sprintf("timeline memory (last, at %s: sample %d)", lastT.Format(time.TimeOnly), i), vals[len(vals)-1], want, 0)
 		case f.Name == "gpu_util" && len(f.Fields) > 1:
 			ls := f.Fields[1].Labels
 			for _, v := range vals {
@@ -655,6 +661,54 @@ func queryPlugin(t *testing.T, ctx context.Context, h *pluginhost.Host, th *stac
 		}
 		if !found {
 			t.Errorf("hogging: no GPU row for the job: %s", b)
+		}
+	}
+}
+
+// staleTimeline asks for the running job's timeline 15 s after its newest
+// sample, as a user does between two pushes of its agent (every 10 s by
+// default) or while the agent spools: the timeline ends at the newest
+// sample, and its last point shows the cores the job uses, not a rate
+// from a window the samples only partly cover (1.2 of 3 cores, before).
+func staleTimeline(t *testing.T, ctx context.Context, h *pluginhost.Host, th *stack.Thanos, es *stack.ESServer, index string, t0 time.Time) {
+	t.Helper()
+	newest := t0.Add((samples - 1) * interval)
+	if d := time.Until(newest.Add(15 * time.Second)); d > 0 {
+		time.Sleep(d)
+	}
+	jd, _ := json.Marshal(map[string]any{
+		"elasticsearchUrl": es.URL, "elasticsearchUser": es.User, "elasticsearchJobIndex": index,
+		"prometheusUrl": th.Query.URL, "prometheusTenant": tenant, "timeoutSeconds": 20,
+	})
+	ds := pluginhost.Datasource{ID: 1, UID: "thanos", Name: "Jobsight on Thanos", JSONData: jd,
+		SecureJSONData: map[string]string{"elasticsearchPassword": es.Password}}
+	admin := pluginhost.Caller{User: &backend.User{Login: "admin", Name: "Admin", Role: "Admin"}}
+	q := pluginhost.Query{RefID: "timeline", Model: map[string]any{"queryType": "jobTimeline", "jobId": cluster + ":" + jobID},
+		From: t0.Add(-time.Minute), To: time.Now(), Interval: interval, MaxDataPoints: 200}
+	resp, err := h.QueryData(ctx, ds, admin, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := resp.Responses["timeline"]
+	if r.Error != nil {
+		t.Fatalf("timeline %v after the newest sample: %v", time.Since(newest).Round(time.Second), r.Error)
+	}
+	for _, f := range r.Frames {
+		if f.Name != "cpu" && f.Name != "memory" {
+			continue
+		}
+		n := f.Fields[0].Len()
+		if n == 0 {
+			t.Errorf("timeline %s: no points", f.Name)
+			continue
+		}
+		last := f.Fields[0].At(n - 1).(time.Time)
+		if last.After(newest) {
+			t.Errorf("timeline %s ends at %s, after the newest sample (%s)", f.Name, last.Format(time.TimeOnly), newest.Format(time.TimeOnly))
+		}
+		if f.Name == "cpu" {
+			vals := values(f)
+			near(t, fmt.Sprintf("timeline cores (last, asked %v after the newest sample)", time.Since(newest).Round(time.Second)), vals[len(vals)-1], 2*cores, 0.15)
 		}
 	}
 }
