@@ -131,7 +131,7 @@ func adviseHistory(ctx context.Context, cfg feedback.Config, uid uint32, req adv
 		Since: now.Add(-cfg.Advise.Lookback), Size: cfg.Advise.Reads(), AccountWide: accountWide, Like: like}
 	key := strings.Join([]string{strconv.FormatUint(uint64(uid), 10), cfg.Cluster, q.Account, strings.Join(q.Partitions, ","),
 		strconv.Itoa(q.Size), cfg.Advise.Lookback.String(), strconv.FormatBool(accountWide),
-		fmt.Sprintf("%+v", *like), strconv.FormatInt(req.GPUs, 10)}, "\x00")
+		like.Key()}, "\x00")
 	cache := advise.Cache{Dir: advise.RunDir(uid), UID: uid, TTL: cfg.Advise.CacheTTL}
 	if jobs, ok := cache.Get(key, now); ok {
 		log.Debug("history from the cache", "jobs", len(jobs), "dir", cache.Dir)

@@ -348,7 +348,9 @@ func TestTimelineSeriesReachTheirPanels(t *testing.T) {
 // newest-sample series itself is never a frame.
 func TestRunningTimelineEndsAtTheNewestSample(t *testing.T) {
 	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	at := func(s int) model.Time { return model.TimeFromUnixNano(t0.Add(time.Duration(s) * time.Second).UnixNano()) }
+	at := func(s int) model.Time {
+		return model.TimeFromUnixNano(t0.Add(time.Duration(s) * time.Second).UnixNano())
+	}
 	series := func(tag string, vals ...float64) *model.SampleStream {
 		ss := &model.SampleStream{Metric: model.Metric{"jobsight_metric": model.LabelValue(tag)}}
 		for i, v := range vals {

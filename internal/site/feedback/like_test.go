@@ -223,3 +223,26 @@ func emptyGenerator(t *testing.T, end time.Time) *demo.Generator {
 	}
 	return g
 }
+
+// The command caches a history under the Like's key: the same request
+// must give the same key in every process (no pointer in it), and a
+// request that selects other jobs another key.
+func TestLikeKeyIsItsConditions(t *testing.T) {
+	cfg := advise.Default()
+	req := advise.Request{Account: "a", Partition: "p", Name: "train", CPUsPerTask: 8, MemPerNodeBytes: 16 << 30, GPUs: 2}
+	same := req
+	k := feedback.LikeRequest(req, cfg).Key()
+	if k2 := feedback.LikeRequest(same, cfg).Key(); k2 != k {
+		t.Errorf("the same request, two keys:\n%s\n%s", k, k2)
+	}
+	for what, r := range map[string]advise.Request{
+		"name": withName(req, "eval"), "cpus": func() advise.Request { r := req; r.CPUsPerTask = 32; return r }(),
+		"memory": func() advise.Request { r := req; r.MemPerNodeBytes = 64 << 30; return r }(),
+		"gpus":   func() advise.Request { r := req; r.GPUs = 0; return r }(),
+		"nodes":  func() advise.Request { r := req; r.Nodes = 2; return r }(),
+	} {
+		if feedback.LikeRequest(r, cfg).Key() == k {
+			t.Errorf("another %s, the same key %s", what, k)
+		}
+	}
+}

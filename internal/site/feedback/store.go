@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -408,6 +410,16 @@ func LikeRequest(req advise.Request, cfg advise.Config) *Like {
 	l.CPUsMin, l.CPUsMax = advise.SimilarCPUs(req)
 	l.MemMin, l.MemMax = advise.SimilarMemory(req)
 	return l
+}
+
+// Key is l as a cache key: equal for equal conditions, in any process.
+func (l *Like) Key() string {
+	gpus := "any"
+	if l.GPUs != nil {
+		gpus = strconv.FormatInt(*l.GPUs, 10)
+	}
+	return fmt.Sprintf("states=%s name=%q nodes=%d elapsed>=%g cpus=%d-%d mem=%d-%d gpus=%s",
+		strings.Join(l.States, ","), l.Name, l.Nodes, l.MinElapsed, l.CPUsMin, l.CPUsMax, l.MemMin, l.MemMax, gpus)
 }
 
 // filters adds l's conditions to filters, with the should clause that
