@@ -15,12 +15,13 @@
 //	v2work thrash DIR MIB SECONDS      write a MIB MiB file, then read it again and again
 //	                                   for SECONDS (a file larger than the job's memory
 //	                                   limit: reclaim and refaults, a memory stall)
-//	v2work spawn N SECONDS             N child processes sleeping SECONDS
+//	v2work spawn N SECONDS             N child processes sleeping SECONDS, together
 //	v2work figures OUTDIR              copy the job's cgroup files into OUTDIR
 package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -56,6 +57,13 @@ func main() {
 	case "figures":
 		err = figures(arg(a, 0))
 	case "sleeper":
+		// Wait for the parent to have started every child (its end of
+		// the pipe on fd 3 closes), then sleep: all of them are alive
+		// together for the whole time.
+		if f := os.NewFile(3, "start"); f != nil {
+			_, _ = io.Copy(io.Discard, f)
+			f.Close()
+		}
 		time.Sleep(dur(a, 0))
 	default:
 		fail("unknown mode " + os.Args[1])
@@ -210,14 +218,26 @@ func spawn(n int, d time.Duration) error {
 	if err != nil {
 		return err
 	}
+	// The children sleep once all of them have started: under software
+	// emulation starting 40 took longer than one child's sleep, and the
+	// first had ended before the last began (processes.peak 27 of 41 in a
+	// CI run of 2026-11-29).
+	start, release, err := os.Pipe()
+	if err != nil {
+		return err
+	}
 	cmds := make([]*exec.Cmd, 0, n)
 	for range n {
 		c := exec.Command(self, "sleeper", strconv.FormatFloat(d.Seconds(), 'f', -1, 64)) // #nosec G702 -- this program itself, with a number it formatted
+		c.ExtraFiles = []*os.File{start}
 		if err := c.Start(); err != nil {
+			release.Close()
 			return err
 		}
 		cmds = append(cmds, c)
 	}
+	start.Close()
+	release.Close()
 	for _, c := range cmds {
 		if err := c.Wait(); err != nil {
 			return err
