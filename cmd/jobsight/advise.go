@@ -124,8 +124,8 @@ func adviseCmd(args []string, stdout, stderr io.Writer) int {
 func adviseHistory(ctx context.Context, cfg feedback.Config, uid uint32, req advise.Request, accountWide bool, log *slog.Logger) ([]advise.Past, error) {
 	now := time.Now()
 	// The store selects the jobs that may compare with this request (its
-	// name first, then a similar CPU request), so that one search reads
-	// tens of documents, not the caller's whole history.
+	// name first, then a similar CPU, memory and GPU request), so that one
+	// search reads tens of documents, not the caller's whole history.
 	like := feedback.LikeRequest(req, cfg.Advise)
 	q := feedback.UserJobs{UID: uid, Account: req.Account, Partitions: req.Partitions(),
 		Since: now.Add(-cfg.Advise.Lookback), Size: cfg.Advise.Reads(), AccountWide: accountWide, Like: like}

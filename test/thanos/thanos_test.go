@@ -508,18 +508,24 @@ func seriesKey(name string, ls []monitor.Label) string {
 	return name + "{" + strings.Join(parts, ",") + "}"
 }
 
-// queryPlugin drives the real plugin executable with Thanos Query as its
-// Prometheus and the tenant set, through every query type that reads the
-// job's series.
-func queryPlugin(t *testing.T, ctx context.Context, h *pluginhost.Host, th *stack.Thanos, es *stack.ESServer, index string, t0 time.Time) {
-	t.Helper()
+// thanosDatasource is the datasource with Thanos Query as its Prometheus
+// and the tenant set, and an Admin to ask it.
+func thanosDatasource(th *stack.Thanos, es *stack.ESServer, index string) (pluginhost.Datasource, pluginhost.Caller) {
 	jd, _ := json.Marshal(map[string]any{
 		"elasticsearchUrl": es.URL, "elasticsearchUser": es.User, "elasticsearchJobIndex": index,
 		"prometheusUrl": th.Query.URL, "prometheusTenant": tenant, "timeoutSeconds": 20,
 	})
 	ds := pluginhost.Datasource{ID: 1, UID: "thanos", Name: "Jobsight on Thanos", JSONData: jd,
 		SecureJSONData: map[string]string{"elasticsearchPassword": es.Password}}
-	admin := pluginhost.Caller{User: &backend.User{Login: "admin", Name: "Admin", Role: "Admin"}}
+	return ds, pluginhost.Caller{User: &backend.User{Login: "admin", Name: "Admin", Role: "Admin"}}
+}
+
+// queryPlugin drives the real plugin executable with Thanos Query as its
+// Prometheus and the tenant set, through every query type that reads the
+// job's series.
+func queryPlugin(t *testing.T, ctx context.Context, h *pluginhost.Host, th *stack.Thanos, es *stack.ESServer, index string, t0 time.Time) {
+	t.Helper()
+	ds, admin := thanosDatasource(th, es, index)
 
 	hr, err := h.CheckHealth(ctx, ds, admin)
 	if err != nil || hr.Status != backend.HealthStatusOk {
@@ -676,13 +682,7 @@ func staleTimeline(t *testing.T, ctx context.Context, h *pluginhost.Host, th *st
 	if d := time.Until(newest.Add(15 * time.Second)); d > 0 {
 		time.Sleep(d)
 	}
-	jd, _ := json.Marshal(map[string]any{
-		"elasticsearchUrl": es.URL, "elasticsearchUser": es.User, "elasticsearchJobIndex": index,
-		"prometheusUrl": th.Query.URL, "prometheusTenant": tenant, "timeoutSeconds": 20,
-	})
-	ds := pluginhost.Datasource{ID: 1, UID: "thanos", Name: "Jobsight on Thanos", JSONData: jd,
-		SecureJSONData: map[string]string{"elasticsearchPassword": es.Password}}
-	admin := pluginhost.Caller{User: &backend.User{Login: "admin", Name: "Admin", Role: "Admin"}}
+	ds, admin := thanosDatasource(th, es, index)
 	q := pluginhost.Query{RefID: "timeline", Model: map[string]any{"queryType": "jobTimeline", "jobId": cluster + ":" + jobID},
 		From: t0.Add(-time.Minute), To: time.Now(), Interval: interval, MaxDataPoints: 200}
 	resp, err := h.QueryData(ctx, ds, admin, q)

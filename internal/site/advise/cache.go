@@ -42,8 +42,8 @@ type cached struct {
 // cachePrefix begins the name of every cache file.
 const cachePrefix = "jobsight-advise-"
 
-// file is the cache file of key: one per query (account, partition, the
-// request's name and CPUs).
+// file is the cache file of key: one per query (account, partitions and
+// the conditions of the request's kind: name, CPUs, memory, GPUs, nodes).
 func (c Cache) file(key string) string {
 	sum := sha256.Sum256([]byte(key))
 	return filepath.Join(c.Dir, cachePrefix+hex.EncodeToString(sum[:8])+".json")

@@ -340,12 +340,11 @@ func (s *Store) UserFinalJobs(ctx context.Context, q UserJobs) ([]jobmodel.Job, 
 		return nil, fmt.Errorf("UserFinalJobs: size %d, want 1 to %d", q.Size, MaxRange)
 	}
 	index := jobmodel.SearchIndices(s.Indices.Job)
-	term := func(field string, v any) any { return map[string]any{"term": map[string]any{field: v}} }
 	if q.AccountWide && q.Account == "" {
 		return nil, errors.New("UserFinalJobs: account-wide without an account")
 	}
 	filters := []any{term("final", true),
-		map[string]any{"range": map[string]any{ByEndTime: map[string]any{"gte": q.Since.UTC().Format(time.RFC3339Nano)}}}}
+		rng(ByEndTime, map[string]any{"gte": q.Since.UTC().Format(time.RFC3339Nano)})}
 	if !q.AccountWide {
 		filters = append(filters, term("uid", q.UID))
 	}
@@ -425,10 +424,6 @@ func (l *Like) Key() string {
 // filters adds l's conditions to filters, with the should clause that
 // ranks the jobs of l's name first (nil without a name).
 func (l *Like) filters(filters []any) ([]any, any) {
-	rng := func(field string, bounds map[string]any) any {
-		return map[string]any{"range": map[string]any{field: bounds}}
-	}
-	term := func(field string, v any) any { return map[string]any{"term": map[string]any{field: v}} }
 	// outside leaves out the documents whose field is known (> 0) and
 	// outside [lo, hi].
 	outside := func(field string, lo, hi int64) []any {
@@ -487,4 +482,12 @@ func (l *Like) filters(filters []any) ([]any, any) {
 		filters = append(filters, map[string]any{"bool": map[string]any{"should": like, "minimum_should_match": 1}})
 	}
 	return filters, rank
+}
+
+// term is a term query on field.
+func term(field string, v any) any { return map[string]any{"term": map[string]any{field: v}} }
+
+// rng is a range query on field.
+func rng(field string, bounds map[string]any) any {
+	return map[string]any{"range": map[string]any{field: bounds}}
 }
