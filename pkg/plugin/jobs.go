@@ -74,8 +74,12 @@ func (d *Datasource) liveUsage(qc *queryCtx, jobs []jobmodel.Job) (seriesByJob, 
 		return nil, nil
 	}
 	by := "sum by (" + jobBy + ") "
+	// Cores now: the rate between each node's two newest samples
+	// (irate), exact however old the newest sample is within the window.
+	// rate over the window would read low between two pushes of an agent:
+	// it divides what the samples cover by the whole window.
 	expr := strings.Join([]string{
-		labeled("cores", by+"(rate("+selector("jobsight_job_cpu_usage_seconds_total", clusters, ids)+"["+rateWindow(20*time.Second, interval)+"]))"),
+		labeled("cores", by+"(irate("+selector("jobsight_job_cpu_usage_seconds_total", clusters, ids)+"["+rateWindow(20*time.Second, interval)+"]))"),
 		labeled("mem", by+"("+selector("jobsight_job_memory_used_bytes", clusters, ids)+")"),
 		labeled("gpu", "avg by ("+jobBy+") ("+selector("jobsight_job_gpu_utilization_ratio", clusters, ids)+")"),
 		// The mean over the GPUs that report SM activity (GPM, AMD SMI).

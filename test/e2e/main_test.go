@@ -145,8 +145,36 @@ func (e *env) finalJob(t *testing.T, docID string, within time.Duration) jobmode
 			t.Fatalf("job document %s does not decode: %v\n%s", docID, err, got[docID])
 		}
 		return job.Final
-	}, func() string { return e.slurmSays(docID) })
+	}, func() string { return e.slurmSays(docID) + e.whyNoFinal(job, docID) })
 	return job
+}
+
+// whyNoFinal is what a failure to see a job's final document needs
+// beside Slurm's word: whether a document exists at all (and how far it
+// got), and what the agents and slurmd logged of the job. Without it a
+// CI failure shows only the tail of a log shared by every test.
+func (e *env) whyNoFinal(job jobmodel.Job, docID string) string {
+	_, key, _ := strings.Cut(docID, ":")
+	var b strings.Builder
+	if job.DocID == "" {
+		b.WriteString("; no document stored")
+	} else {
+		fmt.Fprintf(&b, "; stored document: final=%v state=%q samples=%d updated_at=%v", job.Final, job.State, job.Sampling.Count, job.UpdatedAt)
+	}
+	needles := []string{"job_id=" + key + " ", "job_id=" + key + "\n", "e2e:" + key, "job_" + key, "JobId=" + key + " ", "job " + key + " ", "StepId=" + key + "."}
+	logs := append([]string{e.st.Agent.Log}, e.slurmLogs()...)
+	for _, l := range logs {
+		if lines := stack.LinesMentioning(l, needles, 60); lines != "" {
+			fmt.Fprintf(&b, "\n--- %s, lines of job %s ---\n%s", filepath.Base(l), key, lines)
+		}
+	}
+	return b.String()
+}
+
+// slurmLogs are the test cluster's slurmctld and slurmd logs.
+func (e *env) slurmLogs() []string {
+	logs, _ := filepath.Glob(filepath.Join(filepath.Dir(e.st.Slurm.SlurmdLog), "slurm*.log"))
+	return logs
 }
 
 // slurmSays is what squeue says of the job of docID ("cluster:key"), for

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -99,6 +100,29 @@ func DumpLog(path string, max int) {
 		b = b[len(b)-max:]
 	}
 	fmt.Fprintf(os.Stderr, "--- last of %s ---\n%s\n", path, b)
+}
+
+// LinesMentioning returns the last max lines of the file at path that
+// contain any of needles, for a failure message about one job in a log
+// that many tests share; "" when none does or the file cannot be read.
+func LinesMentioning(path string, needles []string, max int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	var found []string
+	for _, line := range strings.Split(string(b), "\n") {
+		for _, n := range needles {
+			if strings.Contains(line+"\n", n) {
+				found = append(found, line)
+				break
+			}
+		}
+	}
+	if len(found) > max {
+		found = found[len(found)-max:]
+	}
+	return strings.Join(found, "\n")
 }
 
 // TestElasticsearch starts the Elasticsearch-API server for one test
