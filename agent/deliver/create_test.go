@@ -333,3 +333,78 @@ func TestClockSteppedBackDoesNotSupersedeTheFinalDocument(t *testing.T) {
 		}
 	}
 }
+
+// A watch that begins after its job was finalized (a repeated or late
+// start, a checkpoint resumed by the node's next agent) writes a running
+// job document: it must never turn the stored final document back into a
+// running one. Checked on the real server (ZincSearch ignores versions,
+// so the write would be a plain overwrite) with a fresh agent that has
+// written nothing, and on the fake that honours versions (where the
+// running document, the newer, would win a versioned write).
+func TestRunningDocumentNeverReplacesTheFinalOne(t *testing.T) {
+	check := func(t *testing.T, esURL, promURL, cluster string, settle time.Duration) {
+		cfg := testConfig(t, esURL, promURL, t.TempDir())
+		ctx := context.Background()
+		final, _ := sampleJob(cluster, 7, time.Now().Add(-time.Hour))
+		final.UpdatedAt = jobmodel.At(time.Now().Add(-time.Minute))
+		finisher := newOutputs(t, cfg)
+		if err := finisher.EnsureIndices(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := finisher.PutJob(ctx, final); err != nil {
+			t.Fatal(err)
+		}
+		getJob(t, finisher, final.DocID) // searchable before the late start asks
+
+		running := final
+		running.Final, running.State, running.EndTime, running.Analysis, running.Totals = false, jobmodel.StateRunning, nil, nil, nil
+		running.UpdatedAt = jobmodel.At(time.Now())
+		for _, who := range []struct {
+			name string
+			o    *Outputs
+		}{{"the agent that finalized it", finisher}, {"a fresh agent", newOutputs(t, cfg)}} {
+			id, err := who.o.ClaimDocID(ctx, running, running.StartTime.Time, true)
+			if err != nil || id != final.DocID {
+				t.Fatalf("%s: a late start claimed %q (%v), want the job's own id %q", who.name, id, err, final.DocID)
+			}
+			staysFinal(t, finisher, final, settle, "after a late start by "+who.name)
+		}
+		// Another job of the id (a reused id) is stored under its own id
+		// and leaves the final document alone.
+		other, _ := sampleJob(cluster, 7, time.Now().Add(-time.Minute))
+		other.Final, other.State, other.EndTime = false, jobmodel.StateRunning, nil
+		id, err := newOutputs(t, cfg).ClaimDocID(ctx, other, other.StartTime.Time, true)
+		if err != nil || id == final.DocID {
+			t.Fatalf("a later job of the id was claimed under %q (%v)", id, err)
+		}
+		if got := getJob(t, finisher, id); got.Final || !got.SubmitTime.Equal(other.SubmitTime.Time) {
+			t.Errorf("the later job's running document: final %v submit %v", got.Final, got.SubmitTime)
+		}
+		staysFinal(t, finisher, final, settle, "after a later job of the id began")
+	}
+	t.Run("real server", func(t *testing.T) {
+		st := need(t)
+		check(t, st.Elasticsearch.URL, st.Prometheus.URL, testCluster("late"), 3*time.Second)
+	})
+	t.Run("versions honoured", func(t *testing.T) {
+		srv := httptest.NewServer(newVersioningES())
+		defer srv.Close()
+		check(t, srv.URL, deadURL(t), "c", 0) // the fake shows a write at once
+	})
+}
+
+// staysFinal checks the stored job document at once and then for settle,
+// long enough for a write to become searchable (ZincSearch shows a write
+// after about a second): it must still be the final document.
+func staysFinal(t *testing.T, o *Outputs, final jobmodel.Job, settle time.Duration, when string) {
+	t.Helper()
+	for end := time.Now().Add(settle); ; time.Sleep(250 * time.Millisecond) {
+		if got := getJob(t, o, final.DocID); !got.Final || got.State != final.State {
+			t.Errorf("%s the stored document is final=%v state %q, want final and %q", when, got.Final, got.State, final.State)
+			return
+		}
+		if !time.Now().Before(end) {
+			return
+		}
+	}
+}

@@ -178,16 +178,8 @@ func (o *Outputs) decide(ctx context.Context, base string, who holderOf) (id str
 
 // holder finds a stored document (job, else node) of the job id base.
 func (o *Outputs) holder(ctx context.Context, base string) (*stored, error) {
-	got, err := o.es.GetByIDs(ctx, jobmodel.SearchIndices(o.cfg.Elasticsearch.JobIndex), []string{base})
-	if err != nil && !errors.Is(err, elasticsearch.ErrNotFound) {
-		return nil, err
-	}
-	if raw := got[base]; raw != nil {
-		var s stored
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, fmt.Errorf("stored job document %s: %w", base, err)
-		}
-		return &s, nil
+	if s, err := o.storedJob(ctx, base); err != nil || s != nil {
+		return s, err
 	}
 	q, _ := json.Marshal(map[string]any{"size": 1,
 		"query": map[string]any{"bool": map[string]any{"filter": []any{map[string]any{"term": map[string]any{"job_doc_id": base}}}}}})
@@ -330,8 +322,11 @@ func (o *Outputs) probeVersions(ctx context.Context) {
 // server that ignores versions takes it as an index.
 // It returns the id the job is stored under.
 func (o *Outputs) CreateJob(ctx context.Context, job jobmodel.Job) (string, error) {
-	if o.es == nil || strings.Contains(job.DocID, jobmodel.ReuseSeparator) {
+	if o.es == nil {
 		return job.DocID, o.PutJob(ctx, job)
+	}
+	if strings.Contains(job.DocID, jobmodel.ReuseSeparator) {
+		return job.DocID, o.putUnlessFinal(ctx, job)
 	}
 	if err := o.EnsureIndices(ctx); err != nil {
 		// Never write before the indices exist with their mappings: a
@@ -341,7 +336,7 @@ func (o *Outputs) CreateJob(ctx context.Context, job jobmodel.Job) (string, erro
 	}
 	o.probeVersions(ctx)
 	if honoured, known := o.es.VersionsKnown(); known && !honoured {
-		return job.DocID, o.PutJob(ctx, job)
+		return job.DocID, o.putUnlessFinal(ctx, job)
 	}
 	body, err := json.Marshal(job)
 	if err != nil {
@@ -355,13 +350,7 @@ func (o *Outputs) CreateJob(ctx context.Context, job jobmodel.Job) (string, erro
 	if err != nil || !errors.Is(failures[0].Err, elasticsearch.ErrExists) {
 		return job.DocID, o.PutJob(ctx, job) // an outage: spooled there
 	}
-	who := holderOf{sluid: job.SLUID}
-	if job.SubmitTime != nil {
-		who.submit = job.SubmitTime.Time
-	}
-	if job.StartTime != nil {
-		who.start = job.StartTime.Time
-	}
+	who := holderOfJob(job)
 	if id, reused, err := o.decide(ctx, job.DocID, who); err == nil && reused {
 		base := job.DocID
 		job.DocID = id
@@ -369,5 +358,56 @@ func (o *Outputs) CreateJob(ctx context.Context, job jobmodel.Job) (string, erro
 		o.log.Info("job id reused (the store refused to create it): storing under a new id so the older job's document stays",
 			"id", base, "new_id", job.DocID)
 	}
-	return job.DocID, o.PutJob(ctx, job)
+	return job.DocID, o.putUnlessFinal(ctx, job)
+}
+
+// putUnlessFinal is PutJob for a job's running document, which must never
+// replace the job's final one: a watch that begins after the job was
+// finalized (a late or repeated start, a checkpoint resumed by a new
+// agent) would otherwise turn a finished job back into a running one, in
+// a store that ignores versions (ZincSearch) and in one that honours them
+// alike (the running document is the newer). One read of the stored
+// document; when the store cannot answer, the document is written (or
+// spooled, and its replay checks again: olderThanStored).
+func (o *Outputs) putUnlessFinal(ctx context.Context, job jobmodel.Job) error {
+	if !job.Final {
+		if s, err := o.storedJob(ctx, job.DocID); err == nil && s != nil && s.Final && !otherJob(*s, holderOfJob(job)) {
+			o.log.Info("the job's final document is stored already; its running document is not written",
+				"doc_id", job.DocID, "final_updated_at", s.updated())
+			return nil
+		}
+	}
+	return o.PutJob(ctx, job)
+}
+
+// storedJob reads the stored job document id; nil when there is none.
+func (o *Outputs) storedJob(ctx context.Context, id string) (*stored, error) {
+	got, err := o.es.GetByIDs(ctx, jobmodel.SearchIndices(o.cfg.Elasticsearch.JobIndex), []string{id})
+	if err != nil {
+		if errors.Is(err, elasticsearch.ErrNotFound) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	raw := got[id]
+	if raw == nil {
+		return nil, nil
+	}
+	var s stored
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, fmt.Errorf("stored job document %s: %w", id, err)
+	}
+	return &s, nil
+}
+
+// holderOfJob is what tells job from another job of its id.
+func holderOfJob(job jobmodel.Job) holderOf {
+	who := holderOf{sluid: job.SLUID}
+	if job.SubmitTime != nil {
+		who.submit = job.SubmitTime.Time
+	}
+	if job.StartTime != nil {
+		who.start = job.StartTime.Time
+	}
+	return who
 }
