@@ -65,11 +65,22 @@ func (o *Outputs) ClaimDocID(ctx context.Context, job jobmodel.Job, since time.T
 	if job.SubmitTime != nil {
 		who.submit = job.SubmitTime.Time
 	}
-	job.DocID = o.ResolveDocID(ctx, job.DocID, who)
+	if o.es == nil {
+		if !create {
+			return job.DocID, nil
+		}
+		return job.DocID, o.PutJob(ctx, job)
+	}
+	base := job.DocID
+	id, held, err := o.resolveHolder(ctx, base, who)
+	if err != nil {
+		id, held = base, nil // asked again when the documents are written
+	}
+	job.DocID = id
 	if !create {
 		return job.DocID, nil
 	}
-	return o.CreateJob(ctx, job)
+	return o.createJob(ctx, job, held)
 }
 
 // holderOf is what tells one job of an id from another: Slurm's SLUID
@@ -138,22 +149,41 @@ func (o *Outputs) remember(base string, who holderOf, id string) {
 // resolve is decide behind a cache: the id of the job whose plain id is
 // base, as decided the first time this process asked.
 func (o *Outputs) resolve(ctx context.Context, base string, who holderOf) (string, error) {
+	id, _, err := o.resolveHolder(ctx, base, who)
+	return id, err
+}
+
+// resolveHolder is resolve that also says what it read: held is the
+// stored document of base that decided, when this call asked the store
+// (nil when it had decided before, or when nothing holds base).
+func (o *Outputs) resolveHolder(ctx context.Context, base string, who holderOf) (id string, held *readHolder, err error) {
 	key := identityKey(base, who)
 	o.mu.Lock()
 	id, ok := o.byIdentity[key]
 	o.mu.Unlock()
 	if ok {
-		return id, nil
+		return id, nil, nil
 	}
-	id, reused, err := o.decide(ctx, base, who)
+	h, err := o.holder(ctx, base)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
+	id, reused := decideFrom(h, base, who)
 	if reused {
 		o.log.Info("job id reused: storing under a new id so the older job's document stays", "id", base, "new_id", id)
 	}
 	o.remember(base, who, id)
-	return id, nil
+	return id, &readHolder{doc: h}, nil
+}
+
+// readHolder is what the store held under a plain id when it was just
+// asked: a job document, a node document of the id, or nothing (doc nil).
+type readHolder struct{ doc *stored }
+
+// finalJob reports whether what was read is the final job document of
+// the job who, under id.
+func (r *readHolder) finalJob(id string, who holderOf) bool {
+	return r.doc != nil && r.doc.DocID == id && r.doc.JobDocID == "" && r.doc.Final && !otherJob(*r.doc, who)
 }
 
 // decide is the one decision on a reused Slurm job id: the id of the job
@@ -170,10 +200,17 @@ func (o *Outputs) decide(ctx context.Context, base string, who holderOf) (id str
 	if err != nil {
 		return base, false, err
 	}
+	id, reused = decideFrom(holder, base, who)
+	return id, reused, nil
+}
+
+// decideFrom is decide's rule on the stored document that holds base
+// (nil: none).
+func decideFrom(holder *stored, base string, who holderOf) (id string, reused bool) {
 	if holder == nil || !otherJob(*holder, who) {
-		return base, false, nil
+		return base, false
 	}
-	return jobmodel.ReuseDocID(base, cmp.Or(who.submit, who.start)), true, nil
+	return jobmodel.ReuseDocID(base, cmp.Or(who.submit, who.start)), true
 }
 
 // holder finds a stored document (job, else node) of the job id base.
@@ -325,8 +362,16 @@ func (o *Outputs) CreateJob(ctx context.Context, job jobmodel.Job) (string, erro
 	if o.es == nil {
 		return job.DocID, o.PutJob(ctx, job)
 	}
+	return o.createJob(ctx, job, nil)
+}
+
+// createJob is CreateJob; held, when not nil, is what the store held
+// under the job's plain id a moment ago (ClaimDocID's id check read it),
+// which spares putUnlessFinal its read: on a slow store every request
+// delays the job's first sample.
+func (o *Outputs) createJob(ctx context.Context, job jobmodel.Job, held *readHolder) (string, error) {
 	if strings.Contains(job.DocID, jobmodel.ReuseSeparator) {
-		return job.DocID, o.putUnlessFinal(ctx, job)
+		return job.DocID, o.putUnlessFinal(ctx, job, nil)
 	}
 	if err := o.EnsureIndices(ctx); err != nil {
 		// Never write before the indices exist with their mappings: a
@@ -336,7 +381,7 @@ func (o *Outputs) CreateJob(ctx context.Context, job jobmodel.Job) (string, erro
 	}
 	o.probeVersions(ctx)
 	if honoured, known := o.es.VersionsKnown(); known && !honoured {
-		return job.DocID, o.putUnlessFinal(ctx, job)
+		return job.DocID, o.putUnlessFinal(ctx, job, held)
 	}
 	body, err := json.Marshal(job)
 	if err != nil {
@@ -358,7 +403,7 @@ func (o *Outputs) CreateJob(ctx context.Context, job jobmodel.Job) (string, erro
 		o.log.Info("job id reused (the store refused to create it): storing under a new id so the older job's document stays",
 			"id", base, "new_id", job.DocID)
 	}
-	return job.DocID, o.putUnlessFinal(ctx, job)
+	return job.DocID, o.putUnlessFinal(ctx, job, nil)
 }
 
 // putUnlessFinal is PutJob for a job's running document, which must never
@@ -367,13 +412,22 @@ func (o *Outputs) CreateJob(ctx context.Context, job jobmodel.Job) (string, erro
 // agent) would otherwise turn a finished job back into a running one, in
 // a store that ignores versions (ZincSearch) and in one that honours them
 // alike (the running document is the newer). One read of the stored
-// document; when the store cannot answer, the document is written (or
+// document, unless held is what the store held under this id a moment
+// ago; when the store cannot answer, the document is written (or
 // spooled, and its replay checks again: olderThanStored).
-func (o *Outputs) putUnlessFinal(ctx context.Context, job jobmodel.Job) error {
+func (o *Outputs) putUnlessFinal(ctx context.Context, job jobmodel.Job, held *readHolder) error {
 	if !job.Final {
-		if s, err := o.storedJob(ctx, job.DocID); err == nil && s != nil && s.Final && !otherJob(*s, holderOfJob(job)) {
+		who := holderOfJob(job)
+		if held == nil {
+			s, err := o.storedJob(ctx, job.DocID)
+			if err != nil {
+				s = nil
+			}
+			held = &readHolder{doc: s}
+		}
+		if held.finalJob(job.DocID, who) {
 			o.log.Info("the job's final document is stored already; its running document is not written",
-				"doc_id", job.DocID, "final_updated_at", s.updated())
+				"doc_id", job.DocID, "final_updated_at", held.doc.updated())
 			return nil
 		}
 	}

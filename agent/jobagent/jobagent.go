@@ -117,6 +117,8 @@ type Agent struct {
 	Emissions *emissions.Estimator
 	// EndPoll overrides DefaultEndPoll.
 	EndPoll time.Duration
+	// ClaimWait overrides DefaultClaimWait.
+	ClaimWait time.Duration
 	// FinalPoll is the first wait between final-state lookups (default
 	// 1 s; doubled after each, up to 30 s).
 	FinalPoll time.Duration

@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -131,13 +132,20 @@ func runJob(t *testing.T, a *Agent, slurm *fakeSlurm, req Request) {
 	go func() { done <- a.StartJob(context.Background(), req) }()
 	time.Sleep(200 * time.Millisecond)
 	slurm.set(jobmodel.StateCompleted)
+	waitDone(t, done, 15*time.Second, "the agent did not end after its job ended")
+}
+
+// waitDone waits up to within for done's error (fatal when not nil), and
+// fails with late when none comes in time.
+func waitDone(t *testing.T, done <-chan error, within time.Duration, late string) {
+	t.Helper()
 	select {
 	case err := <-done:
 		if err != nil {
 			t.Fatal(err)
 		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("the agent did not end after its job ended")
+	case <-time.After(within):
+		t.Fatal(late)
 	}
 }
 
@@ -388,5 +396,64 @@ func TestLabelsCarryTheRun(t *testing.T) {
 	}
 	if got := Labels("c", "7", "n1", nil); len(got) != 3 {
 		t.Errorf("without a submit time: %v", got)
+	}
+}
+
+// slowClaim is memOutputs whose claim (the reused-id check and the running
+// job document) answers after a delay and names a reuse id, as a slow
+// store that finds an older job under the plain id does.
+type slowClaim struct {
+	*memOutputs
+	delay    time.Duration
+	answered atomic.Int64 // unix nanoseconds of the claim's answer
+}
+
+func (s *slowClaim) ClaimDocID(ctx context.Context, j jobmodel.Job, at time.Time, create bool) (string, error) {
+	time.Sleep(s.delay)
+	j.DocID += "@reused"
+	defer s.answered.Store(time.Now().UnixNano())
+	return s.memOutputs.ClaimDocID(ctx, j, at, create)
+}
+
+// A store slow to answer the job's claim does not hold up its sampling:
+// samples are taken while the claim is outstanding, the claim is not
+// given up, and the final documents follow the running one, under the
+// id the claim settled on.
+func TestSlowClaimDoesNotDelaySampling(t *testing.T) {
+	t.Parallel()
+	slurm := &fakeSlurm{state: jobmodel.StateRunning}
+	out := &slowClaim{memOutputs: &memOutputs{}, delay: 3 * time.Second}
+	a := testAgent(t, slurm, out.memOutputs, busySources)
+	a.Outputs, a.ClaimWait = out, 200*time.Millisecond
+	started := time.Now()
+	ctx, stop := context.WithCancel(context.Background()) // stop: the epilog's
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- a.StartJob(ctx, Request{Op: "start", JobID: 9, UID: 1000}) }()
+	time.Sleep(2 * time.Second) // the claim still outstanding
+	out.mu.Lock()
+	pushed := len(out.series)
+	out.mu.Unlock()
+	if pushed == 0 {
+		t.Errorf("no samples pushed %v after the start: sampling waited for the store's claim", time.Since(started).Round(time.Millisecond))
+	}
+	time.Sleep(2 * time.Second)
+	slurm.set(jobmodel.StateCompleted)
+	stop()
+	waitDone(t, done, 20*time.Second, "the watch did not end after its job's stop")
+	if out.answered.Load() == 0 {
+		t.Fatal("the claim never answered")
+	}
+	out.mu.Lock()
+	defer out.mu.Unlock()
+	if len(out.jobs) < 2 || out.jobs[0].Final || !out.jobs[len(out.jobs)-1].Final {
+		t.Fatalf("job documents in order: %d, want the running one first and the final one last", len(out.jobs))
+	}
+	final := out.jobs[len(out.jobs)-1]
+	if final.DocID != "c:9@reused" || final.Sampling.Count < 3 {
+		t.Errorf("final document %q with %d samples, want c:9@reused (the claim's id) with the samples taken meanwhile", final.DocID, final.Sampling.Count)
+	}
+	if n := out.nodes[len(out.nodes)-1]; n.JobDocID != "c:9@reused" || !n.Final {
+		t.Errorf("final node document: job_doc_id %q final %v", n.JobDocID, n.Final)
 	}
 }

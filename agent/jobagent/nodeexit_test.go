@@ -143,14 +143,7 @@ func TestExitingNodeAgentReleasesTheLockWhenTheStoreHangs(t *testing.T) {
 		}
 		second <- err
 	}()
-	select {
-	case err := <-first:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("the exiting node agent held the lock for 20 s: a launch gives up after that")
-	}
+	waitDone(t, first, 20*time.Second, "the exiting node agent held the lock for 20 s: a launch gives up after that")
 	if held := time.Since(exitBegan); held > ExitBudget+3*time.Second {
 		t.Errorf("the exiting node agent held the lock %s after closing its socket, want at most ExitBudget (%s) and a little", held, ExitBudget)
 	}

@@ -52,6 +52,16 @@ type jobWatch struct {
 	// nodes is the job's allocation as slurmd named it to the prolog or
 	// epilog (the request's SLURM_JOB_NODELIST); nil when not given.
 	nodes []string
+	// claim, when not nil, brings the answer of the job's claim on the
+	// store (its document id, its running document written), which the
+	// watch did not wait for: the store was slow (newCheckpoint).
+	claim chan claimAnswer
+}
+
+// claimAnswer is what Outputs.ClaimDocID answered.
+type claimAnswer struct {
+	id  string
+	err error
 }
 
 func newJobWatch(a *Agent, host watchHost, req Request) *jobWatch {
@@ -150,6 +160,7 @@ func (w *jobWatch) start(ctx context.Context, req Request) error {
 	} else {
 		handedOver = w.watch(ctx, cmp.Or(uidOf(ck.Job), req.UID), ck)
 	}
+	w.settleClaim(ck)
 	if handedOver && !w.f.stopAsked(timeOf(ck.Job.StartTime)) {
 		// The job goes on under the new agent: its checkpoint, written
 		// durably, holds every sample so far, and no final documents are
@@ -371,15 +382,61 @@ func (w *jobWatch) newCheckpoint(ctx context.Context, job jobmodel.Job, at time.
 	leader := isLeader(job, a.Config.Node)
 	running := job
 	running.UpdatedAt = jobmodel.At(at)
-	// The job's first sample waits for this (see the v2 node's findings in
-	// agent/collector/README.md): a store that is slow to answer delays it.
-	id, err := a.Outputs.ClaimDocID(ctx, running, at, writeRunning && leader)
-	if err != nil {
-		a.Log.Warn("writing running job document; spooled", "err", err)
+	answer := make(chan claimAnswer, 1)
+	go func() {
+		id, err := a.Outputs.ClaimDocID(ctx, running, at, writeRunning && leader)
+		answer <- claimAnswer{id, err}
+	}()
+	// A job's first sample waits for the claim at most ClaimWait: a slow
+	// store (a request taking seconds, a new agent's index checks) kept
+	// jobs from being sampled for their first minute (see the findings in
+	// agent/collector/README.md). The claim is never given up: it goes on,
+	// and the job's final documents wait for it (settleClaim), so its
+	// running document cannot land after the final one. Until then the
+	// job's documents carry its plain id, which every write resolves
+	// again (a reused id gets its reuse id then).
+	var wait <-chan time.Time
+	if writeRunning {
+		wait = time.After(cmp.Or(a.ClaimWait, DefaultClaimWait))
 	}
-	job.DocID = id
+	select {
+	case c := <-answer:
+		job.DocID = w.claimed(c)
+	case <-wait:
+		a.Log.Info("the store is slow to answer: sampling begins before the job's document is claimed", "job_id", w.jobID,
+			"waited", cmp.Or(a.ClaimWait, DefaultClaimWait))
+		w.claim = answer
+	}
 	return &Checkpoint{Job: job, Node: nodeTemplate(job, a.Config.Node), Leader: leader,
 		State: monitor.NewNodeState(at, a.Config.Interval, a.Config.ActiveThresholdCores)}
+}
+
+// DefaultClaimWait is how long a job's first sample waits for the store's
+// answer to the job's claim (Agent.ClaimWait sets another).
+const DefaultClaimWait = 2 * time.Second
+
+// claimed is the id a claim answered, its failure logged.
+func (w *jobWatch) claimed(c claimAnswer) string {
+	if c.err != nil {
+		w.a.Log.Warn("writing running job document; spooled", "job_id", w.jobID, "err", c.err)
+	}
+	return c.id
+}
+
+// settleClaim waits for a claim the watch did not wait for and takes its
+// id into the checkpoint: before the job's final documents (the running
+// one must be written, or spooled, first) and before a handover (the
+// process is replaced).
+func (w *jobWatch) settleClaim(ck *Checkpoint) {
+	if w.claim == nil {
+		return
+	}
+	id := w.claimed(<-w.claim)
+	w.claim = nil
+	if id != "" && id != ck.Job.DocID {
+		ck.Job.DocID = id
+		ck.Node.DocID, ck.Node.JobDocID = jobmodel.NodeDocID(id, ck.Node.Node), id
+	}
 }
 
 // watch samples the job until ctx ends or the job is gone. handedOver:
@@ -466,6 +523,7 @@ func (w *jobWatch) finalize(ctx context.Context, ck *Checkpoint, agentState stri
 // checkpoint stays for the node's next agent, which writes them again.
 func (w *jobWatch) finalDocs(ctx context.Context, ck *Checkpoint, agentState string) {
 	a := w.a
+	w.settleClaim(ck)
 	w.host.finalizing()
 	end := a.now()
 	if agentState == jobmodel.AgentLost && !ck.State.LastSample.IsZero() {
