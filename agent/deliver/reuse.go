@@ -58,7 +58,7 @@ func (o *Outputs) olderThanStored(ctx context.Context, d store.Doc, mine time.Ti
 // per job: when its watch begins (create: on the job's first node, which
 // also writes the job's running document) and when a stop finalizes a job
 // that no agent watched. It returns job.DocID (the plain id), or the job's
-// reuse id when an older job holds the plain id (see decide); with create,
+// reuse id when an older job holds the plain id (see decideFrom); with create,
 // the error is the running document's write (spooled then).
 func (o *Outputs) ClaimDocID(ctx context.Context, job jobmodel.Job, since time.Time, create bool) (string, error) {
 	who := holderOf{sluid: job.SLUID, start: since}
@@ -89,20 +89,6 @@ func (o *Outputs) ClaimDocID(ctx context.Context, job jobmodel.Job, since time.T
 type holderOf struct {
 	sluid         string
 	submit, start time.Time
-}
-
-// ResolveDocID returns the id under which the job is stored (see resolve);
-// when the store cannot be asked now it returns base, and the id is
-// resolved again when the documents are written.
-func (o *Outputs) ResolveDocID(ctx context.Context, base string, who holderOf) string {
-	if o.es == nil {
-		return base
-	}
-	id, err := o.resolve(ctx, base, who)
-	if err != nil {
-		return base
-	}
-	return id
 }
 
 // stored is what tells one job holding an id from another.
@@ -146,7 +132,7 @@ func (o *Outputs) remember(base string, who holderOf, id string) {
 	o.mu.Unlock()
 }
 
-// resolve is decide behind a cache: the id of the job whose plain id is
+// resolve is decideFrom behind a cache: the id of the job whose plain id is
 // base, as decided the first time this process asked.
 func (o *Outputs) resolve(ctx context.Context, base string, who holderOf) (string, error) {
 	id, _, err := o.resolveHolder(ctx, base, who)
@@ -186,26 +172,15 @@ func (r *readHolder) finalJob(id string, who holderOf) bool {
 	return r.doc != nil && r.doc.DocID == id && r.doc.JobDocID == "" && r.doc.Final && !otherJob(*r.doc, who)
 }
 
-// decide is the one decision on a reused Slurm job id: the id of the job
+// decideFrom is the one decision on a reused Slurm job id: the id of the job
 // whose plain id is base is base, unless a different, older job holds it
 // — a stored document with another SLUID, or (SLUIDs unknown) another
 // submit time, or (submit times unknown too) a final one that ended
 // before this job started — in which case it is jobmodel.ReuseDocID(base,
 // submit, else start) and reused is true. Document ids stay
 // <cluster>:<jobid>[@<submit>] whatever told the jobs apart, so a site's
-// history stays continuous across a Slurm upgrade. err: the store could
-// not be asked.
-func (o *Outputs) decide(ctx context.Context, base string, who holderOf) (id string, reused bool, err error) {
-	holder, err := o.holder(ctx, base)
-	if err != nil {
-		return base, false, err
-	}
-	id, reused = decideFrom(holder, base, who)
-	return id, reused, nil
-}
-
-// decideFrom is decide's rule on the stored document that holds base
-// (nil: none).
+// history stays continuous across a Slurm upgrade. holder is the stored
+// document that holds base (holder; nil: none).
 func decideFrom(holder *stored, base string, who holderOf) (id string, reused bool) {
 	if holder == nil || !otherJob(*holder, who) {
 		return base, false
@@ -350,7 +325,7 @@ func (o *Outputs) probeVersions(ctx context.Context) {
 }
 
 // CreateJob writes a job's first document. Unless the server is known to
-// ignore versions (ZincSearch: then it is PutJob after ResolveDocID's
+// ignore versions (ZincSearch: then it is PutJob after ClaimDocID's id
 // check), it is a create: the server, not a search, says whether a
 // document with the id exists, and when one of another job does (a reused
 // id the lookup missed), this job is stored under its reuse id instead.
@@ -396,14 +371,19 @@ func (o *Outputs) createJob(ctx context.Context, job jobmodel.Job, held *readHol
 		return job.DocID, o.PutJob(ctx, job) // an outage: spooled there
 	}
 	who := holderOfJob(job)
-	if id, reused, err := o.decide(ctx, job.DocID, who); err == nil && reused {
-		base := job.DocID
-		job.DocID = id
-		o.remember(base, who, job.DocID)
-		o.log.Info("job id reused (the store refused to create it): storing under a new id so the older job's document stays",
-			"id", base, "new_id", job.DocID)
+	held = nil // read before the create: the server has since said otherwise
+	if h, err := o.holder(ctx, job.DocID); err == nil {
+		if id, reused := decideFrom(h, job.DocID, who); reused {
+			base := job.DocID
+			job.DocID = id
+			o.remember(base, who, job.DocID)
+			o.log.Info("job id reused (the store refused to create it): storing under a new id so the older job's document stays",
+				"id", base, "new_id", job.DocID)
+		} else {
+			held = &readHolder{doc: h} // what holds the id is this job's: putUnlessFinal needs no second read
+		}
 	}
-	return job.DocID, o.putUnlessFinal(ctx, job, nil)
+	return job.DocID, o.putUnlessFinal(ctx, job, held)
 }
 
 // putUnlessFinal is PutJob for a job's running document, which must never
