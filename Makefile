@@ -206,13 +206,13 @@ slurm22-test:
 # per-job figure checked against the kernel's (scripts/v2node builds and
 # caches the image; about 10 minutes, most of it the emulated guest).
 v2node-test: packages
-	JOBSIGHT_PACKAGES_DIR=$(CURDIR)/$(PKG_OUT) $(GO) test -count=1 -timeout 45m -v ./test/cgroupv2
+	JOBSIGHT_PACKAGES_DIR=$(CURDIR)/$(PKG_OUT) scripts/gotest-recap.sh $(BIN)/test-logs/v2node.log $(GO) test -count=1 -timeout 45m -v ./test/cgroupv2
 
 # The README's pilot sequence (steps 2-6) followed and timed on a fresh
 # Debian 12 node under QEMU, from the packages and the plugin archive
 # (test/pilot; about ten minutes of emulation; not part of make test).
 pilot-test: packages plugin-archive
-	JOBSIGHT_PILOT=1 JOBSIGHT_PACKAGES_DIR=$(CURDIR)/$(PKG_OUT) JOBSIGHT_PLUGIN_ARCHIVE=$(CURDIR)/$(PLUGIN_ARCHIVE) $(GO) test -count=1 -timeout 50m -v ./test/pilot
+	JOBSIGHT_PILOT=1 JOBSIGHT_PACKAGES_DIR=$(CURDIR)/$(PKG_OUT) JOBSIGHT_PLUGIN_ARCHIVE=$(CURDIR)/$(PLUGIN_ARCHIVE) scripts/gotest-recap.sh $(BIN)/test-logs/pilot.log $(GO) test -count=1 -timeout 50m -v ./test/pilot
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
