@@ -119,6 +119,9 @@ type Agent struct {
 	EndPoll time.Duration
 	// ClaimWait overrides DefaultClaimWait.
 	ClaimWait time.Duration
+	// LookupWait overrides DefaultLookupWait; LookupPatience
+	// DefaultLookupPatience.
+	LookupWait, LookupPatience time.Duration
 	// FinalPoll is the first wait between final-state lookups (default
 	// 1 s; doubled after each, up to 30 s).
 	FinalPoll time.Duration

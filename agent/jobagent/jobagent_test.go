@@ -419,6 +419,15 @@ func (s *slowClaim) ClaimDocID(ctx context.Context, j jobmodel.Job, at time.Time
 // samples are taken while the claim is outstanding, the claim is not
 // given up, and the final documents follow the running one, under the
 // id the claim settled on.
+// startWatch watches req's job in its own goroutine, as its process
+// would; stop is the epilog's, done says how StartJob ended.
+func startWatch(a *Agent, req Request) (stop context.CancelFunc, done <-chan error) {
+	ctx, stop := context.WithCancel(context.Background())
+	d := make(chan error, 1)
+	go func() { d <- a.StartJob(ctx, req) }()
+	return stop, d
+}
+
 func TestSlowClaimDoesNotDelaySampling(t *testing.T) {
 	t.Parallel()
 	slurm := &fakeSlurm{state: jobmodel.StateRunning}
@@ -426,10 +435,8 @@ func TestSlowClaimDoesNotDelaySampling(t *testing.T) {
 	a := testAgent(t, slurm, out.memOutputs, busySources)
 	a.Outputs, a.ClaimWait = out, 200*time.Millisecond
 	started := time.Now()
-	ctx, stop := context.WithCancel(context.Background()) // stop: the epilog's
+	stop, done := startWatch(a, Request{Op: "start", JobID: 9, UID: 1000})
 	defer stop()
-	done := make(chan error, 1)
-	go func() { done <- a.StartJob(ctx, Request{Op: "start", JobID: 9, UID: 1000}) }()
 	time.Sleep(2 * time.Second) // the claim still outstanding
 	out.mu.Lock()
 	pushed := len(out.series)

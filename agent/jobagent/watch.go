@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/jobsight/jobsight/agent/collector"
@@ -100,23 +101,26 @@ func (w *jobWatch) start(ctx context.Context, req Request) error {
 	lctx := context.WithoutCancel(ctx)
 
 	var job jobmodel.Job
+	var early *earlyWatch // sampling the job before Slurm said which it is
 	if ho := w.handedOver(req); ho != nil {
 		// A job its last agent handed over a moment ago (an upgrade):
 		// running then, and Slurm is not asked again for every job of
 		// every node being upgraded at once.
 		job = ho.Job
 	} else {
-		job = w.lookup(lctx, req.UID)
+		job, early = w.identify(ctx, lctx, req)
 	}
 	// The job's SLUID: the prolog's SLURM_JOB_SLUID, else squeue's (one
 	// that is not a SLUID is passed over, with a warning).
 	job.SLUID = w.sluid(req.SLUID, "", job.SLUID)
 	if w.f.isDone(timeOf(job.SubmitTime)) {
+		early.abandon()
 		a.Log.Info("job already finalized on this node", "job_id", w.jobID)
 		return nil
 	}
 	ck := w.leftBehind(lctx, job)
 	if ck != nil && ck.Finalized != nil {
+		early.abandon()
 		a.Log.Warn("the job's final documents were not safe when they were made; writing them again", "job_id", w.jobID)
 		return w.finalize(context.Background(), ck, ck.Finalized.AgentState)
 	}
@@ -125,6 +129,10 @@ func (w *jobWatch) start(ctx context.Context, req Request) error {
 		ckSLUID = ck.SLUID
 	}
 	if ck != nil && ck.State.Count > 0 {
+		// An earlier agent's samples of the job: they go on from its
+		// checkpoint, not from this agent's first seconds.
+		early.abandon()
+		early = nil
 		if terminal(job.State) || stopped(ctx) || w.f.stopAsked(timeOf(job.StartTime)) {
 			if ck.handedOverRecently(started) {
 				a.Log.Info("the job ended during a handover; finalizing from its checkpoint", "job_id", w.jobID, "samples", ck.State.Count)
@@ -151,14 +159,18 @@ func (w *jobWatch) start(ctx context.Context, req Request) error {
 	// any, is the job's, and stands in where neither the prolog nor squeue
 	// gave one.
 	ck.SLUID = w.sluid(job.SLUID, ckSLUID, "")
-	w.host.watching()
-	_ = w.f.saveCheckpoint(ck)
-
 	handedOver := false
-	if w.f.stopAsked(timeOf(ck.Job.StartTime)) {
-		a.Log.Info("job ended before the agent started; finalizing", "job_id", w.jobID)
+	if early != nil {
+		// Its first checkpoint comes with the monitor's first flush.
+		handedOver = w.continueEarly(ck, early)
 	} else {
-		handedOver = w.watch(ctx, cmp.Or(uidOf(ck.Job), req.UID), ck)
+		w.host.watching()
+		_ = w.f.saveCheckpoint(ck)
+		if w.f.stopAsked(timeOf(ck.Job.StartTime)) {
+			a.Log.Info("job ended before the agent started; finalizing", "job_id", w.jobID)
+		} else {
+			handedOver = w.watch(ctx, cmp.Or(uidOf(ck.Job), req.UID), ck)
+		}
 	}
 	w.settleClaim(ck)
 	if handedOver && !w.f.stopAsked(timeOf(ck.Job.StartTime)) {
@@ -233,7 +245,7 @@ func (w *jobWatch) stop(ctx context.Context) error {
 	// job's with this id (Slurm reuses ids, and slurmd skips the prolog of
 	// a reused id it still remembers, so no agent ever started for this
 	// one). One controller call, on this no-agent path only.
-	job := w.lookup(ctx, 0)
+	job := w.lookup(ctx, 0, nil)
 	ck := w.leftBehind(ctx, job)
 	if ck == nil {
 		if w.f.isDone(timeOf(job.SubmitTime)) {
@@ -259,10 +271,11 @@ func (w *jobWatch) stop(ctx context.Context) error {
 // job document carries only what the agent knows and names slurm_metadata
 // as missing. job.SLUID is the job's SLUID where Slurm gave one
 // (unchecked).
-func (w *jobWatch) lookup(ctx context.Context, uid uint32) (job jobmodel.Job) {
+func (w *jobWatch) lookup(ctx context.Context, uid uint32, keepTrying func() bool) (job jobmodel.Job) {
 	a := w.a
 	var err error
-	for try := 0; try < 3; try++ {
+	giveUp := a.now().Add(cmp.Or(a.LookupPatience, DefaultLookupPatience))
+	for try := 0; ; try++ {
 		job, err = a.Slurm.Lookup(ctx, a.Config.Cluster, w.jobID, uid)
 		if err == nil {
 			job.Source = jobmodel.SourceSlurm
@@ -272,10 +285,24 @@ func (w *jobWatch) lookup(ctx context.Context, uid uint32) (job jobmodel.Job) {
 			w.allocated(&job, true)
 			return job
 		}
+		// Three tries a second apart; then, for a job sampled without its
+		// metadata (keepTrying), every few seconds up to the patience,
+		// even once the job has ended: a slurmctld too busy to answer
+		// for a minute must not cost the job its identity (an array
+		// task's id) for good.
+		if try >= 2 && (keepTrying == nil || !keepTrying() || !a.now().Before(giveUp) || errors.Is(err, slurm.ErrJobNotFound)) {
+			break
+		}
+		pause := time.Second
+		if try >= 2 {
+			pause = 5 * time.Second
+		}
 		select {
 		case <-ctx.Done():
-			try = 3
-		case <-time.After(time.Second):
+		case <-time.After(pause):
+		}
+		if ctx.Err() != nil {
+			break
 		}
 	}
 	a.Log.Warn("no job metadata from Slurm", "job_id", w.jobID, "err", err)
@@ -447,7 +474,7 @@ func (w *jobWatch) watch(ctx context.Context, uid uint32, ck *Checkpoint) (hande
 	if a.Energy != nil {
 		ck.State.EnableEnergy() // even without a cgroup: energy is then named missing
 	}
-	src, err := a.Sources(ctx, target)
+	src, err := w.sources(ctx, target, ck.State, ck.GPUs, ck.GPUsGiven)
 	if err != nil {
 		a.addGPU(nil, target, ck.State, ck.GPUs, ck.GPUsGiven) // a job holding GPUs says they are missing
 		if ctx.Err() == nil {
@@ -458,27 +485,141 @@ func (w *jobWatch) watch(ctx context.Context, uid uint32, ck *Checkpoint) (hande
 		}
 		return handingOver(ctx)
 	}
-	if set, ok := src.(collector.Set); ok {
-		src = a.addGPU(set, target, ck.State, ck.GPUs, ck.GPUsGiven)
-	}
-	src = a.addEnergy(src, ck.State)
 	defer src.Close()
 	ckw := newCheckpointWriter(w.f, a.now)
 	defer ckw.close()
-	opts := monitor.Options{
+	opts := w.monitorOptions()
+	opts.Labels = Labels(ck.Job.Cluster, ck.Job.JobID, a.Config.Node, ck.Job.SubmitTime)
+	opts.Checkpoint = func(*monitor.NodeState, jobmodel.Node) error { return ckw.save(ck) }
+	mon := monitor.New(opts, src, a.Outputs, a.Health, ck.Node, ck.State, a.Log)
+	reason := w.host.drive(ctx, mon)
+	a.Log.Info("stopped sampling", "job_id", w.jobID, "reason", string(reason), "samples", ck.State.Count)
+	return reason == monitor.StopHandedOver
+}
+
+// sources opens the job's collectors (its cgroup, its GPUs, the node's
+// energy), state taking what they need to keep.
+func (w *jobWatch) sources(ctx context.Context, target collector.Target, state *monitor.NodeState, gpus string, gpusGiven bool) (collector.Collector, error) {
+	a := w.a
+	src, err := a.Sources(ctx, target)
+	if err != nil {
+		return nil, err
+	}
+	if set, ok := src.(collector.Set); ok {
+		src = a.addGPU(set, target, state, gpus, gpusGiven)
+	}
+	return a.addEnergy(src, state), nil
+}
+
+// monitorOptions are a job's monitor options but its labels and
+// checkpoint.
+func (w *jobWatch) monitorOptions() monitor.Options {
+	a := w.a
+	return monitor.Options{
 		Interval:        a.Config.Interval,
 		FlushInterval:   a.Config.FlushInterval,
 		PushInterval:    a.Config.Prometheus.PushInterval,
 		ActiveThreshold: a.Config.ActiveThresholdCores,
-		Labels:          Labels(ck.Job.Cluster, ck.Job.JobID, a.Config.Node, ck.Job.SubmitTime),
 		GoneAfter:       max(3*a.Config.Interval, 10*time.Second),
-		Checkpoint: func(s *monitor.NodeState, _ jobmodel.Node) error {
-			return ckw.save(ck)
-		},
-		Now: a.Now,
+		Now:             a.Now,
 	}
-	mon := monitor.New(opts, src, a.Outputs, a.Health, ck.Node, ck.State, a.Log)
-	reason := w.host.drive(ctx, mon)
+}
+
+// DefaultLookupWait is how long a job's first sample waits for Slurm's
+// answer about the job (Agent.LookupWait sets another); then the job is
+// sampled while the agent keeps asking, for up to DefaultLookupPatience
+// (Agent.LookupPatience), and its series and documents wait for the
+// answer.
+const (
+	DefaultLookupWait     = 2 * time.Second
+	DefaultLookupPatience = 2 * time.Minute
+)
+
+// earlyWatch is a job sampled before Slurm said which job it is: its
+// monitor held (monitor.Hold) on the node's timer.
+type earlyWatch struct {
+	mon  *monitor.Monitor
+	src  collector.Collector
+	stop context.CancelCauseFunc
+	done chan monitor.StopReason
+	// none: there is no early sampling (the job's cgroup could not be
+	// opened). Until then the lookup goes on asking Slurm for the job's
+	// identity, not only three times, unless the agent hands its jobs
+	// over.
+	none atomic.Bool
+}
+
+// errAbandoned ends an early watch whose samples are not wanted (the job
+// was finalized already, or an earlier agent's checkpoint goes on).
+var errAbandoned = errors.New("early sampling abandoned")
+
+// identify asks Slurm which job this is. When the answer takes longer than
+// LookupWait (slurmctld busy, or down), sampling begins meanwhile: a job
+// of seconds otherwise ended before its first sample. The answer, or
+// after LookupPatience the job as the agent alone knows it, is returned
+// with the early watch (nil when the answer came in time, or the job's
+// cgroup could not be opened).
+func (w *jobWatch) identify(ctx, lctx context.Context, req Request) (jobmodel.Job, *earlyWatch) {
+	a := w.a
+	e := &earlyWatch{done: make(chan monitor.StopReason, 1)}
+	answer := make(chan jobmodel.Job, 1)
+	go func() { answer <- w.lookup(lctx, req.UID, func() bool { return !e.none.Load() && !handingOver(ctx) }) }()
+	wait := cmp.Or(a.LookupWait, DefaultLookupWait)
+	select {
+	case job := <-answer:
+		return job, nil
+	case <-time.After(wait):
+	}
+	target := collector.Target{JobID: w.jobID, UID: req.UID, SLUID: w.sluid(req.SLUID, "", ""), Host: a.Config.Node}
+	state := monitor.NewNodeState(a.now(), a.Config.Interval, a.Config.ActiveThresholdCores)
+	if a.Energy != nil {
+		state.EnableEnergy()
+	}
+	src, err := w.sources(ctx, target, state, req.GPUs, req.GPUsGiven)
+	if err != nil {
+		e.none.Store(true)
+		return <-answer, nil // watch() tries the cgroup again, and says so
+	}
+	a.Log.Info("Slurm is slow to answer: sampling begins before the job's metadata", "job_id", w.jobID, "waited", wait)
+	e.src = src
+	e.mon = monitor.New(w.monitorOptions(), src, a.Outputs, a.Health, jobmodel.Node{}, state, a.Log)
+	e.mon.Hold()
+	var ectx context.Context
+	ectx, e.stop = context.WithCancelCause(ctx)
+	w.host.watching()
+	go func() { e.done <- w.host.drive(ectx, e.mon) }()
+	return <-answer, e
+}
+
+// abandon ends an early watch and drops what it sampled.
+func (e *earlyWatch) abandon() {
+	if e == nil {
+		return
+	}
+	e.stop(errAbandoned)
+	<-e.done
+	e.src.Close()
+}
+
+// continueEarly names the early watch's monitor with the job's identity
+// and checkpoint, and waits for its end (as watch does). A job that ended
+// before Slurm answered keeps its figures (the state) but not its series.
+func (w *jobWatch) continueEarly(ck *Checkpoint, e *earlyWatch) (handedOver bool) {
+	a := w.a
+	ckw := newCheckpointWriter(w.f, a.now)
+	defer ckw.close()
+	ck.State = e.mon.State // the monitor's until its watch ends
+	e.mon.Name(monitor.Identity{
+		Labels:     Labels(ck.Job.Cluster, ck.Job.JobID, a.Config.Node, ck.Job.SubmitTime),
+		Doc:        ck.Node,
+		Checkpoint: func(*monitor.NodeState, jobmodel.Node) error { return ckw.save(ck) },
+	})
+	reason := <-e.done
+	e.src.Close()
+	if e.mon.Held() {
+		a.Log.Info("the job's watch ended before Slurm answered: its documents have its figures, its series none",
+			"job_id", w.jobID, "samples", ck.State.Count)
+	}
 	a.Log.Info("stopped sampling", "job_id", w.jobID, "reason", string(reason), "samples", ck.State.Count)
 	return reason == monitor.StopHandedOver
 }

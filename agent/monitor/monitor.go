@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -66,6 +67,13 @@ type Monitor struct {
 	// under a Scheduler the node pushes them once, with the node's labels.
 	pushHealth bool
 
+	// held: the job's identity is not known yet (Slurm has not answered):
+	// samples are taken and kept, nothing is pushed or written until Name
+	// gives the labels and the node document (named, applied by the
+	// monitor's own goroutine at its next pass).
+	held  bool
+	named atomic.Pointer[Identity]
+
 	// The watch in progress (Begin … End).
 	sampleBuf           collector.Sample
 	lastFlush, lastPush time.Time
@@ -82,6 +90,41 @@ func New(opts Options, source collector.Collector, sink Sink, health *Health, do
 	}
 	perPush := int(opts.PushInterval/opts.Interval) + 2
 	return &Monitor{opts: opts, source: source, sink: sink, health: health, log: log, State: state, Doc: doc, buf: NewBuffer(perPush)}
+}
+
+// Identity is what a held monitor waits for: its series' labels, its
+// node document template and its checkpoint function (Options').
+type Identity struct {
+	Labels     []Label
+	Doc        jobmodel.Node
+	Checkpoint func(*NodeState, jobmodel.Node) error
+}
+
+// Hold makes a monitor, before it begins, sample without pushing series or
+// writing its node document until Name: a job's samples need not wait for
+// Slurm to say which job it is (an array task's id, its submit time).
+// The points it takes meanwhile are pushed, under the labels Name gives,
+// with the first push after it; if the watch ends still held, they are
+// dropped (the state, and so the job's documents, keep their figures).
+func (m *Monitor) Hold() { m.held = true }
+
+// Name gives a held monitor its identity; it may be called from any
+// goroutine, and takes effect at the monitor's next pass.
+func (m *Monitor) Name(id Identity) { m.named.Store(&id) }
+
+// Held reports whether the monitor is still without its identity; only
+// for the goroutine that drives it, or once its watch ended.
+func (m *Monitor) Held() bool {
+	m.adopt()
+	return m.held
+}
+
+// adopt takes the identity Name gave, if any (the driving goroutine).
+func (m *Monitor) adopt() {
+	if id := m.named.Swap(nil); id != nil {
+		m.opts.Labels, m.Doc, m.opts.Checkpoint = id.Labels, id.Doc, id.Checkpoint
+		m.held = false
+	}
 }
 
 // StopReason says why Run returned.
@@ -179,6 +222,9 @@ func (m *Monitor) tick(due func(now time.Time) (push, flush bool)) (gone bool) {
 		m.goneSince = time.Time{}
 	}
 	push, flush := due(now)
+	if m.adopt(); m.held {
+		return false
+	}
 	if push || flush {
 		m.push()
 		m.lastPush = now
@@ -200,6 +246,9 @@ func (m *Monitor) End(why StopReason) {
 	}
 	m.health.ProcessesUnheld.Sub(float64(m.unheld)) // its collectors close
 	m.unheld = 0
+	if m.adopt(); m.held {
+		return // no labels to push under: the state holds the figures
+	}
 	m.push()
 	if why != StopHandedOver {
 		m.pushStale()
