@@ -606,6 +606,7 @@ func (n *nodeAgent) take(req Request) bool {
 		}
 		return true // a second start for a watched job: nothing to do
 	}
+	n.a.Log.Debug("request taken", "op", req.Op, "job_id", req.JobID)
 	jobCtx, cancel := context.WithCancelCause(n.ctx)
 	if n.handingOver {
 		cancel(monitor.ErrHandover) // set up, checkpointed, left to the successor

@@ -286,16 +286,17 @@ func (w *jobWatch) lookup(ctx context.Context, uid uint32, keepTrying func() boo
 			return job
 		}
 		// Three tries a second apart; then, for a job sampled without its
-		// metadata (keepTrying), every few seconds up to the patience,
-		// even once the job has ended: a slurmctld too busy to answer
-		// for a minute must not cost the job its identity (an array
-		// task's id) for good.
+		// metadata (keepTrying), after 10, 20 and 40 s, up to the
+		// patience, even once the job has ended: a slurmctld too busy to
+		// answer for a minute must not cost the job its identity (an
+		// array task's id) for good, and every node asking every few
+		// seconds would keep it busy.
 		if try >= 2 && (keepTrying == nil || !keepTrying() || !a.now().Before(giveUp) || errors.Is(err, slurm.ErrJobNotFound)) {
 			break
 		}
 		pause := time.Second
 		if try >= 2 {
-			pause = 5 * time.Second
+			pause = min(10*time.Second<<min(try-2, 6), giveUp.Sub(a.now()))
 		}
 		select {
 		case <-ctx.Done():
@@ -578,6 +579,7 @@ func (w *jobWatch) identify(ctx, lctx context.Context, req Request) (jobmodel.Jo
 	src, err := w.sources(ctx, target, state, req.GPUs, req.GPUsGiven)
 	if err != nil {
 		e.none.Store(true)
+		a.Log.Debug("Slurm is slow to answer and the job's cgroup cannot be opened yet: sampling waits for Slurm", "job_id", w.jobID, "err", err)
 		return <-answer, nil // watch() tries the cgroup again, and says so
 	}
 	a.Log.Info("Slurm is slow to answer: sampling begins before the job's metadata", "job_id", w.jobID, "waited", wait)

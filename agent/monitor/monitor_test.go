@@ -126,14 +126,19 @@ func TestNodeStateWithNoSamplesSaysEverythingIsMissing(t *testing.T) {
 	}
 }
 
-func TestRunStopsWhenTheJobIsGoneAndPushesLabelledSeries(t *testing.T) {
-	t.Parallel()
+// steadyJob is a job busy one core for n readings, then gone, with a sink
+// and a clock for its monitor.
+func steadyJob(n int) (*scripted, *memSink, *fakeClock) {
 	src := &scripted{}
-	for i := 0; i < 6; i++ {
+	for i := 0; i < n; i++ {
 		src.readings = append(src.readings, reading(float64(i), 1<<20, 1<<19, 3))
 	}
-	sink := &memSink{}
-	clock := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	return src, &memSink{}, &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+}
+
+func TestRunStopsWhenTheJobIsGoneAndPushesLabelledSeries(t *testing.T) {
+	t.Parallel()
+	src, sink, clock := steadyJob(6)
 	labels := []Label{{Name: "cluster", Value: "c"}, {Name: "job_id", Value: "7"}, {Name: "node", Value: "n1"}}
 	checkpoints := 0
 	m := New(Options{
@@ -449,5 +454,65 @@ func TestSenderCloseByCutsAHungStoreShort(t *testing.T) {
 	defer sink.mu.Unlock()
 	if sink.spooled != 3 {
 		t.Errorf("%d writes handed to the sink, want 3 (two batches of series, one node document): nothing is dropped", sink.spooled)
+	}
+}
+
+// A held monitor (the job's identity not known yet) samples but sends
+// nothing; once named, its first push carries every point taken before,
+// under the labels it was given, and its node documents and checkpoints
+// begin.
+func TestHeldMonitorSendsNothingUntilNamed(t *testing.T) {
+	t.Parallel()
+	src, sink, clock := steadyJob(10)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	m := New(Options{Interval: time.Second, FlushInterval: time.Second, PushInterval: time.Second, GoneAfter: 2 * time.Second, Now: clock.Now},
+		src, sink, NewHealth(), jobmodel.Node{}, nil, log)
+	m.Hold()
+	snd := NewSender(sink, NewHealth(), log)
+	m.Begin(snd)
+	for i := 0; i < 4; i++ {
+		m.Tick()
+	}
+	snd.Flush()
+	sink.mu.Lock()
+	if len(sink.series)+len(sink.nodes) > 0 {
+		t.Errorf("held: %d series and %d node documents sent without the job's identity", len(sink.series), len(sink.nodes))
+	}
+	sink.mu.Unlock()
+	if !m.Held() {
+		t.Fatal("not held before Name")
+	}
+	labels := []Label{{Name: "cluster", Value: "c"}, {Name: "job_id", Value: "11_1"}, {Name: "node", Value: "n1"}}
+	checkpoints := 0
+	m.Name(Identity{Labels: labels, Doc: jobmodel.Node{DocID: "c:11_1/n1", JobDocID: "c:11_1"},
+		Checkpoint: func(*NodeState, jobmodel.Node) error { checkpoints++; return nil }})
+	for i := 0; i < 3; i++ {
+		m.Tick()
+	}
+	m.End(StopRequested)
+	snd.Close()
+	if m.Held() {
+		t.Error("still held after Name")
+	}
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	points := 0
+	for _, s := range sink.series {
+		if !slices.Equal(s.Labels[:3], labels) {
+			t.Errorf("series %s labelled %v", s.Name, s.Labels)
+		}
+		if s.Name == "jobsight_job_cpu_usage_seconds_total" {
+			for _, p := range s.Samples {
+				if !math.IsNaN(p.Value) {
+					points++
+				}
+			}
+		}
+	}
+	if points != int(m.State.Count) || points != 9 {
+		t.Errorf("%d CPU points pushed of %d samples (want 9: those taken while held too)", points, m.State.Count)
+	}
+	if len(sink.nodes) == 0 || sink.nodes[0].JobDocID != "c:11_1" || checkpoints == 0 {
+		t.Errorf("after Name: %d node documents (first %+v), %d checkpoints", len(sink.nodes), sink.nodes, checkpoints)
 	}
 }

@@ -8,13 +8,27 @@ import "testing"
 func TestFiguresReadKernelFiles(t *testing.T) {
 	t.Parallel()
 	f := Figures{Files: map[string]string{
-		"cpu.stat":      "usage_usec 9061891\nuser_usec 8931000\nsystem_usec 130891\n",
-		"memory.events": "low 0\nhigh 0\nmax 37\noom 1\noom_kill 1\noom_group_kill 0\n",
-		"memory.peak":   "318386176\n",
-		"io.stat":       "254:0 rbytes=4096 wbytes=33558528 rios=1 wios=29 dbytes=0 dios=0\n254:16 rbytes=8192 wbytes=1 rios=2 wios=1 dbytes=0 dios=0\n",
-		"io.pressure":   "some avg10=61.02 avg60=20.11 avg300=4.73 total=7431552\nfull avg10=60.90 avg60=20.07 avg300=4.72 total=7420011\n",
-		"pids.peak":     "error: open /sys/fs/cgroup/x/pids.peak: no such file or directory\n",
+		"cpu.stat":              "usage_usec 9061891\nuser_usec 8931000\nsystem_usec 130891\n",
+		"memory.events":         "low 0\nhigh 0\nmax 37\noom 1\noom_kill 1\noom_group_kill 0\n",
+		"memory.peak":           "318386176\n",
+		"io.stat":               "254:0 rbytes=4096 wbytes=33558528 rios=1 wios=29 dbytes=0 dios=0\n254:16 rbytes=8192 wbytes=1 rios=2 wios=1 dbytes=0 dios=0\n",
+		"io.pressure":           "some avg10=61.02 avg60=20.11 avg300=4.73 total=7431552\nfull avg10=60.90 avg60=20.07 avg300=4.72 total=7420011\n",
+		"pids.peak":             "error: open /sys/fs/cgroup/x/pids.peak: no such file or directory\n",
+		"time_ms":               "1795962928703\n",
+		"cpuset.cpus.effective": "0-2,5\n",
 	}}
+	if at, ok := f.ReadAt(); !ok || at.UnixMilli() != 1795962928703 {
+		t.Errorf("time_ms %v %v", at, ok)
+	}
+	if n := f.CPUs(); n != 4 {
+		t.Errorf("cpuset 0-2,5: %d CPUs", n)
+	}
+	if n := (Figures{Files: map[string]string{"cpuset.cpus.effective": "1\n"}}).CPUs(); n != 1 {
+		t.Errorf("cpuset 1: %d CPUs", n)
+	}
+	if n := (Figures{Files: map[string]string{"cpuset.cpus.effective": "error: no such file\n"}}).CPUs(); n != 0 {
+		t.Errorf("an unreadable cpuset: %d CPUs", n)
+	}
 	if v, ok := f.Key("cpu.stat", "usage_usec"); !ok || v != 9061891 {
 		t.Errorf("usage_usec %d %v", v, ok)
 	}

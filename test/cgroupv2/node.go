@@ -300,6 +300,32 @@ func (f Figures) Key(file, key string) (uint64, bool) {
 	return 0, false
 }
 
+// ReadAt is when the job read its figures (time_ms, written after the
+// files were read).
+func (f Figures) ReadAt() (time.Time, bool) {
+	ms, err := strconv.ParseInt(strings.TrimSpace(f.Files["time_ms"]), 10, 64)
+	return time.UnixMilli(ms), err == nil && ms > 0
+}
+
+// CPUs is how many CPUs the job's cpuset holds (cpuset.cpus.effective,
+// a list such as "0-2,5"), 0 when unknown.
+func (f Figures) CPUs() int {
+	n := 0
+	for _, r := range strings.Split(strings.TrimSpace(f.Files["cpuset.cpus.effective"]), ",") {
+		lo, hi, isRange := strings.Cut(r, "-")
+		a, err1 := strconv.Atoi(lo)
+		b, err2 := a, error(nil)
+		if isRange {
+			b, err2 = strconv.Atoi(hi)
+		}
+		if err1 != nil || err2 != nil || b < a {
+			return 0
+		}
+		n += b - a + 1
+	}
+	return n
+}
+
 // Uint returns a file holding one number (memory.peak, pids.peak).
 func (f Figures) Uint(file string) (uint64, bool) {
 	n, err := strconv.ParseUint(strings.TrimSpace(f.Files[file]), 10, 64)

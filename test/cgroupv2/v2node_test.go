@@ -42,12 +42,15 @@ const cluster = "v2test"
 // removed, so both see the whole workload. What runs in the job's cgroup
 // after the job's own reading is in the document but not in the reading:
 // slurmstepd's end of the job (it lives in the job's cgroup, step_*/slurm),
-// up to about a second of CPU and of CPU wait under emulation, tens of
-// milliseconds on a real node: afterTol allows that much above.
+// up to about a second of CPU and of CPU wait under emulation, more on a
+// loaded host, tens of milliseconds on a real node. That much is allowed
+// above, bounded by time itself (after): no more CPU than the job's CPUs
+// give between its reading and the agent's last sample (sampling.last),
+// and no more stall than that time.
 const (
 	cpuTolSeconds  = 0.5  // core-seconds, or
 	cpuTolShare    = 0.05 // of the kernel's figure, whichever is larger
-	afterTol       = 1.5  // seconds of CPU or of stall after the job's reading
+	afterTol       = 1.5  // seconds of CPU after the job's reading, for the figures checked against the workload
 	memTolBytes    = 4 << 20
 	memTolShare    = 0.03
 	ioTolBytes     = 1 << 20
@@ -266,7 +269,8 @@ func TestCgroupV2Node(t *testing.T) {
 				continue
 			}
 			usage, _ := f.Key("cpu.stat", "usage_usec")
-			withinAfter(t, name+": the CPU series' last value against cpu.stat usage_usec", cpu, float64(usage)/1e6, cpuTolSeconds, cpuTolShare, afterTol)
+			cpuAfter, _ := after(t, name, d, f)
+			withinAfter(t, name+": the CPU series' last value against cpu.stat usage_usec", cpu, float64(usage)/1e6, cpuTolSeconds, cpuTolShare, cpuAfter)
 			mem, ok, err := stack.PromQuery(ctx, node.PromURL, "max(max_over_time(jobsight_job_memory_used_bytes"+sel+"[2h]))")
 			peak, _ := f.Uint("memory.peak")
 			if err != nil || !ok || mem > float64(peak) {
@@ -283,7 +287,8 @@ func TestCgroupV2Node(t *testing.T) {
 		if err != nil || !ok {
 			t.Errorf("iostall: no I/O stall series (%v)", err)
 		} else {
-			withinAfter(t, "iostall: the I/O stall series' last value against io.pressure's some total", v, float64(k)/1e6, stallTolSecond, stallTolShare, afterTol)
+			_, stallAfter := after(t, "iostall", d, f)
+			withinAfter(t, "iostall: the I/O stall series' last value against io.pressure's some total", v, float64(k)/1e6, stallTolSecond, stallTolShare, stallAfter)
 		}
 	})
 
@@ -336,10 +341,11 @@ func TestCgroupV2Node(t *testing.T) {
 // the same job (one node).
 func checkAgainstKernel(t *testing.T, name string, d jobDoc, f Figures) {
 	t.Helper()
+	cpuAfter, stallAfter := after(t, name, d, f)
 	if usage, ok := f.Key("cpu.stat", "usage_usec"); !ok {
 		t.Errorf("%s: the kernel's cpu.stat has no usage_usec: %q", name, f.Files["cpu.stat"])
 	} else {
-		withinAfter(t, name+": cpu.core_seconds against cpu.stat usage_usec", d.num("cpu.core_seconds"), float64(usage)/1e6, cpuTolSeconds, cpuTolShare, afterTol)
+		withinAfter(t, name+": cpu.core_seconds against cpu.stat usage_usec", d.num("cpu.core_seconds"), float64(usage)/1e6, cpuTolSeconds, cpuTolShare, cpuAfter)
 	}
 	if peak, ok := f.Uint("memory.peak"); !ok {
 		t.Errorf("%s: no memory.peak from the kernel: %q", name, f.Files["memory.peak"])
@@ -370,8 +376,26 @@ func checkAgainstKernel(t *testing.T, name string, d jobDoc, f Figures) {
 			continue
 		}
 		withinAfter(t, fmt.Sprintf("%s: pressure.%s_some_seconds against %s.pressure some total", name, res, res),
-			d.num("pressure."+res+"_some_seconds"), float64(k)/1e6, stallTolSecond, stallTolShare, afterTol)
+			d.num("pressure."+res+"_some_seconds"), float64(k)/1e6, stallTolSecond, stallTolShare, stallAfter)
 	}
+}
+
+// after bounds what the job's cgroup can have done after the job read its
+// figures: from that reading to the agent's last sample of the job
+// (sampling.last), at most that long on each of the job's CPUs, and that
+// long stalled (0.2 s more: the reading's own time, clock steps).
+func after(t *testing.T, name string, d jobDoc, f Figures) (cpuSeconds, stallSeconds float64) {
+	t.Helper()
+	read, ok := f.ReadAt()
+	last, err := time.Parse(time.RFC3339Nano, d.str("sampling.last"))
+	cpus := f.CPUs()
+	if !ok || err != nil || cpus == 0 {
+		t.Errorf("%s: no time between the job's reading and the agent's last sample (time_ms %q, sampling.last %q, cpuset %q)",
+			name, f.Files["time_ms"], d.str("sampling.last"), f.Files["cpuset.cpus.effective"])
+		return 0, 0
+	}
+	w := max(0, last.Sub(read).Seconds()) + 0.2
+	return w * float64(cpus), w
 }
 
 // within fails unless got is within tolAbs or tolShare × want of want.

@@ -146,17 +146,27 @@ say "phase 2: pressure stalls, an OOM kill, a job array"
 # agent; phase 2 begins once the agent is connected.
 wait_for 180 "phase 1's node agent to exit" sh -c "! pgrep -x jobsight-agent"
 n0=$(grep -c 'msg=connected' /var/log/jobsight/agent.log || true)
-job warmup "-c 1 --mem=128M" "sleep 45"
+job warmup "-c 1 --mem=128M" "sleep 60"
 wait_for 120 "the node agent for phase 2" pgrep -x jobsight-agent
 wait_for 120 "the node agent's connection to the store" sh -c "[ \$(grep -c 'msg=connected' /var/log/jobsight/agent.log) -gt ${n0:-0} ]"
 job cpustall "-c 1 --mem=256M" "v2work burn 25 4"
+stalls=$id
 job iostall "-c 1 --mem=256M" "v2work slowread /slow 8 12"
+stalls=$stalls,$id
 job memstall "-c 1 --mem=160M" "v2work thrash /var/tmp 320 12"
-job oom "-c 1 --mem=160M" "v2work alloc 400 5"
-# The array's tasks idle 3 s first, as phase 1's jobs do: three tasks
-# starting beside four jobs, one 3-second task ended before its watch's
-# first sample (2026-11-29).
-job array "-c 1 --mem=128M --array=1-3" "sleep 3; v2work burn 3 1"
+stalls=$stalls,$id
+wait_for 600 "phase 2's stall jobs to end" sh -c "[ -z \"\$(squeue -h -j $stalls -o %i 2>/dev/null)\" ]"
+# The OOM job and the array's tasks run once the stall jobs are over, and
+# idle 12 s first, as phase 1's jobs do. Beside the stall jobs (four busy
+# threads, a thrashing one) on a host slower than this one (a CI run,
+# 2026-11-29), the emulated node was so starved that their start requests
+# reached the agent after they had ended, and squeue was killed at its
+# timeout for each of their lookups: the OOM job (5 s of work) and the
+# array's 3-second tasks had no sample. The agent no longer waits for
+# Slurm before sampling (agent/collector/README.md), but a start request
+# that comes after the job is over it cannot make up for.
+job oom "-c 1 --mem=160M" "sleep 12; v2work alloc 400 5"
+job array "-c 1 --mem=128M --array=1-3" "sleep 12; v2work burn 3 1"
 wait_for 600 "phase 2's jobs to end" all_done
 
 say "phase 3: slurmd restarted under a running job and its node agent; then CgroupJobIdPaths=yes (job_<id> directories, not the SLUID)"
