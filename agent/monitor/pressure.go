@@ -81,9 +81,11 @@ func (st *StallState) observe(v uint64, dt float64) {
 
 // usage summarises the state for a node document: the watched seconds,
 // and per family the stall total (the kernel's, since the job's cgroup was
-// made, at the last reading: as cpu.core_seconds is cpu.stat's total), its
-// share of the watched seconds (clamped to 0–1, absent with a single
-// reading) and the peak share.
+// made, at the last reading: as cpu.core_seconds is cpu.stat's total), the
+// share of the watched seconds stalled (what the total grew by over them,
+// clamped to 0–1, absent with a single reading: a watch that began late
+// must not count the stalls before it against its shorter time) and the
+// peak share.
 func (p *PressureState) usage() *jobmodel.PressureUsage {
 	watched := max(0, p.Last.Sub(p.First).Seconds())
 	u := &jobmodel.PressureUsage{WatchedSeconds: jobmodel.Ptr(watched)}
@@ -94,10 +96,9 @@ func (p *PressureState) usage() *jobmodel.PressureUsage {
 			continue
 		}
 		f := fields[i]
-		secs := float64(total) / 1e9
-		*f.Seconds = jobmodel.Ptr(secs)
-		if watched > 0 {
-			*f.Ratio = jobmodel.Ptr(jobmodel.Clamp01(secs / watched))
+		*f.Seconds = jobmodel.Ptr(float64(total) / 1e9)
+		if grew, _ := st.Total.Increase(); watched > 0 {
+			*f.Ratio = jobmodel.Ptr(jobmodel.Clamp01(float64(grew) / 1e9 / watched))
 		}
 		if st.HavePeak {
 			*f.PeakRatio = jobmodel.Ptr(st.PeakRatio)

@@ -61,14 +61,16 @@ func checkFamily(t *testing.T, p *jobmodel.PressureUsage, family int, seconds, r
 
 // The node document's pressure figures are the kernel's stall totals at
 // the last sample that read them (since the job's cgroup was made, as
-// cpu.core_seconds is), their share of the watched time, and the worst
-// single interval.
+// cpu.core_seconds is), the share of the watched time stalled (what the
+// totals grew by over it), and the worst single interval.
 func TestPressureShareOfWatchedTime(t *testing.T) {
 	t.Parallel()
 	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	st := NewNodeState(t0, 10*time.Second, 0.05)
 	// The job's cgroup had stalled 5 s (I/O some) before the first
-	// sample: counted in the total, as the kernel counts it.
+	// sample: counted in the total, as the kernel counts it, not in the
+	// share of the 40 s watched (a watch that began late would otherwise
+	// call a job stalled for the stalls of its start).
 	feed(st, t0,
 		stallReading{0, stalls{1, 0, 0, 5, 1}},
 		stallReading{10, stalls{1, 0, 0, 6, 1}},  // I/O 10 %
@@ -81,11 +83,11 @@ func TestPressureShareOfWatchedTime(t *testing.T) {
 	if p == nil || p.WatchedSeconds == nil || *p.WatchedSeconds != 40 {
 		t.Fatalf("pressure %+v, want 40 s watched", p)
 	}
-	checkFamily(t, p, 0, 3, 0.075, 0.1)
+	checkFamily(t, p, 0, 3, 0.05, 0.1)
 	checkFamily(t, p, 1, 2, 0.05, 0.1)
 	checkFamily(t, p, 2, 0.5, 0.0125, 0.05)
-	checkFamily(t, p, 3, 19, 0.475, 0.9)
-	checkFamily(t, p, 4, 4, 0.1, 0.3)
+	checkFamily(t, p, 3, 19, 0.35, 0.9)
+	checkFamily(t, p, 4, 4, 0.075, 0.3)
 	for _, m := range []string{"cpu_pressure", "memory_pressure", "io_pressure"} {
 		if slices.Contains(doc.MissingMetrics, m) {
 			t.Errorf("%s named missing: %v", m, doc.MissingMetrics)
@@ -118,10 +120,9 @@ func TestPressureResetAndOvershootStayWithin0And1(t *testing.T) {
 			}
 		}
 	}
-	// CPU some: 110.02 before the reset and 13 after it, 123.02 s: more
-	// than the 30 s watched (most of it before the first sample), so the
-	// share is clamped to 1.
-	checkFamily(t, p, 0, 123.02, 1, 1)
+	// CPU some: 110.02 before the reset and 13 after it, 123.02 s in all;
+	// 100 of them before the first sample, so 23.02 of the 30 s watched.
+	checkFamily(t, p, 0, 123.02, 23.02/30, 1)
 }
 
 // A sample that read only some pressure files counts for none (every
@@ -149,7 +150,7 @@ func TestPressureOnlyFromSamplesThatReadEveryFile(t *testing.T) {
 	if p := doc.Pressure; p == nil || p.WatchedSeconds == nil || *p.WatchedSeconds != 10 {
 		t.Fatalf("pressure %+v, want the 10 s between the two full samples", doc.Pressure)
 	}
-	checkFamily(t, doc.Pressure, 3, 9, 0.9, 0.6)
+	checkFamily(t, doc.Pressure, 3, 9, 0.6, 0.6)
 }
 
 // A checkpoint written before pressure, OOM kills and the threads' kernel

@@ -469,7 +469,9 @@ func (f *facts) stallEvidence(s stallFact, what string) string {
 		ev += " (summed over its nodes)"
 	}
 	if s.hasSeconds {
-		ev += fmt.Sprintf(": %s stalled", duration(s.seconds))
+		// Of the watched time: the ratio's (the document's seconds also
+		// hold the stalls before the job's first sample).
+		ev += fmt.Sprintf(": %s stalled", duration(s.ratio*f.watched))
 	}
 	if f.nodes > 1 && s.hasNode {
 		ev += fmt.Sprintf("; %s on the worst node", pct(s.maxNode))

@@ -197,15 +197,16 @@ func PeakAtLimitIfOOM(job *Job, nodes []Node) {
 }
 
 // assemblePressure joins the nodes' pressure stalls: watched and stall
-// seconds are sums; a family's ratio is its stall seconds over the watched
-// seconds of the nodes that have it (the nodes' ratios weighted by their
-// watched time), its peak ratio and max_node ratio the largest of any
-// node's. Nil when no node has pressure figures.
+// seconds are sums; a family's ratio is the nodes' ratios weighted by
+// their watched time (each node's ratio counts only the stalls of its
+// watched time, not those before a late first sample), its peak ratio and
+// max_node ratio the largest of any node's. Nil when no node has pressure
+// figures.
 func assemblePressure(nodes []Node) *PressureUsage {
 	var out PressureUsage
 	found := false
 	outF := out.Families()
-	var watched [len(PressureFamilies)]float64
+	var watched, stalled [len(PressureFamilies)]float64
 	for i := range nodes {
 		p := nodes[i].Pressure
 		if p == nil {
@@ -217,19 +218,20 @@ func assemblePressure(nodes []Node) *PressureUsage {
 			o := outF[k]
 			*o.PeakRatio = maxPtr(*o.PeakRatio, *f.PeakRatio)
 			*o.MaxNodeRatio = maxPtr(*o.MaxNodeRatio, *f.Ratio)
-			if *f.Seconds == nil || p.WatchedSeconds == nil {
+			*o.Seconds = addPtr(*o.Seconds, *f.Seconds)
+			if *f.Ratio == nil || p.WatchedSeconds == nil {
 				continue
 			}
-			*o.Seconds = addPtr(*o.Seconds, *f.Seconds)
 			watched[k] += *p.WatchedSeconds
+			stalled[k] += **f.Ratio * *p.WatchedSeconds
 		}
 	}
 	if !found {
 		return nil
 	}
 	for k, o := range outF {
-		if *o.Seconds != nil && watched[k] > 0 {
-			*o.Ratio = Ptr(Clamp01(**o.Seconds / watched[k]))
+		if watched[k] > 0 {
+			*o.Ratio = Ptr(Clamp01(stalled[k] / watched[k]))
 		}
 	}
 	return &out

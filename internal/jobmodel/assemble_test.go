@@ -318,3 +318,22 @@ func TestAssembleGPUActivityAcrossNodes(t *testing.T) {
 		t.Errorf("SM timeline %v", tl)
 	}
 }
+
+// A node whose watch began late: its stall total holds the seconds before
+// its first sample, its ratio only those of its watched time. The job's
+// ratio weighs the nodes' ratios, never the totals over the watched time
+// (here 103 s of stall over 40 s watched).
+func TestAssemblePressureFromTheNodesWatchedShares(t *testing.T) {
+	t.Parallel()
+	late := node("n1", 10, 1, 100, 1000)
+	late.Pressure = pressure(10, [5]float64{100, 0, 0, 0, 0}, [5]float64{0.3, 0, 0, 0, 0})
+	*late.Pressure.Families()[0].Ratio = Ptr(0.2)
+	n2 := node("n2", 10, 1, 100, 1000)
+	n2.Pressure = pressure(30, [5]float64{3, 0, 0, 0, 0}, [5]float64{0.2, 0, 0, 0, 0})
+	job := Job{Nodes: []string{"n1", "n2"}}
+	Assemble(&job, []Node{late, n2})
+	f := job.Pressure.Families()[0]
+	if *f.Seconds == nil || **f.Seconds != 103 || *f.Ratio == nil || math.Abs(**f.Ratio-0.125) > 1e-12 {
+		t.Errorf("cpu_some: %v s, ratio %v; want 103 s and (0.2×10 + 0.1×30)/40 = 0.125", deref(*f.Seconds), deref(*f.Ratio))
+	}
+}
