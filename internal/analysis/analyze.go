@@ -225,11 +225,12 @@ const (
 )
 
 // stallFact is one pressure family's validated figures: the share of the
-// watched time the job's tasks stalled, and (where known) the stall
-// seconds, the worst sampling interval and the worst node.
+// watched time the job's tasks stalled, whether the document has the stall
+// seconds (the evidence then states the stalled time: the share of the
+// watched time), and where known the worst sampling interval and node.
 type stallFact struct {
 	ratio                        float64
-	seconds, peak, maxNode       float64
+	peak, maxNode                float64
 	hasSeconds, hasPeak, hasNode bool
 }
 
@@ -508,7 +509,7 @@ func (f *facts) pressureFacts() {
 			continue
 		}
 		s := stallFact{ratio: jobmodel.Clamp01(r)}
-		s.seconds, s.hasSeconds = okF(*fl.Seconds)
+		_, s.hasSeconds = okF(*fl.Seconds)
 		if v, ok := okF(*fl.PeakRatio); ok {
 			s.peak, s.hasPeak = jobmodel.Clamp01(v), true
 		}
