@@ -2,10 +2,12 @@ package jobagent
 
 import (
 	"context"
+	"math"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/jobsight/jobsight/agent/monitor"
 	"github.com/jobsight/jobsight/internal/jobmodel"
 )
 
@@ -107,10 +109,12 @@ func TestBusySlurmDoesNotDelaySampling(t *testing.T) {
 }
 
 // A job that ends before Slurm answers keeps what was sampled: its final
-// documents, under Slurm's name for it, carry its figures.
+// documents, under Slurm's name for it, carry its figures, and its series
+// go out under that name once Slurm has answered, ended by a staleness
+// marker.
 func TestJobEndedBeforeSlurmAnsweredKeepsItsFigures(t *testing.T) {
 	t.Parallel()
-	out, _ := watchBusySlurm(t, 3*time.Second, 5*time.Second)
+	out, started := watchBusySlurm(t, 3*time.Second, 5*time.Second)
 	out.mu.Lock()
 	defer out.mu.Unlock()
 	i := slices.IndexFunc(out.jobs, func(j jobmodel.Job) bool { return j.Final })
@@ -125,4 +129,32 @@ func TestJobEndedBeforeSlurmAnsweredKeepsItsFigures(t *testing.T) {
 	if final.DocID != "c:11_1" || final.Sampling.Count < 2 || cs < 1 {
 		t.Errorf("final document %q: %d samples, %.2f core-seconds; want c:11_1 with the 3 s sampled before Slurm answered", final.DocID, final.Sampling.Count, cs)
 	}
+	var points []monitor.Point
+	for _, sr := range out.series {
+		if sr.Name != "jobsight_job_cpu_usage_seconds_total" {
+			continue
+		}
+		if v, _ := labelValue(sr.Labels, "job_id"); v != "11_1" {
+			t.Errorf("the CPU series labelled job_id=%q, want 11_1", v)
+		}
+		points = append(points, sr.Samples...)
+	}
+	switch {
+	case len(points) < 3:
+		t.Fatalf("the CPU series has %d points: the 3 s sampled before Slurm answered were not pushed", len(points))
+	case time.UnixMilli(points[0].TimestampMs).Sub(started) > 1500*time.Millisecond:
+		t.Errorf("the CPU series begins %v after the job's start", time.UnixMilli(points[0].TimestampMs).Sub(started))
+	case math.Float64bits(points[len(points)-1].Value) != math.Float64bits(monitor.StaleNaN):
+		t.Errorf("the CPU series ends with %v, not a staleness marker: the ended job stays in instant queries for 5 min", points[len(points)-1].Value)
+	}
+}
+
+// labelValue is the value of the label name, if the series has it.
+func labelValue(labels []monitor.Label, name string) (string, bool) {
+	for _, l := range labels {
+		if l.Name == name {
+			return l.Value, true
+		}
+	}
+	return "", false
 }

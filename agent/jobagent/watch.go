@@ -605,7 +605,8 @@ func (e *earlyWatch) abandon() {
 
 // continueEarly names the early watch's monitor with the job's identity
 // and checkpoint, and waits for its end (as watch does). A job that ended
-// before Slurm answered keeps its figures (the state) but not its series.
+// before Slurm answered keeps its figures (the state) and its series (sent
+// late, under the name Slurm gave).
 func (w *jobWatch) continueEarly(ck *Checkpoint, e *earlyWatch) (handedOver bool) {
 	a := w.a
 	ckw := newCheckpointWriter(w.f, a.now)
@@ -618,8 +619,8 @@ func (w *jobWatch) continueEarly(ck *Checkpoint, e *earlyWatch) (handedOver bool
 	})
 	reason := <-e.done
 	e.src.Close()
-	if e.mon.Held() {
-		a.Log.Info("the job's watch ended before Slurm answered: its documents have its figures, its series none",
+	if e.mon.Late() {
+		a.Log.Info("the job's watch ended before Slurm answered: its series went out once it had",
 			"job_id", w.jobID, "samples", ck.State.Count)
 	}
 	a.Log.Info("stopped sampling", "job_id", w.jobID, "reason", string(reason), "samples", ck.State.Count)

@@ -73,6 +73,9 @@ type Monitor struct {
 	// monitor's own goroutine at its next pass).
 	held  bool
 	named atomic.Pointer[Identity]
+	// endedHeld is why a watch that ended still held ended: its points
+	// wait in the buffer for Late.
+	endedHeld StopReason
 
 	// The watch in progress (Begin … End).
 	sampleBuf           collector.Sample
@@ -104,8 +107,8 @@ type Identity struct {
 // writing its node document until Name: a job's samples need not wait for
 // Slurm to say which job it is (an array task's id, its submit time).
 // The points it takes meanwhile are pushed, under the labels Name gives,
-// with the first push after it; if the watch ends still held, they are
-// dropped (the state, and so the job's documents, keep their figures).
+// with the first push after it; if the watch ends still held, they wait
+// for Late.
 func (m *Monitor) Hold() { m.held = true }
 
 // Name gives a held monitor its identity; it may be called from any
@@ -247,12 +250,34 @@ func (m *Monitor) End(why StopReason) {
 	m.health.ProcessesUnheld.Sub(float64(m.unheld)) // its collectors close
 	m.unheld = 0
 	if m.adopt(); m.held {
-		return // no labels to push under: the state holds the figures
+		m.endedHeld = why // no labels to push under yet: Late sends them
+		return
 	}
 	m.push()
 	if why != StopHandedOver {
 		m.pushStale()
 	}
+}
+
+// Late delivers what a watch that ended still held kept back, once Name
+// has given its identity: the points sampled (a job of seconds can end
+// before Slurm says which job it was) and, unless it was handed over,
+// the staleness markers. It returns once they were handed to the sink
+// (sent or spooled), and reports whether there was anything to send. Only
+// once the watch has ended.
+func (m *Monitor) Late() bool {
+	if m.adopt(); m.held || m.endedHeld == "" {
+		return false
+	}
+	snd := NewSender(m.sink, m.health, m.log)
+	defer snd.Close()
+	m.snd = snd
+	m.push()
+	if m.endedHeld != StopHandedOver {
+		m.pushStale()
+	}
+	m.endedHeld = ""
+	return true
 }
 
 // sample takes one pass over the collectors.

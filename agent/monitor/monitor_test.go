@@ -457,12 +457,9 @@ func TestSenderCloseByCutsAHungStoreShort(t *testing.T) {
 	}
 }
 
-// A held monitor (the job's identity not known yet) samples but sends
-// nothing; once named, its first push carries every point taken before,
-// under the labels it was given, and its node documents and checkpoints
-// begin.
-func TestHeldMonitorSendsNothingUntilNamed(t *testing.T) {
-	t.Parallel()
+// heldMonitor is a steady job's monitor, held, begun and ticked ticks
+// times (each a second on its clock).
+func heldMonitor(ticks int) (*Monitor, *memSink, *Sender) {
 	src, sink, clock := steadyJob(10)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	m := New(Options{Interval: time.Second, FlushInterval: time.Second, PushInterval: time.Second, GoneAfter: 2 * time.Second, Now: clock.Now},
@@ -470,9 +467,19 @@ func TestHeldMonitorSendsNothingUntilNamed(t *testing.T) {
 	m.Hold()
 	snd := NewSender(sink, NewHealth(), log)
 	m.Begin(snd)
-	for i := 0; i < 4; i++ {
+	for i := 0; i < ticks; i++ {
 		m.Tick()
 	}
+	return m, sink, snd
+}
+
+// A held monitor (the job's identity not known yet) samples but sends
+// nothing; once named, its first push carries every point taken before,
+// under the labels it was given, and its node documents and checkpoints
+// begin.
+func TestHeldMonitorSendsNothingUntilNamed(t *testing.T) {
+	t.Parallel()
+	m, sink, snd := heldMonitor(4)
 	snd.Flush()
 	sink.mu.Lock()
 	if len(sink.series)+len(sink.nodes) > 0 {
@@ -514,5 +521,53 @@ func TestHeldMonitorSendsNothingUntilNamed(t *testing.T) {
 	}
 	if len(sink.nodes) == 0 || sink.nodes[0].JobDocID != "c:11_1" || checkpoints == 0 {
 		t.Errorf("after Name: %d node documents (first %+v), %d checkpoints", len(sink.nodes), sink.nodes, checkpoints)
+	}
+}
+
+// A watch that ends still held keeps its points; once named, Late sends
+// them under the job's labels, ended by staleness markers, except after a
+// handover (the new agent goes on with the series). Late sends once.
+func TestLateSendsWhatAnEndedHeldWatchKept(t *testing.T) {
+	t.Parallel()
+	for _, why := range []StopReason{StopRequested, StopHandedOver} {
+		m, sink, snd := heldMonitor(3)
+		m.End(why)
+		snd.Close()
+		if m.Late() {
+			t.Errorf("%s: Late sent before the monitor was named", why)
+		}
+		labels := []Label{{Name: "cluster", Value: "c"}, {Name: "job_id", Value: "7"}, {Name: "node", Value: "n1"}}
+		m.Name(Identity{Labels: labels, Doc: jobmodel.Node{DocID: "c:7/n1", JobDocID: "c:7"}})
+		if !m.Late() {
+			t.Errorf("%s: Late had nothing to send", why)
+		}
+		if m.Late() {
+			t.Errorf("%s: Late sent twice", why)
+		}
+		sink.mu.Lock()
+		points, stale := 0, 0
+		for _, s := range sink.series {
+			if s.Name != "jobsight_job_cpu_usage_seconds_total" {
+				continue
+			}
+			if !slices.Equal(s.Labels[:3], labels) {
+				t.Errorf("%s: series %s labelled %v", why, s.Name, s.Labels)
+			}
+			for _, p := range s.Samples {
+				if math.Float64bits(p.Value) == math.Float64bits(StaleNaN) {
+					stale++
+				} else {
+					points++
+				}
+			}
+		}
+		sink.mu.Unlock()
+		wantStale := 1
+		if why == StopHandedOver {
+			wantStale = 0
+		}
+		if points != int(m.State.Count) || stale != wantStale {
+			t.Errorf("%s: %d CPU points of %d samples and %d staleness markers sent late, want all and %d", why, points, m.State.Count, stale, wantStale)
+		}
 	}
 }
