@@ -16,6 +16,11 @@ import (
 // DefaultTimeout bounds a Slurm command when Options.Timeout is zero.
 const DefaultTimeout = 10 * time.Second
 
+// WaitDelay is how long a command killed at its timeout, or one that
+// exited, may leave its output open (children of a wrapper script) before
+// the call returns without them.
+const WaitDelay = time.Second
+
 // MaxAnswer bounds what one command may print: squeue --json for 100,000
 // jobs on 26.05 is under 1 GiB; more is not an answer to read (and would
 // be held in memory whole).
@@ -99,10 +104,16 @@ var userEnvPrefixes = []string{"SQUEUE_", "SINFO_", "SLURM_TIME_FORMAT=", "SLURM
 // runEnv is run with env added after the inherited environment, less the
 // variables that change the commands' output.
 func (c *Client) runEnv(ctx context.Context, env []string, bin string, args ...string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, cmp.Or(c.Timeout, DefaultTimeout))
+	timeout := cmp.Or(c.Timeout, DefaultTimeout)
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	c.calls.Add(1)
 	cmd := exec.CommandContext(ctx, bin, args...)
+	// A command killed at the timeout may leave children holding its
+	// output open (a site's wrapper script around squeue): the call ends
+	// WaitDelay later, not when they do.
+	cmd.WaitDelay = WaitDelay
 	cmd.Env = cmd.Environ()
 	cmd.Env = slices.DeleteFunc(cmd.Env, func(kv string) bool {
 		return slices.ContainsFunc(userEnvPrefixes, func(p string) bool { return strings.HasPrefix(kv, p) })
@@ -116,6 +127,9 @@ func (c *Client) runEnv(ctx context.Context, env []string, bin string, args ...s
 		return nil, fmt.Errorf("%s %s: %w", bin, strings.Join(args, " "), errTooLarge)
 	}
 	out := stdout.Bytes()
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && parent.Err() == nil {
+		return nil, fmt.Errorf("%s %s: no answer within %s (slurm.timeout), killed: %w", bin, strings.Join(args, " "), timeout, ctx.Err())
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w: %s", bin, strings.Join(args, " "), err, clip(strings.TrimSpace(stderr.String())))
 	}

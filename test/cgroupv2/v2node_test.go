@@ -325,6 +325,56 @@ func TestCgroupV2Node(t *testing.T) {
 		}
 	})
 
+	t.Run("Slurm too busy to answer", func(t *testing.T) {
+		// Phase 4: every lookup of array task 7's identity was killed at
+		// the agent's slurm.timeout until the job had ended. It was
+		// sampled meanwhile; once Slurm answered, its documents and its
+		// series went out under <array>_7, never under Slurm's plain id.
+		arrayID := manifest["busyslurm"]
+		if arrayID == "" {
+			t.Fatalf("job busyslurm was not submitted (manifest %v)", manifest)
+		}
+		id := arrayID + "_7"
+		d, ok := docs[cluster+":"+id]
+		if !ok {
+			t.Fatalf("no job document %s:%s (documents: %v)", cluster, id, slices.Sorted(maps.Keys(docs)))
+		}
+		if _, plain := docs[cluster+":"+arrayID]; plain {
+			t.Errorf("a job document under Slurm's plain id %s:%s: the agent named the job before Slurm did", cluster, arrayID)
+		}
+		if !d.bool("final") || int(d.num("array_task_id")) != 7 || slices.Contains(d.strs("missing_metrics"), "slurm_metadata") {
+			t.Errorf("%s: final %v, array_task_id %v, missing %v: want Slurm's metadata, got late", id, d.bool("final"), d.num("array_task_id"), d.strs("missing_metrics"))
+		}
+		f, ok := figs[strconv.Itoa(int(d.num("slurm_job_id")))]
+		if !ok {
+			t.Fatalf("%s: no kernel figures for Slurm job %v", id, d.num("slurm_job_id"))
+		}
+		checkAgainstKernel(t, "busyslurm", d, f)
+		usage, _ := f.Key("cpu.stat", "usage_usec")
+		cpuAfter, _ := after(t, "busyslurm", d, f)
+		sel := fmt.Sprintf(`{cluster=%q,job_id=%q}`, cluster, id)
+		cpu, ok, err := stack.PromQuery(ctx, node.PromURL, "max(max_over_time(jobsight_job_cpu_usage_seconds_total"+sel+"[2h]))")
+		if err != nil || !ok {
+			t.Errorf("%s: no CPU series (%v): the points sampled before Slurm answered were not sent", id, err)
+		} else {
+			withinAfter(t, id+": the CPU series' last value against cpu.stat usage_usec", cpu, float64(usage)/1e6, cpuTolSeconds, cpuTolShare, cpuAfter)
+		}
+		n, ok, err := stack.PromQuery(ctx, node.PromURL, "sum(count_over_time(jobsight_job_cpu_usage_seconds_total"+sel+"[2h]))")
+		if err != nil || !ok || n < 0.5*d.num("sampling.count") {
+			t.Errorf("%s: %v points in the CPU series of %v samples (%v)", id, n, d.num("sampling.count"), err)
+		}
+		if _, ok, _ := stack.PromQuery(ctx, node.PromURL, fmt.Sprintf(`count(count_over_time({cluster=%q,job_id=%q}[2h]))`, cluster, arrayID)); ok {
+			t.Errorf("series labelled with Slurm's plain id %s", arrayID)
+		}
+		// The path this phase is for was taken: the watch ended before
+		// Slurm answered (not a lookup that got through in time).
+		log, _ := os.ReadFile(filepath.Join(share, "out", "agent.log"))
+		late := regexp.MustCompile(`watch ended before Slurm answered.* job_id=` + strconv.Itoa(int(d.num("slurm_job_id"))) + `\b`)
+		if !late.Match(log) {
+			t.Errorf("the agent's log does not say that job %v's watch ended before Slurm answered: the phase did not test that", d.num("slurm_job_id"))
+		}
+	})
+
 	t.Run("store outage", func(t *testing.T) {
 		// ZincSearch was stopped for 20 s while phase 1's jobs ran: every
 		// one of their documents came later from the agent's spool.
@@ -444,6 +494,18 @@ func (d jobDoc) num(path string) float64 {
 
 func (d jobDoc) str(path string) string { s, _ := d.get(path).(string); return s }
 func (d jobDoc) bool(path string) bool  { b, _ := d.get(path).(bool); return b }
+
+// strs is a list of strings (missing_metrics).
+func (d jobDoc) strs(path string) []string {
+	var out []string
+	list, _ := d.get(path).([]any)
+	for _, v := range list {
+		if s, ok := v.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
 
 func (d jobDoc) causes() []string {
 	var out []string

@@ -39,13 +39,23 @@ say "installing the packages"
 sh $H/install-packages.sh $H/packages $SLURM $SLURM/lib/slurm || fail "install-packages.sh"
 install -m 0755 $H/v2work /usr/local/bin/v2work
 install -m 0600 $H/es-password /etc/jobsight/es-password
+# squeue for the agent: while /run/jobsight-busy-slurm exists (phase 4)
+# it answers nothing until the agent's slurm.timeout (10 s) kills it, as a
+# slurmctld too busy to answer does; the test's own squeue calls are the
+# real one's.
+cat > /usr/local/bin/squeue-busy <<WRAP
+#!/bin/sh
+[ -e /run/jobsight-busy-slurm ] && exec sleep 60
+exec $SLURM/bin/squeue "\$@"
+WRAP
+chmod 0755 /usr/local/bin/squeue-busy
 cat > /etc/jobsight/agent.yaml <<CONF
 # Written by test/cgroupv2's guest.sh.
 cluster: v2test
 interval: 1s
 flush_interval: 5s
 log_level: debug
-slurm: {final_state_wait: 60s, squeue: $SLURM/bin/squeue, scontrol: $SLURM/bin/scontrol}
+slurm: {final_state_wait: 60s, squeue: /usr/local/bin/squeue-busy, scontrol: $SLURM/bin/scontrol}
 cgroup: {wait: 30s}
 elasticsearch:
   urls: ["http://127.0.0.1:4080/es"]
@@ -185,6 +195,19 @@ wait_for 120 "the node to take jobs again" sh -c "sinfo -h -n v2node -o %T | gre
 job jobidpath "-c 1 --mem=256M" "v2work burn 4 1; v2work alloc 100 2; v2work write /var/tmp 32"
 wait_for 300 "phase 3's jobs to end" all_done
 
+say "phase 4: Slurm too busy to answer the agent until the job has ended"
+# Every lookup of the job's identity (an array task's, which only Slurm
+# can give) is killed at the agent's timeout until the job is over: the
+# agent samples it meanwhile, and once Slurm answers, its documents and
+# its series go out under the array task's id.
+wait_for 180 "phase 3's node agent to exit" sh -c "! pgrep -x jobsight-agent"
+touch /run/jobsight-busy-slurm
+job busyslurm "-c 1 --mem=256M --array=7" "sleep 6; v2work burn 6 1"
+wait_for 300 "phase 4's job to end" all_done
+sleep 2
+rm -f /run/jobsight-busy-slurm
+say "Slurm answers the agent again"
+
 say "waiting for the node agent to deliver and exit"
 wait_for 180 "jobsight-agent to exit" sh -c "! pgrep -x jobsight-agent"
 cp -r /var/tmp/v2out/. $OUT/
@@ -192,6 +215,7 @@ find /sys/fs/cgroup -maxdepth 4 -name '*slurmstepd*' > $OUT/stepd-scopes 2>&1 ||
 ls -R /sys/fs/cgroup/system.slice/*slurmstepd.scope > $OUT/left-cgroups 2>&1 || true
 ls -la /var/spool/jobsight /var/spool/jobsight/* > $OUT/spool 2>&1 || true
 squeue -h > $OUT/squeue 2>&1 || true
+cp /var/log/jobsight/agent.log $OUT/agent.log # the test reads it (logs/ come at the guest's exit)
 scontrol show job > $OUT/jobs.txt 2>&1 || true
 say "jobs done; waiting for the host"
 touch $H/jobs-done
