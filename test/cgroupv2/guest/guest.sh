@@ -199,10 +199,12 @@ say "phase 4: Slurm too busy to answer the agent until the job has ended"
 # Every lookup of the job's identity (an array task's, which only Slurm
 # can give) is killed at the agent's timeout until the job is over: the
 # agent samples it meanwhile, and once Slurm answers, its documents and
-# its series go out under the array task's id.
+# its series go out under the array task's id. It idles 12 s first, as
+# phase 1's jobs do: its start also starts a new node agent, and on a
+# host as slow as CI's a start has reached the agent seconds late.
 wait_for 180 "phase 3's node agent to exit" sh -c "! pgrep -x jobsight-agent"
 touch /run/jobsight-busy-slurm
-job busyslurm "-c 1 --mem=256M --array=7" "sleep 6; v2work burn 6 1"
+job busyslurm "-c 1 --mem=256M --array=7" "sleep 12; v2work burn 6 1"
 wait_for 300 "phase 4's job to end" all_done
 sleep 2
 rm -f /run/jobsight-busy-slurm
