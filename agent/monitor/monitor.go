@@ -115,13 +115,6 @@ func (m *Monitor) Hold() { m.held = true }
 // goroutine, and takes effect at the monitor's next pass.
 func (m *Monitor) Name(id Identity) { m.named.Store(&id) }
 
-// Held reports whether the monitor is still without its identity; only
-// for the goroutine that drives it, or once its watch ended.
-func (m *Monitor) Held() bool {
-	m.adopt()
-	return m.held
-}
-
 // adopt takes the identity Name gave, if any (the driving goroutine).
 func (m *Monitor) adopt() {
 	if id := m.named.Swap(nil); id != nil {

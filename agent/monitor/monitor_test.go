@@ -457,6 +457,13 @@ func TestSenderCloseByCutsAHungStoreShort(t *testing.T) {
 	}
 }
 
+// isHeld reports whether m is still without its identity (once its
+// driving goroutine is done with it).
+func isHeld(m *Monitor) bool {
+	m.adopt()
+	return m.held
+}
+
 // heldMonitor is a steady job's monitor, held, begun and ticked ticks
 // times (each a second on its clock).
 func heldMonitor(ticks int) (*Monitor, *memSink, *Sender) {
@@ -486,7 +493,7 @@ func TestHeldMonitorSendsNothingUntilNamed(t *testing.T) {
 		t.Errorf("held: %d series and %d node documents sent without the job's identity", len(sink.series), len(sink.nodes))
 	}
 	sink.mu.Unlock()
-	if !m.Held() {
+	if !isHeld(m) {
 		t.Fatal("not held before Name")
 	}
 	labels := []Label{{Name: "cluster", Value: "c"}, {Name: "job_id", Value: "11_1"}, {Name: "node", Value: "n1"}}
@@ -498,7 +505,7 @@ func TestHeldMonitorSendsNothingUntilNamed(t *testing.T) {
 	}
 	m.End(StopRequested)
 	snd.Close()
-	if m.Held() {
+	if isHeld(m) {
 		t.Error("still held after Name")
 	}
 	sink.mu.Lock()

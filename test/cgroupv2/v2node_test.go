@@ -258,19 +258,30 @@ func TestCgroupV2Node(t *testing.T) {
 		}
 	})
 
+	// cpuSeries checks the job's CPU series (labelled job_id=id) against
+	// the kernel's cpu.stat usage_usec, and reports whether it exists.
+	cpuSeries := func(t *testing.T, name, id string, d jobDoc, f Figures) bool {
+		t.Helper()
+		sel := fmt.Sprintf(`{cluster=%q,job_id=%q}`, cluster, id)
+		cpu, ok, err := stack.PromQuery(ctx, node.PromURL, "max(max_over_time(jobsight_job_cpu_usage_seconds_total"+sel+"[2h]))")
+		if err != nil || !ok {
+			t.Errorf("%s: no CPU series (%v)", name, err)
+			return false
+		}
+		usage, _ := f.Key("cpu.stat", "usage_usec")
+		cpuAfter, _ := after(t, name, d, f)
+		withinAfter(t, name+": the CPU series' last value against cpu.stat usage_usec", cpu, float64(usage)/1e6, cpuTolSeconds, cpuTolShare, cpuAfter)
+		return true
+	}
+
 	t.Run("series", func(t *testing.T) {
 		for _, name := range []string{"cpu", "alloc", "write"} {
 			d, f := doc(t, name)
 			id := d.str("job_id")
-			sel := fmt.Sprintf(`{cluster=%q,job_id=%q}`, cluster, id)
-			cpu, ok, err := stack.PromQuery(ctx, node.PromURL, "max(max_over_time(jobsight_job_cpu_usage_seconds_total"+sel+"[2h]))")
-			if err != nil || !ok {
-				t.Errorf("%s: no CPU series (%v)", name, err)
+			if !cpuSeries(t, name, id, d, f) {
 				continue
 			}
-			usage, _ := f.Key("cpu.stat", "usage_usec")
-			cpuAfter, _ := after(t, name, d, f)
-			withinAfter(t, name+": the CPU series' last value against cpu.stat usage_usec", cpu, float64(usage)/1e6, cpuTolSeconds, cpuTolShare, cpuAfter)
+			sel := fmt.Sprintf(`{cluster=%q,job_id=%q}`, cluster, id)
 			mem, ok, err := stack.PromQuery(ctx, node.PromURL, "max(max_over_time(jobsight_job_memory_used_bytes"+sel+"[2h]))")
 			peak, _ := f.Uint("memory.peak")
 			if err != nil || !ok || mem > float64(peak) {
@@ -350,15 +361,8 @@ func TestCgroupV2Node(t *testing.T) {
 			t.Fatalf("%s: no kernel figures for Slurm job %v", id, d.num("slurm_job_id"))
 		}
 		checkAgainstKernel(t, "busyslurm", d, f)
-		usage, _ := f.Key("cpu.stat", "usage_usec")
-		cpuAfter, _ := after(t, "busyslurm", d, f)
+		cpuSeries(t, id, id, d, f) // the points sampled before Slurm answered were sent
 		sel := fmt.Sprintf(`{cluster=%q,job_id=%q}`, cluster, id)
-		cpu, ok, err := stack.PromQuery(ctx, node.PromURL, "max(max_over_time(jobsight_job_cpu_usage_seconds_total"+sel+"[2h]))")
-		if err != nil || !ok {
-			t.Errorf("%s: no CPU series (%v): the points sampled before Slurm answered were not sent", id, err)
-		} else {
-			withinAfter(t, id+": the CPU series' last value against cpu.stat usage_usec", cpu, float64(usage)/1e6, cpuTolSeconds, cpuTolShare, cpuAfter)
-		}
 		n, ok, err := stack.PromQuery(ctx, node.PromURL, "sum(count_over_time(jobsight_job_cpu_usage_seconds_total"+sel+"[2h]))")
 		if err != nil || !ok || n < 0.5*d.num("sampling.count") {
 			t.Errorf("%s: %v points in the CPU series of %v samples (%v)", id, n, d.num("sampling.count"), err)
